@@ -1,0 +1,64 @@
+// Tokenizer: text <-> token ids for the vocabularies models ship (SentencePiece-style and GPT-2
+// byte-level BPE from GGUF, HF tokenizer.json BPE), with special/added tokens and BOS/EOS rules.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace tf::checkpoint {
+class GgufFile;
+}
+
+namespace tf::tokenizer {
+
+using TokenId = int32_t;
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+
+  // From GGUF `tokenizer.ggml.*` metadata (model llama|gpt2; pre-tokenizer from `tokenizer.ggml.pre`).
+  static Result<std::shared_ptr<Tokenizer>> from_gguf(const checkpoint::GgufFile& gguf);
+  // From an HF directory: tokenizer.json, plus tokenizer_config.json for add_bos/eos when present.
+  static Result<std::shared_ptr<Tokenizer>> from_hf_dir(const std::string& dir);
+
+  // Encodes `text`. add_special: prepend BOS / append EOS as the model's rules say.
+  // parse_special: text matching a special/added token becomes that token's id.
+  virtual std::vector<TokenId> encode(std::string_view text, bool add_special = true,
+                                      bool parse_special = true) const = 0;
+  // Decodes ids to text (byte fallback and byte-level pieces joined before UTF-8 is formed).
+  virtual std::string decode(std::span<const TokenId> ids, bool skip_special = false) const = 0;
+  // The raw bytes a single token contributes when decoded after other tokens (may be partial UTF-8).
+  virtual std::string token_bytes(TokenId id) const = 0;
+  // The token's vocabulary string as stored (for display and debugging).
+  virtual std::string token_text(TokenId id) const = 0;
+
+  virtual int vocab_size() const = 0;
+  virtual TokenId bos_id() const = 0;  // -1 if none
+  virtual TokenId eos_id() const = 0;  // -1 if none
+  virtual bool is_eog(TokenId id) const = 0;  // EOS, EOT and other end-of-generation tokens
+  virtual bool is_special(TokenId id) const = 0;
+  virtual std::string kind() const = 0;  // "spm", "bpe-bytelevel", "bpe-hf", ...
+};
+
+// Turns a stream of ids into text pieces that never end inside a UTF-8 character: bytes of an
+// incomplete character are held until the next token completes it (or flush() emits them).
+class IncrementalDetokenizer {
+ public:
+  explicit IncrementalDetokenizer(const Tokenizer& tok) : tok_(tok) {}
+  std::string push(TokenId id);
+  std::string flush();
+
+ private:
+  const Tokenizer& tok_;
+  std::vector<TokenId> ids_;
+  size_t emitted_ = 0;  // bytes of decode(ids_) already returned
+};
+
+}  // namespace tf::tokenizer
