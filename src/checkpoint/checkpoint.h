@@ -25,7 +25,9 @@ class Checkpoint {
   const std::string& path() const { return path_; }
   const ModelConfig& config() const { return config_; }
 
+  // nullptr when absent or of an unsupported dtype; get() returns an Error that says which.
   const Tensor* find(std::string_view name) const;
+  Result<const Tensor*> get(std::string_view name) const;
   std::vector<std::string> tensor_names() const;
 
   // The GGUF file (GGUF format) or nullptr.

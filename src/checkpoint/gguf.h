@@ -44,7 +44,15 @@ struct GgufTensorInfo {
   uint32_t ggml_type = 0;
   Tensor tensor;          // dtype, shape outermost-first (GGUF `ne` reversed) and data pointer
   uint64_t offset = 0;    // relative to the start of the data section
+  uint64_t nbytes = 0;    // bytes of data, from the ggml block layout
+  // False when ggml_type has no DType (IQ*, Q8_1, ...): the file still opens and `tensor.data` and
+  // `tensor.shape` are set, but `tensor.dtype` is meaningless; get_tensor() reports it.
+  bool supported = true;
 };
+
+// Elements per block and bytes per block of a ggml type id, also for types without a DType;
+// false for ids unknown to this build.
+bool ggml_block_layout(uint32_t ggml_type, int* block_size, int* block_bytes);
 
 class GgufFile {
  public:
@@ -71,12 +79,17 @@ class GgufFile {
 
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
   const GgufTensorInfo* find_tensor(std::string_view name) const;
+  // The tensor view, or kNotFound / kUnsupported (unsupported ggml type) naming file and tensor.
+  Result<const Tensor*> get_tensor(std::string_view name) const;
+  // Absolute file offset of the data section (0 when the file has no tensors).
+  uint64_t data_offset() const { return data_offset_; }
 
  private:
   std::string name_;
   MappedFile file_;  // empty when parsed from caller-owned bytes
   uint32_t version_ = 0;
   size_t alignment_ = 32;
+  uint64_t data_offset_ = 0;
   std::map<std::string, GgufValue, std::less<>> kv_;
   std::vector<GgufTensorInfo> tensors_;
   std::map<std::string, size_t, std::less<>> tensor_index_;

@@ -24,14 +24,25 @@ class SafetensorsFile {
   static Result<std::shared_ptr<SafetensorsFile>> parse(std::span<const uint8_t> bytes,
                                                         std::string name);
 
+  // nullptr when absent or of an unsupported dtype (I64, F8, ...); get() says which.
   const Tensor* find(std::string_view name) const;
+  Result<const Tensor*> get(std::string_view name) const;
+  // Every tensor name, aliases and unsupported-dtype tensors included, sorted.
   std::vector<std::string> names() const;
+  // alias -> stored name, from `__metadata__`.
+  const std::map<std::string, std::string, std::less<>>& aliases() const { return aliases_; }
+  // name -> safetensors dtype string, for tensors kept out of find() because of their dtype.
+  const std::map<std::string, std::string, std::less<>>& unsupported() const {
+    return unsupported_;
+  }
   const std::map<std::string, std::string, std::less<>>& metadata() const { return metadata_; }
 
  private:
   std::vector<MappedFile> files_;
   std::map<std::string, Tensor, std::less<>> tensors_;
   std::map<std::string, std::string, std::less<>> metadata_;
+  std::map<std::string, std::string, std::less<>> aliases_;
+  std::map<std::string, std::string, std::less<>> unsupported_;
 
   friend class SafetensorsParser;
 };

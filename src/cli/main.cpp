@@ -1,1 +1,18 @@
-int main() { return 0; }
+// tensorfold: the command-line entry point (info, run; serve, pull, bench, tokenize come later).
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"TensorFold: run and serve language models on CPUs and NVIDIA GPUs"};
+  app.require_subcommand(1);
+  spdlog::set_pattern("%^%l%$: %v");
+  auto info = tf::cli::add_info_command(app);
+  auto run = tf::cli::add_run_command(app);
+  CLI11_PARSE(app, argc, argv);
+  if (app.got_subcommand("info")) return info();
+  if (app.got_subcommand("run")) return run();
+  return 1;
+}

@@ -1,1 +1,46 @@
-// placeholder, replaced by the module's implementation
+// The family registry: maps a config's normalized family name to its constructor.
+#include "model/model.h"
+
+#include <thread>
+
+#include "model/families/families.h"
+
+namespace tf::model {
+namespace {
+
+using Factory = Result<std::unique_ptr<Model>> (*)(std::shared_ptr<checkpoint::Checkpoint>,
+                                                   std::shared_ptr<ThreadPool>);
+struct Family {
+  std::string_view name;
+  Factory make;
+};
+constexpr Family kFamilies[] = {
+    {"llama", &make_llama},
+};
+
+const Family* find_family(std::string_view name) {
+  for (const auto& f : kFamilies)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
+Status check_supported(const checkpoint::ModelConfig& config) {
+  if (find_family(config.family)) return {};
+  return make_error(ErrorCode::kUnsupported, "unsupported architecture '{}' (family '{}')",
+                    config.architecture, config.family);
+}
+
+Result<std::unique_ptr<Model>> load_model(std::shared_ptr<checkpoint::Checkpoint> ckpt,
+                                          const LoadOptions& options) {
+  if (Status s = check_supported(ckpt->config()); !s.ok()) {
+    return s.error().with_context(ckpt->path());
+  }
+  int threads = options.threads > 0 ? options.threads
+                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto pool = std::make_shared<ThreadPool>(threads);
+  return find_family(ckpt->config().family)->make(std::move(ckpt), std::move(pool));
+}
+
+}  // namespace tf::model

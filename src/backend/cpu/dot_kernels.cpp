@@ -1,0 +1,372 @@
+// Highway kernels: f32 x dotted with weight rows of any dtype, dequantizing in registers.
+// Reduction order (fixed, so matmul == dot_row bit for bit): quant rows go block by block, each
+// block in 32-element slices, vector i of a slice FMAs into accumulator i % 4; plain rows go in
+// groups of 4 vectors the same way. Then (a0 + a1) + (a2 + a3), SumOfLanes, and (plain types only)
+// a scalar fma tail. The R-row variants run exactly this sequence once per row, sharing the
+// dequantized vectors, so grouping x rows never changes a result.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "backend/cpu/dot_kernels.h"
+#include "backend/cpu/matmul.h"
+#include "backend/cpu/quant_blocks.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "backend/cpu/dot_kernels.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace tf::backend::cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// At most 8 lanes: a vector then never straddles the 16-element scale groups of q6_K, and AVX-512
+// brings nothing to a kernel that is bound by memory or by dequantization.
+using DF = hn::CappedTag<float, 8>;
+using DI = hn::RebindToSigned<DF>;
+using DU = hn::RebindToUnsigned<DF>;
+using VF = hn::Vec<DF>;
+using VI = hn::Vec<DI>;
+constexpr int kN = static_cast<int>(hn::MaxLanes(DF()));
+constexpr int kSliceVecs = 32 / kN;
+
+HWY_INLINE VI load_u8(const uint8_t* p) {
+  return hn::PromoteTo(DI(), hn::LoadU(hn::Rebind<uint8_t, DF>(), p));
+}
+
+// Element e (0..31) of a 16-byte 4-bit block: low nibbles hold 0..15, high nibbles 16..31.
+HWY_INLINE VI nibbles32(const uint8_t* qs, int e) {
+  const DI di;
+  return e < 16 ? hn::And(load_u8(qs + e), hn::Set(di, 0xF)) : hn::ShiftRight<4>(load_u8(qs + e - 16));
+}
+
+// The 5th bits of elements e..e+kN-1 of a q5_0/q5_1 block, as 0 or 16.
+HWY_INLINE VI high_bits32(uint32_t qh, int e) {
+  const DU du;
+  const auto bits = hn::And(hn::Set(du, qh) >> hn::Iota(du, static_cast<uint32_t>(e)), hn::Set(du, 1));
+  return hn::BitCast(DI(), hn::ShiftLeft<4>(bits));
+}
+
+// Each Slice type writes the 32 elements [32 s, 32 s + 32) of one block as kSliceVecs vectors.
+struct SliceQ4_0 : quant::Q4_0 {
+  static HWY_INLINE void run(const uint8_t* b, int, VF* v) {
+    const DF df;
+    const VF d = hn::Set(df, quant::load_fp16(b));
+    for (int i = 0; i < kSliceVecs; ++i) {
+      const VI q = hn::Sub(nibbles32(b + kQs, i * kN), hn::Set(DI(), 8));
+      v[i] = hn::Mul(hn::ConvertTo(df, q), d);
+    }
+  }
+};
+
+struct SliceQ4_1 : quant::Q4_1 {
+  static HWY_INLINE void run(const uint8_t* b, int, VF* v) {
+    const DF df;
+    const VF d = hn::Set(df, quant::load_fp16(b));
+    const VF m = hn::Set(df, quant::load_fp16(b + 2));
+    for (int i = 0; i < kSliceVecs; ++i) {
+      v[i] = hn::MulAdd(hn::ConvertTo(df, nibbles32(b + kQs, i * kN)), d, m);
+    }
+  }
+};
+
+struct SliceQ5_0 : quant::Q5_0 {
+  static HWY_INLINE void run(const uint8_t* b, int, VF* v) {
+    const DF df;
+    const VF d = hn::Set(df, quant::load_fp16(b));
+    const uint32_t qh = quant::load_u32(b + kQh);
+    for (int i = 0; i < kSliceVecs; ++i) {
+      const VI q = hn::Or(nibbles32(b + kQs, i * kN), high_bits32(qh, i * kN));
+      v[i] = hn::Mul(hn::ConvertTo(df, hn::Sub(q, hn::Set(DI(), 16))), d);
+    }
+  }
+};
+
+struct SliceQ5_1 : quant::Q5_1 {
+  static HWY_INLINE void run(const uint8_t* b, int, VF* v) {
+    const DF df;
+    const VF d = hn::Set(df, quant::load_fp16(b));
+    const VF m = hn::Set(df, quant::load_fp16(b + 2));
+    const uint32_t qh = quant::load_u32(b + kQh);
+    for (int i = 0; i < kSliceVecs; ++i) {
+      const VI q = hn::Or(nibbles32(b + kQs, i * kN), high_bits32(qh, i * kN));
+      v[i] = hn::MulAdd(hn::ConvertTo(df, q), d, m);
+    }
+  }
+};
+
+struct SliceQ8_0 : quant::Q8_0 {
+  static HWY_INLINE void run(const uint8_t* b, int, VF* v) {
+    const DF df;
+    const VF d = hn::Set(df, quant::load_fp16(b));
+    const auto* qs = reinterpret_cast<const int8_t*>(b + kQs);
+    for (int i = 0; i < kSliceVecs; ++i) {
+      const VI q = hn::PromoteTo(DI(), hn::LoadU(hn::Rebind<int8_t, DF>(), qs + i * kN));
+      v[i] = hn::Mul(hn::ConvertTo(df, q), d);
+    }
+  }
+};
+
+// q4_K/q5_K: slice s uses nibble half (s & 1) of qs[32 (s / 2) ...] and scale/min pair s.
+struct SliceQ4_K : quant::Q4_K {
+  static HWY_INLINE void run(const uint8_t* b, int s, VF* v) {
+    const DF df;
+    int sc, mn;
+    quant::scale_min_k4(s, b + kScales, &sc, &mn);
+    const VF d1 = hn::Set(df, quant::load_fp16(b) * static_cast<float>(sc));
+    const VF neg_m1 = hn::Set(df, -(quant::load_fp16(b + 2) * static_cast<float>(mn)));
+    const uint8_t* q = b + kQs + 32 * (s / 2);
+    const int shift = (s & 1) * 4;
+    for (int i = 0; i < kSliceVecs; ++i) {
+      const VI nib = hn::And(hn::ShiftRightSame(load_u8(q + i * kN), shift), hn::Set(DI(), 0xF));
+      v[i] = hn::MulAdd(d1, hn::ConvertTo(df, nib), neg_m1);
+    }
+  }
+};
+
+struct SliceQ5_K : quant::Q5_K {
+  static HWY_INLINE void run(const uint8_t* b, int s, VF* v) {
+    const DF df;
+    const DI di;
+    int sc, mn;
+    quant::scale_min_k4(s, b + kScales, &sc, &mn);
+    const VF d1 = hn::Set(df, quant::load_fp16(b) * static_cast<float>(sc));
+    const VF neg_m1 = hn::Set(df, -(quant::load_fp16(b + 2) * static_cast<float>(mn)));
+    const uint8_t* q = b + kQs + 32 * (s / 2);
+    const int shift = (s & 1) * 4;
+    for (int i = 0; i < kSliceVecs; ++i) {
+      const VI nib = hn::And(hn::ShiftRightSame(load_u8(q + i * kN), shift), hn::Set(di, 0xF));
+      const VI hi = hn::And(hn::ShiftRightSame(load_u8(b + kQh + i * kN), s), hn::Set(di, 1));
+      v[i] = hn::MulAdd(d1, hn::ConvertTo(df, hn::Or(nib, hn::ShiftLeft<4>(hi))), neg_m1);
+    }
+  }
+};
+
+// q6_K: half h = s / 4 of the block, quarter t = s % 4 of it; scales per 16 elements.
+struct SliceQ6_K : quant::Q6_K {
+  static HWY_INLINE void run(const uint8_t* b, int s, VF* v) {
+    const DF df;
+    const DI di;
+    const int h = s / 4, t = s % 4;
+    const uint8_t* ql = b + kQl + 64 * h + 32 * (t & 1);
+    const uint8_t* qh = b + kQh + 32 * h;
+    const auto* scales = reinterpret_cast<const int8_t*>(b + kScales + 8 * h + 2 * t);
+    const float d = quant::load_fp16(b + kD);
+    const int nib_shift = (t >> 1) * 4;
+    for (int i = 0; i < kSliceVecs; ++i) {
+      const VI lo = hn::And(hn::ShiftRightSame(load_u8(ql + i * kN), nib_shift), hn::Set(di, 0xF));
+      const VI hi = hn::And(hn::ShiftRightSame(load_u8(qh + i * kN), 2 * t), hn::Set(di, 3));
+      const VI q = hn::Sub(hn::Or(lo, hn::ShiftLeft<4>(hi)), hn::Set(di, 32));
+      const float d1 = d * static_cast<float>(scales[i * kN >= 16 ? 1 : 0]);
+      v[i] = hn::Mul(hn::ConvertTo(df, q), hn::Set(df, d1));
+    }
+  }
+};
+
+HWY_INLINE float reduce(const VF* acc) {
+  const DF df;
+  return hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(acc[0], acc[1]), hn::Add(acc[2], acc[3]))));
+}
+
+template <class Slice>
+struct QuantKernel {
+  template <int R>
+  static HWY_INLINE void dot(const uint8_t* w, const float* const* xs, int64_t k, float* out) {
+    const DF df;
+    VF acc[R][4];
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < 4; ++j) acc[r][j] = hn::Zero(df);
+    }
+    const int64_t nb = k / Slice::kBlock;
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* blk = w + b * Slice::kBytes;
+      for (int s = 0; s < Slice::kBlock / 32; ++s) {
+        VF v[kSliceVecs];
+        Slice::run(blk, s, v);
+        const int64_t off = b * Slice::kBlock + 32 * s;
+        for (int i = 0; i < kSliceVecs; ++i) {
+          for (int r = 0; r < R; ++r) {
+            acc[r][i & 3] = hn::MulAdd(v[i], hn::LoadU(df, xs[r] + off + i * kN), acc[r][i & 3]);
+          }
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) out[r] = reduce(acc[r]);
+  }
+
+  static void dequant(const uint8_t* w, float* y, int64_t k) {
+    const DF df;
+    for (int64_t b = 0; b < k / Slice::kBlock; ++b) {
+      for (int s = 0; s < Slice::kBlock / 32; ++s) {
+        VF v[kSliceVecs];
+        Slice::run(w + b * Slice::kBytes, s, v);
+        float* dst = y + b * Slice::kBlock + 32 * s;
+        for (int i = 0; i < kSliceVecs; ++i) hn::StoreU(v[i], df, dst + i * kN);
+      }
+    }
+  }
+};
+
+struct LoadF32 {
+  static HWY_INLINE VF load(const uint8_t* w, int64_t i) {
+    return hn::LoadU(DF(), reinterpret_cast<const float*>(w) + i);
+  }
+  static float scalar(const uint8_t* w, int64_t i) {
+    float f;
+    std::memcpy(&f, w + 4 * i, sizeof(f));
+    return f;
+  }
+};
+
+struct LoadF16 {
+  static HWY_INLINE VF load(const uint8_t* w, int64_t i) {
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    return hn::PromoteTo(DF(), hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(w) + i));
+  }
+  static float scalar(const uint8_t* w, int64_t i) { return quant::load_fp16(w + 2 * i); }
+};
+
+struct LoadBF16 {
+  static HWY_INLINE VF load(const uint8_t* w, int64_t i) {
+    const hn::Rebind<uint16_t, DF> d16;
+    const auto wide = hn::PromoteTo(DU(), hn::LoadU(d16, reinterpret_cast<const uint16_t*>(w) + i));
+    return hn::BitCast(DF(), hn::ShiftLeft<16>(wide));
+  }
+  static float scalar(const uint8_t* w, int64_t i) {
+    uint16_t b;
+    std::memcpy(&b, w + 2 * i, sizeof(b));
+    return bf16_to_f32(b);
+  }
+};
+
+template <class Load>
+struct PlainKernel {
+  template <int R>
+  static HWY_INLINE void dot(const uint8_t* w, const float* const* xs, int64_t k, float* out) {
+    const DF df;
+    VF acc[R][4];
+    for (int r = 0; r < R; ++r) {
+      for (int j = 0; j < 4; ++j) acc[r][j] = hn::Zero(df);
+    }
+    int64_t i = 0;
+    for (; i + 4 * kN <= k; i += 4 * kN) {
+      for (int j = 0; j < 4; ++j) {
+        const VF v = Load::load(w, i + j * kN);
+        for (int r = 0; r < R; ++r) {
+          acc[r][j] = hn::MulAdd(v, hn::LoadU(df, xs[r] + i + j * kN), acc[r][j]);
+        }
+      }
+    }
+    for (int j = 0; i + kN <= k; i += kN, ++j) {
+      const VF v = Load::load(w, i);
+      for (int r = 0; r < R; ++r) acc[r][j] = hn::MulAdd(v, hn::LoadU(df, xs[r] + i), acc[r][j]);
+    }
+    for (int r = 0; r < R; ++r) {
+      float sum = reduce(acc[r]);
+      for (int64_t t = i; t < k; ++t) sum = std::fma(Load::scalar(w, t), xs[r][t], sum);
+      out[r] = sum;
+    }
+  }
+
+  static void dequant(const uint8_t* w, float* y, int64_t k) {
+    int64_t i = 0;
+    for (; i + kN <= k; i += kN) hn::StoreU(Load::load(w, i), DF(), y + i);
+    for (; i < k; ++i) y[i] = Load::scalar(w, i);
+  }
+};
+
+// Calls f(Kernel{}) with the kernel type of dtype t.
+template <class F>
+HWY_INLINE void with_kernel(DType t, F&& f) {
+  switch (t) {
+    case DType::kF32: return f(PlainKernel<LoadF32>{});
+    case DType::kF16: return f(PlainKernel<LoadF16>{});
+    case DType::kBF16: return f(PlainKernel<LoadBF16>{});
+    case DType::kQ4_0: return f(QuantKernel<SliceQ4_0>{});
+    case DType::kQ4_1: return f(QuantKernel<SliceQ4_1>{});
+    case DType::kQ5_0: return f(QuantKernel<SliceQ5_0>{});
+    case DType::kQ5_1: return f(QuantKernel<SliceQ5_1>{});
+    case DType::kQ8_0: return f(QuantKernel<SliceQ8_0>{});
+    case DType::kQ4_K: return f(QuantKernel<SliceQ4_K>{});
+    case DType::kQ5_K: return f(QuantKernel<SliceQ5_K>{});
+    case DType::kQ6_K: return f(QuantKernel<SliceQ6_K>{});
+    default:
+      // Checkpoint loading rejects these before any kernel runs; reaching here is a bug.
+      std::fprintf(stderr, "tf::backend::cpu: no matmul kernel for dtype %d\n", static_cast<int>(t));
+      std::abort();
+  }
+}
+
+float DotRowT(DType t, const uint8_t* w, const float* x, int64_t k) {
+  float out = 0.0f;
+  with_kernel(t, [&](auto kernel) { decltype(kernel)::template dot<1>(w, &x, k, &out); });
+  return out;
+}
+
+void DequantizeRowT(DType t, const uint8_t* w, float* y, int64_t k) {
+  with_kernel(t, [&](auto kernel) { decltype(kernel)::dequant(w, y, k); });
+}
+
+// R rows of x starting at row i against weight rows [nb, ne).
+template <class K, int R>
+void rows_group(const uint8_t* w, size_t row_bytes, int64_t k, const float* x, int64_t i, float* y,
+                int64_t ldy, int64_t nb, int64_t ne) {
+  const float* xs[R];
+  for (int r = 0; r < R; ++r) xs[r] = x + (i + r) * k;
+  float out[R];
+  for (int64_t n = nb; n < ne; ++n) {
+    K::template dot<R>(w + static_cast<size_t>(n) * row_bytes, xs, k, out);
+    for (int r = 0; r < R; ++r) y[(i + r) * ldy + n] = out[r];
+  }
+}
+
+void MatmulRowsT(DType t, const uint8_t* w, size_t row_bytes, int64_t k, const float* x, int64_t m,
+                 float* y, int64_t ldy, int64_t n0, int64_t n1) {
+  // A tile of weight rows stays in L1/L2 while every group of 4 x rows passes over it, so each
+  // weight block is fetched from memory once and dequantized once per 4 rows of x.
+  const int64_t tile = std::max<int64_t>(1, (32 << 10) / static_cast<int64_t>(row_bytes));
+  with_kernel(t, [&](auto kernel) {
+    using K = decltype(kernel);
+    for (int64_t nb = n0; nb < n1; nb += tile) {
+      const int64_t ne = std::min(n1, nb + tile);
+      int64_t i = 0;
+      for (; i + 4 <= m; i += 4) rows_group<K, 4>(w, row_bytes, k, x, i, y, ldy, nb, ne);
+      switch (m - i) {
+        case 3: rows_group<K, 3>(w, row_bytes, k, x, i, y, ldy, nb, ne); break;
+        case 2: rows_group<K, 2>(w, row_bytes, k, x, i, y, ldy, nb, ne); break;
+        case 1: rows_group<K, 1>(w, row_bytes, k, x, i, y, ldy, nb, ne); break;
+        default: break;
+      }
+    }
+  });
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace tf::backend::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace tf::backend::cpu {
+
+HWY_EXPORT(DotRowT);
+HWY_EXPORT(DequantizeRowT);
+HWY_EXPORT(MatmulRowsT);
+
+float dot_row(DType t, const void* w_row, const float* x, int64_t k) {
+  return HWY_DYNAMIC_DISPATCH(DotRowT)(t, static_cast<const uint8_t*>(w_row), x, k);
+}
+
+void dequantize_row(DType t, const void* src, float* dst, int64_t k) {
+  HWY_DYNAMIC_DISPATCH(DequantizeRowT)(t, static_cast<const uint8_t*>(src), dst, k);
+}
+
+void matmul_rows(DType t, const uint8_t* w, size_t row_bytes, int64_t k, const float* x, int64_t m,
+                 float* y, int64_t ldy, int64_t n0, int64_t n1) {
+  HWY_DYNAMIC_DISPATCH(MatmulRowsT)(t, w, row_bytes, k, x, m, y, ldy, n0, n1);
+}
+
+}  // namespace tf::backend::cpu
+#endif  // HWY_ONCE

@@ -1,0 +1,94 @@
+// Scalar reference implementations of the CPU ops; matmul (the hot path) lives in matmul.cpp.
+// Sums run in f32 in index order so results are reproducible across batch shapes.
+#include "backend/cpu/ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace tf::backend::cpu {
+
+void rms_norm(const float* x, const float* weight, float* y, int64_t rows, int64_t n, float eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    double ss = 0.0;  // double: the mean of squares over thousands of dims loses little this way
+    for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(xr[i]) * xr[i];
+    float inv = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(n)) + eps);
+    for (int64_t i = 0; i < n; ++i) yr[i] = (xr[i] * inv) * weight[i];
+  }
+}
+
+void add_inplace(float* x, const float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    float g = gate[i];
+    out[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void rope_row(float* x, int n_heads, int head_dim, int rope_dim, bool interleaved, const float* cos,
+              const float* sin) {
+  int half = rope_dim / 2;
+  for (int h = 0; h < n_heads; ++h) {
+    float* v = x + static_cast<int64_t>(h) * head_dim;
+    for (int i = 0; i < half; ++i) {
+      int a = interleaved ? 2 * i : i;
+      int b = interleaved ? 2 * i + 1 : i + half;
+      float x0 = v[a], x1 = v[b];
+      v[a] = x0 * cos[i] - x1 * sin[i];
+      v[b] = x0 * sin[i] + x1 * cos[i];
+    }
+  }
+}
+
+void attention(const float* q, const float* k_cache, const float* v_cache, float* out,
+               int64_t rows, int64_t pos0, int n_heads, int n_kv_heads, int head_dim, float scale,
+               ThreadPool* pool) {
+  const int group = n_heads / n_kv_heads;
+  const int64_t q_stride = static_cast<int64_t>(n_heads) * head_dim;
+  const int64_t kv_stride = static_cast<int64_t>(n_kv_heads) * head_dim;
+  auto work = [&](size_t begin, size_t end) {
+    std::vector<float> scores(static_cast<size_t>(pos0 + rows));
+    for (size_t job = begin; job < end; ++job) {
+      int64_t r = static_cast<int64_t>(job) / n_heads;
+      int h = static_cast<int>(job % n_heads);
+      int kvh = h / group;
+      const float* qv = q + r * q_stride + static_cast<int64_t>(h) * head_dim;
+      int64_t n_pos = pos0 + r + 1;
+      float mx = -INFINITY;
+      for (int64_t p = 0; p < n_pos; ++p) {
+        const float* kv = k_cache + p * kv_stride + static_cast<int64_t>(kvh) * head_dim;
+        float s = 0.0f;
+        for (int d = 0; d < head_dim; ++d) s += qv[d] * kv[d];
+        s *= scale;
+        scores[p] = s;
+        mx = std::max(mx, s);
+      }
+      float sum = 0.0f;
+      for (int64_t p = 0; p < n_pos; ++p) {
+        scores[p] = std::exp(scores[p] - mx);
+        sum += scores[p];
+      }
+      float inv = 1.0f / sum;
+      float* o = out + r * q_stride + static_cast<int64_t>(h) * head_dim;
+      std::fill(o, o + head_dim, 0.0f);
+      for (int64_t p = 0; p < n_pos; ++p) {
+        const float* vv = v_cache + p * kv_stride + static_cast<int64_t>(kvh) * head_dim;
+        float w = scores[p] * inv;
+        for (int d = 0; d < head_dim; ++d) o[d] += w * vv[d];
+      }
+    }
+  };
+  size_t jobs = static_cast<size_t>(rows) * n_heads;
+  if (pool) {
+    pool->parallel_for(jobs, 1, work);
+  } else {
+    work(0, jobs);
+  }
+}
+
+}  // namespace tf::backend::cpu

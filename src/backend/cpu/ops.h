@@ -1,0 +1,33 @@
+// CPU element-wise and attention ops over f32 rows. Each row's result depends only on that row's
+// inputs (and, for attention, on its own query and the KV rows it reads), in one fixed order.
+#pragma once
+
+#include <cstdint>
+
+#include "base/thread_pool.h"
+
+namespace tf::backend::cpu {
+
+// y[r] = x[r] / rms(x[r]) * weight, for `rows` rows of n; y may alias x.
+void rms_norm(const float* x, const float* weight, float* y, int64_t rows, int64_t n, float eps);
+
+// x += y, n elements.
+void add_inplace(float* x, const float* y, int64_t n);
+
+// out = silu(gate) * up, n elements.
+void silu_mul(const float* gate, const float* up, float* out, int64_t n);
+
+// Rotates the first rope_dim dims of each of n_heads heads (head_dim apart) of one row.
+// interleaved: pairs (2i, 2i+1); otherwise NeoX halves (i, i + rope_dim/2).
+// cos/sin hold rope_dim/2 values for this row's position.
+void rope_row(float* x, int n_heads, int head_dim, int rope_dim, bool interleaved, const float* cos,
+              const float* sin);
+
+// Causal attention for `rows` query rows of one sequence. Query row r sits at position
+// pos0 + r and attends to KV positions [0, pos0 + r]. q: [rows, n_heads*head_dim];
+// k_cache/v_cache: [positions, n_kv_heads*head_dim]; out: [rows, n_heads*head_dim].
+void attention(const float* q, const float* k_cache, const float* v_cache, float* out,
+               int64_t rows, int64_t pos0, int n_heads, int n_kv_heads, int head_dim, float scale,
+               ThreadPool* pool);
+
+}  // namespace tf::backend::cpu

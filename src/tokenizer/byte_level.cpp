@@ -1,0 +1,94 @@
+// GPT-2 bytes_to_unicode() and its inverse (see byte_level.h).
+#include "tokenizer/byte_level.h"
+
+#include <array>
+#include <cstdint>
+
+#include "tokenizer/utf8_util.h"
+
+namespace tf::tokenizer {
+namespace {
+
+// Printable bytes map to themselves; the rest take code points from U+0100 upward, in byte order.
+struct ByteTable {
+  std::array<uint32_t, 256> cp{};
+  std::array<std::string, 256> text;
+  ByteTable() {
+    int next = 0;
+    for (int b = 0; b < 256; ++b) {
+      bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
+      cp[b] = printable ? static_cast<uint32_t>(b) : static_cast<uint32_t>(256 + next++);
+      append_utf8(text[b], cp[b]);
+    }
+  }
+};
+
+const ByteTable& table() {
+  static const ByteTable t;  // immutable after construction
+  return t;
+}
+
+// The byte a code point stands for, or -1 when it is outside the alphabet.
+int byte_of(uint32_t cp) {
+  if (cp < 256) {
+    const auto& t = table();
+    return t.cp[cp] == cp ? static_cast<int>(cp) : -1;
+  }
+  if (cp < 256 + 68) {
+    for (int b = 0; b < 256; ++b) {
+      if (table().cp[b] == cp) return b;
+    }
+  }
+  return -1;
+}
+
+uint32_t decode_cp(std::string_view s, size_t pos, size_t n) {
+  auto b0 = static_cast<uint8_t>(s[pos]);
+  if (n == 1) return b0;
+  uint32_t cp = b0 & (0x7F >> n);
+  for (size_t i = 1; i < n; ++i) cp = (cp << 6) | (static_cast<uint8_t>(s[pos + i]) & 0x3F);
+  return cp;
+}
+
+}  // namespace
+
+std::string to_byte_level(std::string_view bytes) {
+  const auto& t = table();
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (char c : bytes) out += t.text[static_cast<uint8_t>(c)];
+  return out;
+}
+
+std::string from_byte_level(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t n = utf8_char_length(text, pos);
+    if (n == 0) {
+      out.push_back(text[pos++]);
+      continue;
+    }
+    int b = byte_of(decode_cp(text, pos, n));
+    if (b >= 0) {
+      out.push_back(static_cast<char>(b));
+    } else {
+      out.append(text.substr(pos, n));
+    }
+    pos += n;
+  }
+  return out;
+}
+
+bool is_byte_level(std::string_view text) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t n = utf8_char_length(text, pos);
+    if (n == 0 || byte_of(decode_cp(text, pos, n)) < 0) return false;
+    pos += n;
+  }
+  return true;
+}
+
+}  // namespace tf::tokenizer

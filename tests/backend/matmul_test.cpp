@@ -1,0 +1,296 @@
+// Tests of the CPU matmul kernels against scalar reference dequantizers written here from the GGML
+// block formats (independently of the kernels), and of the bit-exactness contract of matmul.
+#include "backend/cpu/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "base/half.h"
+#include "base/thread_pool.h"
+
+namespace tf::backend::cpu {
+namespace {
+
+const DType kAllTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ4_0,
+                           DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0,
+                           DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+
+float h2f(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return fp16_to_f32(h);
+}
+
+// Scalar reference: element e of a block, straight from the format description.
+void ref_block(DType t, const uint8_t* b, float* y) {
+  switch (t) {
+    case DType::kQ4_0:  // d; qs[16]; e < 16: low nibble of qs[e], else high nibble of qs[e-16]
+      for (int e = 0; e < 32; ++e) {
+        int q = e < 16 ? (b[2 + e] & 15) : (b[2 + e - 16] >> 4);
+        y[e] = static_cast<float>(q - 8) * h2f(b);
+      }
+      break;
+    case DType::kQ4_1:
+      for (int e = 0; e < 32; ++e) {
+        int q = e < 16 ? (b[4 + e] & 15) : (b[4 + e - 16] >> 4);
+        y[e] = std::fma(static_cast<float>(q), h2f(b), h2f(b + 2));
+      }
+      break;
+    case DType::kQ5_0:
+    case DType::kQ5_1: {
+      const bool affine = t == DType::kQ5_1;
+      const uint8_t* qh = b + (affine ? 4 : 2);
+      const uint8_t* qs = qh + 4;
+      for (int e = 0; e < 32; ++e) {
+        int q = e < 16 ? (qs[e] & 15) : (qs[e - 16] >> 4);
+        q |= ((qh[e / 8] >> (e % 8)) & 1) << 4;
+        y[e] = affine ? std::fma(static_cast<float>(q), h2f(b), h2f(b + 2))
+                      : static_cast<float>(q - 16) * h2f(b);
+      }
+      break;
+    }
+    case DType::kQ8_0:
+      for (int e = 0; e < 32; ++e) y[e] = static_cast<float>(static_cast<int8_t>(b[2 + e])) * h2f(b);
+      break;
+    case DType::kQ4_K:
+    case DType::kQ5_K: {
+      const bool five = t == DType::kQ5_K;
+      const uint8_t* sc = b + 4;
+      const uint8_t* qh = b + 16;
+      const uint8_t* qs = b + (five ? 48 : 16);
+      for (int e = 0; e < 256; ++e) {
+        const int j = e / 32;  // sub-block: 64-element group j/2, low (even j) or high nibbles
+        int s, m;
+        if (j < 4) {
+          s = sc[j] & 63;
+          m = sc[j + 4] & 63;
+        } else {
+          s = (sc[j + 4] & 15) | ((sc[j - 4] >> 6) << 4);
+          m = (sc[j + 4] >> 4) | ((sc[j] >> 6) << 4);
+        }
+        const int l = e % 32;
+        const uint8_t byte = qs[32 * (j / 2) + l];
+        int q = j % 2 == 0 ? (byte & 15) : (byte >> 4);
+        if (five) q += ((qh[l] >> j) & 1) ? 16 : 0;
+        const float d1 = h2f(b) * static_cast<float>(s);
+        const float m1 = h2f(b + 2) * static_cast<float>(m);
+        y[e] = std::fma(d1, static_cast<float>(q), -m1);
+      }
+      break;
+    }
+    case DType::kQ6_K: {
+      const uint8_t* ql = b;
+      const uint8_t* qh = b + 128;
+      const auto* sc = reinterpret_cast<const int8_t*>(b + 192);
+      const float d = h2f(b + 208);
+      for (int e = 0; e < 256; ++e) {
+        const int half = e / 128, r = e % 128, quarter = r / 32, l = r % 32;
+        const uint8_t lb = ql[64 * half + l + (quarter % 2 == 1 ? 32 : 0)];
+        const int lo = quarter < 2 ? (lb & 15) : (lb >> 4);
+        const int hi = (qh[32 * half + l] >> (2 * quarter)) & 3;
+        const int q = (lo | (hi << 4)) - 32;
+        const float d1 = d * static_cast<float>(sc[8 * half + 2 * quarter + l / 16]);
+        y[e] = d1 * static_cast<float>(q);
+      }
+      break;
+    }
+    default:
+      FAIL() << "no reference for " << dtype_name(t);
+  }
+}
+
+std::vector<float> ref_dequant(DType t, const std::vector<uint8_t>& row, int64_t k) {
+  std::vector<float> y(k);
+  for (int64_t i = 0; i < k; ++i) {
+    if (t == DType::kF32) {
+      std::memcpy(&y[i], &row[4 * i], 4);
+    } else if (t == DType::kF16) {
+      y[i] = h2f(&row[2 * i]);
+    } else if (t == DType::kBF16) {
+      uint16_t v;
+      std::memcpy(&v, &row[2 * i], 2);
+      y[i] = bf16_to_f32(v);
+    }
+  }
+  if (is_quantized(t)) {
+    const auto& info = dtype_info(t);
+    for (int64_t b = 0; b < k / info.block_size; ++b) {
+      ref_block(t, &row[b * info.block_bytes], &y[b * info.block_size]);
+    }
+  }
+  return y;
+}
+
+void put_fp16(uint8_t* p, float f) {
+  uint16_t h = f32_to_fp16(f);
+  std::memcpy(p, &h, 2);
+}
+
+// Random rows: random quant bytes; fp16 scales in a sane range (signed d, non-negative K mins).
+std::vector<uint8_t> random_rows(DType t, int64_t rows, int64_t k, std::mt19937& rng) {
+  const size_t row_bytes = dtype_row_bytes(t, k);
+  std::vector<uint8_t> data(row_bytes * rows);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(0.001f, 0.1f), val(-2.0f, 2.0f);
+  auto sscale = [&] { return byte(rng) & 1 ? scale(rng) : -scale(rng); };
+  for (auto& b : data) b = static_cast<uint8_t>(byte(rng));
+  const auto& info = dtype_info(t);
+  if (!info.quantized) {
+    for (int64_t i = 0; i < rows * k; ++i) {
+      const float f = val(rng);
+      if (t == DType::kF32) std::memcpy(&data[4 * i], &f, 4);
+      if (t == DType::kF16) put_fp16(&data[2 * i], f);
+      if (t == DType::kBF16) {
+        uint16_t v = f32_to_bf16(f);
+        std::memcpy(&data[2 * i], &v, 2);
+      }
+    }
+    return data;
+  }
+  for (size_t off = 0; off < data.size(); off += info.block_bytes) {
+    uint8_t* b = &data[off];
+    switch (t) {
+      case DType::kQ4_1:
+      case DType::kQ5_1:
+        put_fp16(b, sscale());
+        put_fp16(b + 2, val(rng));
+        break;
+      case DType::kQ4_K:
+      case DType::kQ5_K:
+        put_fp16(b, scale(rng) * 0.1f);
+        put_fp16(b + 2, scale(rng) * 0.1f);
+        break;
+      case DType::kQ6_K:
+        put_fp16(b + 208, sscale() * 0.1f);
+        break;
+      default:  // q4_0, q5_0, q8_0: d first
+        put_fp16(b, sscale());
+    }
+  }
+  return data;
+}
+
+std::vector<float> random_x(int64_t n, std::mt19937& rng) {
+  std::uniform_real_distribution<float> val(-1.0f, 1.0f);
+  std::vector<float> x(n);
+  for (auto& v : x) v = val(rng);
+  return x;
+}
+
+std::vector<int64_t> lengths(DType t) {
+  const int bs = dtype_info(t).block_size;
+  if (bs == 1) {
+    std::vector<int64_t> ks;
+    for (int64_t k = 1; k <= 33; k += 2) ks.push_back(k);
+    ks.insert(ks.end(), {64, 100, 577, 1536});
+    return ks;
+  }
+  if (bs == 32) return {32, 64, 32 * 7, 32 * 29, 1536};
+  return {256, 512, 256 * 3, 256 * 9};
+}
+
+class MatmulTypes : public ::testing::TestWithParam<DType> {};
+
+TEST_P(MatmulTypes, DequantizeRowMatchesReferenceExactly) {
+  const DType t = GetParam();
+  std::mt19937 rng(1);
+  for (int64_t k : lengths(t)) {
+    const auto row = random_rows(t, 1, k, rng);
+    const auto ref = ref_dequant(t, row, k);
+    std::vector<float> got(k, -1.0f);
+    dequantize_row(t, row.data(), got.data(), k);
+    for (int64_t i = 0; i < k; ++i) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(ref[i]))
+          << dtype_name(t) << " k=" << k << " i=" << i << " got " << got[i] << " want " << ref[i];
+    }
+  }
+}
+
+// Metric: |dot_row - exact| / sum_i |w_i x_i|, with `exact` computed in double from the reference
+// dequantization; relative to the sum of magnitudes so that cancellation cannot inflate it.
+TEST_P(MatmulTypes, DotRowMatchesReference) {
+  const DType t = GetParam();
+  std::mt19937 rng(2);
+  for (int64_t k : lengths(t)) {
+    for (int trial = 0; trial < 4; ++trial) {
+      const auto row = random_rows(t, 1, k, rng);
+      const auto x = random_x(k, rng);
+      const auto w = ref_dequant(t, row, k);
+      double exact = 0, mag = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        exact += static_cast<double>(w[i]) * x[i];
+        mag += std::fabs(static_cast<double>(w[i]) * x[i]);
+      }
+      const float got = dot_row(t, row.data(), x.data(), k);
+      ASSERT_LE(std::fabs(got - exact), 1e-5 * mag + 1e-30)
+          << dtype_name(t) << " k=" << k << " got " << got << " exact " << exact;
+    }
+  }
+}
+
+TEST_P(MatmulTypes, MatmulBitIdenticalToDotRow) {
+  const DType t = GetParam();
+  std::mt19937 rng(3);
+  const int bs = dtype_info(t).block_size;
+  const int64_t k = bs == 1 ? 517 : bs == 32 ? 32 * 29 : 256 * 3;
+  const int64_t n = 257;  // odd, and large enough that every pool size really splits the work
+  const auto data = random_rows(t, n, k, rng);
+  Tensor w{t, {n, k}, data.data()};
+  const auto x = random_x(17 * k, rng);
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    for (int64_t m : {1, 2, 3, 5, 8, 9, 17}) {
+      std::vector<float> y(m * n, NAN);
+      matmul(w, x.data(), m, y.data(), &pool);
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          const float want = dot_row(t, w.row(j), x.data() + i * k, k);
+          ASSERT_EQ(std::bit_cast<uint32_t>(y[i * n + j]), std::bit_cast<uint32_t>(want))
+              << dtype_name(t) << " threads=" << threads << " m=" << m << " row " << i << " col "
+              << j;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(MatmulTypes, EmbeddingRowsMatchDequantizeRow) {
+  const DType t = GetParam();
+  std::mt19937 rng(4);
+  const int64_t k = dtype_info(t).block_size == 256 ? 512 : 96;
+  const int64_t rows = 11;
+  const auto data = random_rows(t, rows, k, rng);
+  Tensor table{t, {rows, k}, data.data()};
+  const std::vector<int32_t> ids = {3, 0, 10, 3, 7};
+  std::vector<float> out(ids.size() * k);
+  embedding_rows(table, ids.data(), static_cast<int64_t>(ids.size()), out.data());
+  std::vector<float> want(k);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    dequantize_row(t, table.row(ids[i]), want.data(), k);
+    ASSERT_EQ(0, std::memcmp(want.data(), &out[i * k], k * sizeof(float))) << dtype_name(t);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTypes, ::testing::ValuesIn(kAllTypes),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+TEST(Matmul, NullPoolAndEmpty) {
+  std::mt19937 rng(5);
+  const int64_t n = 5, k = 64;
+  const auto data = random_rows(DType::kQ8_0, n, k, rng);
+  Tensor w{DType::kQ8_0, {n, k}, data.data()};
+  const auto x = random_x(k, rng);
+  std::vector<float> y(n);
+  matmul(w, x.data(), 1, y.data(), nullptr);
+  for (int64_t j = 0; j < n; ++j) EXPECT_EQ(y[j], dot_row(DType::kQ8_0, w.row(j), x.data(), k));
+  matmul(w, x.data(), 0, nullptr, nullptr);  // no rows: nothing to do, nothing touched
+}
+
+}  // namespace
+}  // namespace tf::backend::cpu
