@@ -47,7 +47,6 @@ Result<std::shared_ptr<Checkpoint>> Checkpoint::open(const std::string& path) {
     c->format_ = Format::kGguf;
     TF_ASSIGN_OR_RETURN(c->gguf_, GgufFile::open(path));
     TF_ASSIGN_OR_RETURN(c->config_, config_from_gguf(*c->gguf_));
-    c->dir_ = fs::path(path).parent_path().string();
     return c;
   }
   if (!fs::is_directory(st)) {

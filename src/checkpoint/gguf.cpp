@@ -15,9 +15,8 @@ constexpr int kMaxArrayDepth = 8;  // llama.cpp itself never nests; deeper is ho
 constexpr uint32_t kMaxDims = 4;   // GGML_MAX_DIMS
 
 const char* type_name(GgufType t) {
-  static constexpr const char* kNames[] = {"u8",   "i8",     "u16",   "i16", "u32",
-                                           "i32",  "f32",    "bool",  "string",
-                                           "array", "u64",   "i64",   "f64"};
+  static constexpr const char* kNames[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
+                                           "bool", "string", "array", "u64", "i64", "f64"};
   auto i = static_cast<uint32_t>(t);
   return i < 13 ? kNames[i] : "invalid";
 }
@@ -25,11 +24,24 @@ const char* type_name(GgufType t) {
 // Smallest encoding of one value of `t`: bounds array counts by the bytes left in the file.
 uint64_t min_value_bytes(GgufType t) {
   switch (t) {
-    case GgufType::kU8: case GgufType::kI8: case GgufType::kBool: return 1;
-    case GgufType::kU16: case GgufType::kI16: return 2;
-    case GgufType::kU32: case GgufType::kI32: case GgufType::kF32: return 4;
-    case GgufType::kU64: case GgufType::kI64: case GgufType::kF64: case GgufType::kString: return 8;
-    case GgufType::kArray: return 12;  // u32 element type + u64 count
+    case GgufType::kU8:
+    case GgufType::kI8:
+    case GgufType::kBool:
+      return 1;
+    case GgufType::kU16:
+    case GgufType::kI16:
+      return 2;
+    case GgufType::kU32:
+    case GgufType::kI32:
+    case GgufType::kF32:
+      return 4;
+    case GgufType::kU64:
+    case GgufType::kI64:
+    case GgufType::kF64:
+    case GgufType::kString:
+      return 8;
+    case GgufType::kArray:
+      return 12;  // u32 element type + u64 count
   }
   return 1;
 }
@@ -50,11 +62,14 @@ bool ggml_block_layout(uint32_t ggml_type, int* block_size, int* block_bytes) {
     *block_bytes = dtype_info(*dt).block_bytes;
     return true;
   }
-  struct L { uint32_t id; int bs, bb; };
+  struct L {
+    uint32_t id;
+    int bs, bb;
+  };
   static constexpr L kOther[] = {
-      {9, 32, 36},   {15, 256, 292}, {16, 256, 66},  {17, 256, 74}, {18, 256, 98}, {19, 256, 50},
-      {20, 32, 18},  {21, 256, 110}, {22, 256, 82},  {23, 256, 136}, {24, 1, 1},   {25, 1, 2},
-      {27, 1, 8},    {28, 1, 8},     {29, 256, 56},  {34, 256, 54}, {35, 256, 66}, {39, 32, 17},
+      {9, 32, 36},  {15, 256, 292}, {16, 256, 66}, {17, 256, 74},  {18, 256, 98}, {19, 256, 50},
+      {20, 32, 18}, {21, 256, 110}, {22, 256, 82}, {23, 256, 136}, {24, 1, 1},    {25, 1, 2},
+      {27, 1, 8},   {28, 1, 8},     {29, 256, 56}, {34, 256, 54},  {35, 256, 66}, {39, 32, 17},
   };
   for (const auto& l : kOther) {
     if (l.id == ggml_type) {
@@ -68,8 +83,14 @@ bool ggml_block_layout(uint32_t ggml_type, int* block_size, int* block_bytes) {
 
 bool GgufValue::is_int() const {
   switch (type) {
-    case GgufType::kU8: case GgufType::kI8: case GgufType::kU16: case GgufType::kI16:
-    case GgufType::kU32: case GgufType::kI32: case GgufType::kU64: case GgufType::kI64:
+    case GgufType::kU8:
+    case GgufType::kI8:
+    case GgufType::kU16:
+    case GgufType::kI16:
+    case GgufType::kU32:
+    case GgufType::kI32:
+    case GgufType::kU64:
+    case GgufType::kI64:
       return true;
     default:
       return false;
@@ -81,7 +102,8 @@ class GgufParser {
   GgufParser(std::span<const uint8_t> b, GgufFile& f) : b_(b), f_(f) {}
 
   Status run() {
-    if (b_.size() < 4 || std::memcmp(b_.data(), "GGUF", 4) != 0) return corrupt("not a GGUF file (bad magic)");
+    if (b_.size() < 4 || std::memcmp(b_.data(), "GGUF", 4) != 0)
+      return corrupt("not a GGUF file (bad magic)");
     pos_ = 4;
     uint32_t version = 0;
     TF_RETURN_IF_ERROR(u32(&version, "version"));
@@ -94,7 +116,8 @@ class GgufParser {
     TF_RETURN_IF_ERROR(u64(&n_tensors, "tensor count"));
     TF_RETURN_IF_ERROR(u64(&n_kv, "metadata count"));
     // A kv pair takes at least 13 bytes (key length, type, 1-byte value); a tensor info 24.
-    if (n_kv > left() / 13) return corrupt("metadata count {} is larger than the file allows", n_kv);
+    if (n_kv > left() / 13)
+      return corrupt("metadata count {} is larger than the file allows", n_kv);
     if (n_tensors > left() / 24) {
       return corrupt("tensor count {} is larger than the file allows", n_tensors);
     }
@@ -146,14 +169,20 @@ class GgufParser {
   Status read_value(GgufType t, int depth, GgufValue* out, const std::string& key) {
     out->type = t;
     switch (t) {
-      case GgufType::kU8: case GgufType::kI8: case GgufType::kU16: case GgufType::kI16:
-      case GgufType::kU32: case GgufType::kI32: case GgufType::kU64: case GgufType::kI64: {
+      case GgufType::kU8:
+      case GgufType::kI8:
+      case GgufType::kU16:
+      case GgufType::kI16:
+      case GgufType::kU32:
+      case GgufType::kI32:
+      case GgufType::kU64:
+      case GgufType::kI64: {
         int n = static_cast<int>(min_value_bytes(t));
         TF_RETURN_IF_ERROR(need(n, key));
         uint64_t raw = read_le(b_.data() + pos_, n);
         pos_ += n;
-        bool is_signed = t == GgufType::kI8 || t == GgufType::kI16 || t == GgufType::kI32 ||
-                         t == GgufType::kI64;
+        bool is_signed =
+            t == GgufType::kI8 || t == GgufType::kI16 || t == GgufType::kI32 || t == GgufType::kI64;
         if (is_signed) {
           int shift = 64 - 8 * n;  // sign-extend through an arithmetic shift
           out->v = static_cast<int64_t>(raw << shift) >> shift;
@@ -262,7 +291,8 @@ class GgufParser {
     for (uint32_t d = 0; d < n_dims; ++d) {
       TF_RETURN_IF_ERROR(u64(&ne[d], t.name));
       if (ne[d] > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
-          (ne[d] != 0 && numel > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / ne[d])) {
+          (ne[d] != 0 &&
+           numel > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / ne[d])) {
         return corrupt("tensor '{}' element count overflows", t.name);
       }
       numel *= ne[d];
@@ -274,8 +304,9 @@ class GgufParser {
       return corrupt("tensor '{}' has unknown ggml type {}", t.name, t.ggml_type);
     }
     if (ne[0] % static_cast<uint64_t>(bs) != 0) {
-      return corrupt("tensor '{}' ({}): innermost dimension {} is not a multiple of the block size {}",
-                     t.name, ggml_type_name(t.ggml_type), ne[0], bs);
+      return corrupt(
+          "tensor '{}' ({}): innermost dimension {} is not a multiple of the block size {}", t.name,
+          ggml_type_name(t.ggml_type), ne[0], bs);
     }
     // Divide before multiplying: the element count alone may already be near 2^63.
     uint64_t blocks = numel / static_cast<uint64_t>(bs);

@@ -42,9 +42,9 @@ struct GgufValue {
 struct GgufTensorInfo {
   std::string name;
   uint32_t ggml_type = 0;
-  Tensor tensor;          // dtype, shape outermost-first (GGUF `ne` reversed) and data pointer
-  uint64_t offset = 0;    // relative to the start of the data section
-  uint64_t nbytes = 0;    // bytes of data, from the ggml block layout
+  Tensor tensor;        // dtype, shape outermost-first (GGUF `ne` reversed) and data pointer
+  uint64_t offset = 0;  // relative to the start of the data section
+  uint64_t nbytes = 0;  // bytes of data, from the ggml block layout
   // False when ggml_type has no DType (IQ*, Q8_1, ...): the file still opens and `tensor.data` and
   // `tensor.shape` are set, but `tensor.dtype` is meaningless; get_tensor() reports it.
   bool supported = true;

@@ -6,7 +6,6 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
-
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/gguf.h"
@@ -25,7 +24,8 @@ std::string lower(std::string s) {
 
 // HF class name -> family when `model_type` is absent: LlamaForCausalLM -> llama.
 std::string family_from_class(std::string_view arch) {
-  for (std::string_view suffix : {"ForCausalLM", "ForConditionalGeneration", "LMHeadModel", "Model"}) {
+  for (std::string_view suffix :
+       {"ForCausalLM", "ForConditionalGeneration", "LMHeadModel", "Model"}) {
     if (arch.size() > suffix.size() && arch.ends_with(suffix)) {
       return lower(std::string(arch.substr(0, arch.size() - suffix.size())));
     }
@@ -37,10 +37,10 @@ std::string family_from_class(std::string_view arch) {
 // rotation pairs are adjacent. Every other architecture keeps HF's rotate_half layout.
 bool gguf_rope_interleaved(std::string_view arch) {
   static constexpr std::string_view kNorm[] = {
-      "llama",  "llama4",  "deci",     "baichuan", "starcoder", "internlm2", "minicpm",
-      "xverse", "command-r", "cohere2", "olmo",    "arctic",    "deepseek",  "deepseek2",
-      "bitnet", "jais",    "nemotron", "exaone",   "granite",   "granitemoe", "chameleon",
-      "plm",    "bailingmoe", "mistral"};
+      "llama",    "llama4",     "deci",      "baichuan", "starcoder",  "internlm2",
+      "minicpm",  "xverse",     "command-r", "cohere2",  "olmo",       "arctic",
+      "deepseek", "deepseek2",  "bitnet",    "jais",     "nemotron",   "exaone",
+      "granite",  "granitemoe", "chameleon", "plm",      "bailingmoe", "mistral"};
   return std::find(std::begin(kNorm), std::end(kNorm), arch) != std::end(kNorm);
 }
 
@@ -247,9 +247,8 @@ Result<ModelConfig> config_from_gguf(const GgufFile& g) {
   TF_RETURN_IF_ERROR(gguf_int(g, a + "vocab_size", &c.vocab_size));
   if (c.vocab_size == 0) {
     if (const GgufValue* t = g.find("tokenizer.ggml.tokens"); t && t->is_array()) {
-      c.vocab_size = static_cast<int>(
-          std::min<size_t>(std::get<std::shared_ptr<GgufArray>>(t->v)->size(),
-                           std::numeric_limits<int>::max()));
+      c.vocab_size = static_cast<int>(std::min<size_t>(
+          std::get<std::shared_ptr<GgufArray>>(t->v)->size(), std::numeric_limits<int>::max()));
     } else if (const GgufTensorInfo* e = g.find_tensor("token_embd.weight");
                e && !e->tensor.shape.empty()) {
       c.vocab_size = static_cast<int>(e->tensor.shape[0]);
@@ -257,12 +256,12 @@ Result<ModelConfig> config_from_gguf(const GgufFile& g) {
   }
   TF_RETURN_IF_ERROR(gguf_token_id(g, "tokenizer.ggml.bos_token_id", &c.bos_token_id));
   // llama.cpp ends generation on any of EOS, EOT and EOM.
-  for (const char* k :
-       {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
+  for (const char* k : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                        "tokenizer.ggml.eom_token_id"}) {
     int id = -1;
     TF_RETURN_IF_ERROR(gguf_token_id(g, k, &id));
-    if (id >= 0 && std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), id) ==
-                       c.eos_token_ids.end()) {
+    if (id >= 0 &&
+        std::find(c.eos_token_ids.begin(), c.eos_token_ids.end(), id) == c.eos_token_ids.end()) {
       c.eos_token_ids.push_back(id);
     }
   }
@@ -278,12 +277,14 @@ Status ModelConfig::validate() const {
   };
   if (vocab_size <= 0) return bad("vocab_size", vocab_size, "must be positive");
   if (hidden_size <= 0) return bad("hidden_size", hidden_size, "must be positive");
-  if (intermediate_size <= 0) return bad("intermediate_size", intermediate_size, "must be positive");
+  if (intermediate_size <= 0)
+    return bad("intermediate_size", intermediate_size, "must be positive");
   if (num_layers <= 0) return bad("num_layers", num_layers, "must be positive");
   if (num_heads <= 0) return bad("num_heads", num_heads, "must be positive");
   if (num_kv_heads <= 0) return bad("num_kv_heads", num_kv_heads, "must be positive");
   if (num_heads % num_kv_heads != 0) {
-    return bad("num_kv_heads", num_kv_heads, fmt::format("does not divide num_heads {}", num_heads));
+    return bad("num_kv_heads", num_kv_heads,
+               fmt::format("does not divide num_heads {}", num_heads));
   }
   if (head_dim <= 0) return bad("head_dim", head_dim, "must be positive");
   if (rope_dim <= 0 || rope_dim > head_dim || rope_dim % 2 != 0) {
@@ -296,7 +297,8 @@ Status ModelConfig::validate() const {
   if (!(rope_theta > 0) || !std::isfinite(rope_theta)) {
     return bad("rope_theta", rope_theta, "must be positive");
   }
-  if (!(rope_scaling.factor > 0)) return bad("rope_scaling.factor", rope_scaling.factor, "must be positive");
+  if (!(rope_scaling.factor > 0))
+    return bad("rope_scaling.factor", rope_scaling.factor, "must be positive");
   if (bos_token_id >= vocab_size) {
     return bad("bos_token_id", bos_token_id, fmt::format("is outside vocab_size {}", vocab_size));
   }

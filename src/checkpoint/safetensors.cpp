@@ -7,10 +7,9 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "checkpoint/utf8.h"
 
@@ -28,11 +27,11 @@ struct StDType {
   std::optional<DType> dtype;
 };
 constexpr StDType kDTypes[] = {
-    {"F32", 4, DType::kF32},    {"F16", 2, DType::kF16},    {"BF16", 2, DType::kBF16},
-    {"I32", 4, DType::kI32},    {"F64", 8, std::nullopt},   {"I64", 8, std::nullopt},
-    {"U64", 8, std::nullopt},   {"U32", 4, std::nullopt},   {"I16", 2, std::nullopt},
-    {"U16", 2, std::nullopt},   {"I8", 1, std::nullopt},    {"U8", 1, std::nullopt},
-    {"BOOL", 1, std::nullopt},  {"F8_E4M3", 1, std::nullopt}, {"F8_E5M2", 1, std::nullopt},
+    {"F32", 4, DType::kF32},   {"F16", 2, DType::kF16},      {"BF16", 2, DType::kBF16},
+    {"I32", 4, DType::kI32},   {"F64", 8, std::nullopt},     {"I64", 8, std::nullopt},
+    {"U64", 8, std::nullopt},  {"U32", 4, std::nullopt},     {"I16", 2, std::nullopt},
+    {"U16", 2, std::nullopt},  {"I8", 1, std::nullopt},      {"U8", 1, std::nullopt},
+    {"BOOL", 1, std::nullopt}, {"F8_E4M3", 1, std::nullopt}, {"F8_E5M2", 1, std::nullopt},
 };
 
 const StDType* find_dtype(std::string_view s) {
@@ -81,7 +80,8 @@ class SafetensorsParser {
     if (b.size() < 8) return corrupt("truncated: {} bytes, need at least 8", b.size());
     uint64_t n = 0;
     for (int i = 7; i >= 0; --i) n = n << 8 | b[i];
-    if (n > kMaxHeaderBytes) return corrupt("header length {} exceeds the {} limit", n, kMaxHeaderBytes);
+    if (n > kMaxHeaderBytes)
+      return corrupt("header length {} exceeds the {} limit", n, kMaxHeaderBytes);
     if (n > b.size() - 8) {
       return corrupt("header length {} extends past end of file (size {})", n, b.size());
     }
@@ -92,7 +92,10 @@ class SafetensorsParser {
     const uint8_t* data = b.data() + 8 + n;
     uint64_t data_size = b.size() - 8 - n;
 
-    struct Extent { uint64_t begin, end; std::string name; };
+    struct Extent {
+      uint64_t begin, end;
+      std::string name;
+    };
     std::vector<Extent> extents;
     for (auto it = h.begin(); it != h.end(); ++it) {
       const std::string& name = it.key();
@@ -190,7 +193,8 @@ Result<std::shared_ptr<SafetensorsFile>> SafetensorsFile::open_dir(const std::st
     fs::path single = fs::path(dir) / "model.safetensors";
     if (!fs::exists(single, ec)) {
       return make_error(ErrorCode::kNotFound,
-                        "{}: neither model.safetensors.index.json nor model.safetensors found", dir);
+                        "{}: neither model.safetensors.index.json nor model.safetensors found",
+                        dir);
     }
     return open(single.string());
   }
@@ -209,8 +213,8 @@ Result<std::shared_ptr<SafetensorsFile>> SafetensorsFile::open_dir(const std::st
   std::set<std::string> shards;
   for (auto it = wm->begin(); it != wm->end(); ++it) {
     if (!it->is_string()) {
-      return make_error(ErrorCode::kCorrupt, "{}: weight_map '{}' is not a string",
-                        index.string(), it.key());
+      return make_error(ErrorCode::kCorrupt, "{}: weight_map '{}' is not a string", index.string(),
+                        it.key());
     }
     std::string s = it->get<std::string>();
     // Shards live beside the index: a path that climbs out is refused.
@@ -230,8 +234,8 @@ Result<std::shared_ptr<SafetensorsFile>> SafetensorsFile::open_dir(const std::st
     }
     for (auto& [k, t] : part.tensors_) {
       if (!f->tensors_.emplace(k, t).second) {
-        return make_error(ErrorCode::kCorrupt, "{}: tensor '{}' appears in more than one shard",
-                          p, k);
+        return make_error(ErrorCode::kCorrupt, "{}: tensor '{}' appears in more than one shard", p,
+                          k);
       }
     }
     for (auto& [k, d] : part.unsupported_) f->unsupported_.emplace(k, d);
@@ -240,8 +244,8 @@ Result<std::shared_ptr<SafetensorsFile>> SafetensorsFile::open_dir(const std::st
   }
   for (auto it = wm->begin(); it != wm->end(); ++it) {
     if (!f->tensors_.count(it.key()) && !f->unsupported_.count(it.key())) {
-      return make_error(ErrorCode::kCorrupt, "{}: tensor '{}' is not in shard '{}'",
-                        index.string(), it.key(), it->get<std::string>());
+      return make_error(ErrorCode::kCorrupt, "{}: tensor '{}' is not in shard '{}'", index.string(),
+                        it.key(), it->get<std::string>());
     }
   }
   SafetensorsParser::resolve_aliases(*f);

@@ -62,8 +62,11 @@ int run(const RunArgs& a) {
   engine::GenerateOptions opt;
   opt.max_tokens = a.max_tokens;
   opt.context = a.context;
-  opt.sampling = {a.temperature, a.top_k, a.top_p, a.min_p,
-                  a.seed >= 0 ? static_cast<uint64_t>(a.seed) : prompt_seed(prompt)};
+  opt.sampling.temperature = a.temperature;
+  opt.sampling.top_k = a.top_k;
+  opt.sampling.top_p = a.top_p;
+  opt.sampling.min_p = a.min_p;
+  opt.sampling.seed = a.seed >= 0 ? static_cast<uint64_t>(a.seed) : prompt_seed(prompt);
   for (int32_t id = 0; id < (*tok)->vocab_size(); ++id) {
     if ((*tok)->is_eog(id)) opt.stop_ids.push_back(id);
   }
@@ -71,6 +74,7 @@ int run(const RunArgs& a) {
   fmt::print("{}", a.prompt);
   std::fflush(stdout);
   tokenizer::IncrementalDetokenizer detok(**tok);
+  for (int32_t id : prompt) detok.push(id);  // so the continuation's text joins the prompt's
   auto stats = engine::generate(**model, prompt, opt, [&](int32_t id) {
     if (!(*tok)->is_eog(id)) {
       fmt::print("{}", detok.push(id));

@@ -22,7 +22,9 @@ Result<GenerateStats> generate(model::Model& model, std::span<const int32_t> pro
                       "prompt of {} tokens does not fit the context of {} tokens", n_prompt,
                       context);
   }
-  model::KvCache kv(cfg, std::min<int64_t>(context, n_prompt + options.max_tokens));
+  const int64_t capacity = std::min<int64_t>(context, n_prompt + options.max_tokens);
+  const int bs = model::KvCache::kDefaultBlockSize;
+  model::KvCache kv(cfg, (capacity + bs - 1) / bs);
   std::vector<float> logits(cfg.vocab_size);
   GenerateStats stats;
   stats.prompt_tokens = n_prompt;
@@ -43,7 +45,7 @@ Result<GenerateStats> generate(model::Model& model, std::span<const int32_t> pro
     ++stats.generated_tokens;
     bool stop = std::find(options.stop_ids.begin(), options.stop_ids.end(), id) !=
                 options.stop_ids.end();
-    if (!on_token(id) || stop || i + 1 == options.max_tokens || pos >= kv.capacity()) break;
+    if (!on_token(id) || stop || i + 1 == options.max_tokens || pos >= capacity) break;
     TF_RETURN_IF_ERROR(model.forward(std::span<const int32_t>(&id, 1), pos, kv, logits.data(), 1));
     ++pos;
   }

@@ -34,6 +34,62 @@ double keyed_uniform(uint64_t seed, uint64_t position) {
   return static_cast<double>(bits) * 0x1.0p-53;
 }
 
+void apply_penalties(std::span<float> logits, const SamplingParams& params,
+                     std::span<const int32_t> prompt, std::span<const int32_t> output) {
+  const auto n = static_cast<int32_t>(logits.size());
+  for (const auto& [id, bias] : params.logit_bias) {
+    if (id >= 0 && id < n) logits[id] += bias;
+  }
+  if (params.repetition_penalty != 1.0f) {
+    std::vector<bool> seen(n, false);
+    for (auto ids : {prompt, output}) {
+      for (int32_t id : ids) {
+        if (id < 0 || id >= n || seen[id]) continue;
+        seen[id] = true;
+        // As in transformers: shrink positive logits, push negative ones further down.
+        logits[id] = logits[id] > 0 ? logits[id] / params.repetition_penalty
+                                    : logits[id] * params.repetition_penalty;
+      }
+    }
+  }
+  if (params.presence_penalty != 0.0f || params.frequency_penalty != 0.0f) {
+    std::vector<std::pair<int32_t, int>> counts;  // sorted by id: order-independent arithmetic
+    std::vector<int32_t> sorted(output.begin(), output.end());
+    std::sort(sorted.begin(), sorted.end());
+    for (int32_t id : sorted) {
+      if (!counts.empty() && counts.back().first == id) {
+        ++counts.back().second;
+      } else {
+        counts.emplace_back(id, 1);
+      }
+    }
+    for (const auto& [id, c] : counts) {
+      if (id < 0 || id >= n) continue;
+      logits[id] -= params.presence_penalty + params.frequency_penalty * static_cast<float>(c);
+    }
+  }
+}
+
+Logprob chosen_logprob(std::span<const float> logits, int32_t chosen, std::vector<Logprob>* top,
+                       int top_n) {
+  const float mx = *std::max_element(logits.begin(), logits.end());
+  double sum = 0.0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l) - mx);
+  const double log_z = mx + std::log(sum);
+  auto lp = [&](int32_t id) { return static_cast<float>(logits[id] - log_z); };
+  if (top && top_n > 0) {
+    std::vector<int32_t> ids(logits.size());
+    std::iota(ids.begin(), ids.end(), 0);
+    int32_t k = std::min<int32_t>(top_n, static_cast<int32_t>(ids.size()));
+    std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) {
+      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+    });
+    top->clear();
+    for (int32_t i = 0; i < k; ++i) top->push_back({ids[i], lp(ids[i])});
+  }
+  return {chosen, lp(chosen)};
+}
+
 int32_t sample(std::span<const float> logits, const SamplingParams& params, uint64_t position) {
   const int32_t n = static_cast<int32_t>(logits.size());
   if (params.temperature <= 0.0f || params.top_k == 1) {

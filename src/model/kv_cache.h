@@ -1,8 +1,10 @@
-// Per-sequence KV storage: contiguous f32 rows [layer][position][kv_heads * head_dim]. The paged,
-// shared block pool of the engine (issue F4) replaces this; the model only needs row access.
+// Paged KV storage: a pool of fixed-size blocks, each holding `block_size` positions of K and V for
+// every layer. Sequences address it through block tables (position p lives in block
+// table[p / block_size], slot p % block_size). Allocation and sharing are the engine's job.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "checkpoint/model_config.h"
@@ -11,21 +13,49 @@ namespace tf::model {
 
 class KvCache {
  public:
-  KvCache(const checkpoint::ModelConfig& config, int64_t capacity)
+  static constexpr int kDefaultBlockSize = 16;
+
+  KvCache(const checkpoint::ModelConfig& config, int64_t num_blocks,
+          int block_size = kDefaultBlockSize)
       : layers_(config.num_layers),
         row_(static_cast<int64_t>(config.num_kv_heads) * config.head_dim),
-        capacity_(capacity),
-        k_(static_cast<size_t>(layers_ * capacity * row_)),
+        block_size_(block_size),
+        num_blocks_(num_blocks),
+        k_(static_cast<size_t>(num_blocks * layers_ * block_size * row_)),
         v_(k_.size()) {}
 
-  int64_t capacity() const { return capacity_; }
+  // Bytes one block takes (K and V, all layers), for sizing a pool from a memory budget.
+  static int64_t block_bytes(const checkpoint::ModelConfig& config,
+                             int block_size = kDefaultBlockSize) {
+    return 2 * int64_t{config.num_layers} * block_size * config.num_kv_heads * config.head_dim *
+           static_cast<int64_t>(sizeof(float));
+  }
+
+  int block_size() const { return block_size_; }
+  int64_t num_blocks() const { return num_blocks_; }
   int64_t row_size() const { return row_; }
-  float* k(int layer, int64_t pos) { return k_.data() + (layer * capacity_ + pos) * row_; }
-  float* v(int layer, int64_t pos) { return v_.data() + (layer * capacity_ + pos) * row_; }
+  // Rows of one block for one layer: block_size rows of row_size() floats.
+  float* k(int64_t block, int layer) { return k_.data() + (block * layers_ + layer) * block_size_ * row_; }
+  float* v(int64_t block, int layer) { return v_.data() + (block * layers_ + layer) * block_size_ * row_; }
+  const float* k(int64_t block, int layer) const {
+    return k_.data() + (block * layers_ + layer) * block_size_ * row_;
+  }
+  const float* v(int64_t block, int layer) const {
+    return v_.data() + (block * layers_ + layer) * block_size_ * row_;
+  }
 
  private:
-  int64_t layers_, row_, capacity_;
+  int64_t layers_, row_;
+  int block_size_;
+  int64_t num_blocks_;
   std::vector<float> k_, v_;
 };
+
+// A contiguous block table 0..n-1, for callers that own a whole pool for one sequence.
+inline std::vector<int32_t> identity_table(int64_t num_blocks) {
+  std::vector<int32_t> t(static_cast<size_t>(num_blocks));
+  for (int64_t i = 0; i < num_blocks; ++i) t[i] = static_cast<int32_t>(i);
+  return t;
+}
 
 }  // namespace tf::model

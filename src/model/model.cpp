@@ -26,6 +26,13 @@ const Family* find_family(std::string_view name) {
 
 }  // namespace
 
+Status Model::forward(std::span<const int32_t> tokens, int64_t pos0, KvCache& kv, float* logits,
+                      int64_t n_logits) {
+  std::vector<int32_t> table = identity_table(kv.num_blocks());
+  SeqChunk chunk{tokens, pos0, table, n_logits};
+  return forward(std::span<const SeqChunk>(&chunk, 1), kv, logits);
+}
+
 Status check_supported(const checkpoint::ModelConfig& config) {
   if (find_family(config.family)) return {};
   return make_error(ErrorCode::kUnsupported, "unsupported architecture '{}' (family '{}')",

@@ -13,6 +13,14 @@
 
 namespace tf::model {
 
+// One sequence's part of a forward step.
+struct SeqChunk {
+  std::span<const int32_t> tokens;
+  int64_t pos0 = 0;
+  std::span<const int32_t> block_table;  // must cover positions < pos0 + tokens.size()
+  int64_t n_logits = 1;                  // logits for the last n_logits tokens (0..tokens.size())
+};
+
 struct LoadOptions {
   int threads = 0;  // 0: all hardware threads
 };
@@ -22,12 +30,16 @@ class Model {
   virtual ~Model() = default;
   virtual const checkpoint::ModelConfig& config() const = 0;
 
-  // Runs tokens at positions pos0 .. pos0+n-1 (the cache must hold positions < pos0 already),
-  // stores their K/V in `kv`, and writes the logits of the last `n_logits` tokens to
-  // logits[n_logits * vocab]. The result for a token does not depend on how the sequence was
-  // split into forward calls.
-  virtual Status forward(std::span<const int32_t> tokens, int64_t pos0, KvCache& kv,
-                         float* logits, int64_t n_logits = 1) = 0;
+  // Runs one step over several sequences' chunks: each chunk's tokens sit at positions
+  // pos0 .. pos0+n-1 of its sequence (whose earlier positions are already in `kv`), their K/V are
+  // stored through the chunk's block table, and the logits of each chunk's last `n_logits` tokens
+  // are written to `logits`, chunk after chunk ([sum of n_logits, vocab]). A token's logits do not
+  // depend on the other chunks in the step nor on how its sequence was split into steps.
+  virtual Status forward(std::span<const SeqChunk> batch, KvCache& kv, float* logits) = 0;
+
+  // One sequence whose KV occupies blocks 0.. of `kv` in order (tests, simple tools).
+  Status forward(std::span<const int32_t> tokens, int64_t pos0, KvCache& kv, float* logits,
+                 int64_t n_logits = 1);
 
   // Bytes of weights one decode step reads (for bandwidth floors in benchmarks).
   virtual size_t weight_bytes() const = 0;

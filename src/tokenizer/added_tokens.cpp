@@ -7,7 +7,9 @@ namespace tf::tokenizer {
 namespace {
 
 // Whitespace as lstrip/rstrip see it: ASCII blanks only; Unicode spaces stay in the text.
-bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+bool is_blank(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
 
 }  // namespace
 

@@ -33,8 +33,10 @@ int parse_byte_token(std::string_view s) {
   int v = 0;
   for (size_t i = 3; i < 5; ++i) {
     char c = s[i];
-    int d = (c >= '0' && c <= '9') ? c - '0' : (c >= 'A' && c <= 'F') ? c - 'A' + 10
-            : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
+    int d = (c >= '0' && c <= '9')   ? c - '0'
+            : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+            : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+                                     : -1;
     if (d < 0) return -1;
     v = v * 16 + d;
   }
@@ -165,7 +167,7 @@ class BpeTokenizer final : public Tokenizer {
             }
             break;
           case PreTokenizerStep::Kind::kByteLevel: {
-            if (step.add_prefix_space && !starts_with(p, " ")) p.insert(0, " ");
+            if (step.add_prefix_space && !starts_with(p, " ")) p.insert(p.begin(), ' ');
             if (step.regex) {
               for (auto& s : split_by(*step.regex, p, SplitBehavior::kIsolated)) {
                 next.push_back(to_byte_level(s));
@@ -177,8 +179,9 @@ class BpeTokenizer final : public Tokenizer {
           }
           case PreTokenizerStep::Kind::kMetaspace: {
             replace_all(p, " ", step.replacement);
-            bool prepend = step.prepend == PreTokenizerStep::Prepend::kAlways ||
-                           (step.prepend == PreTokenizerStep::Prepend::kFirst && at_start && i == 0);
+            bool prepend =
+                step.prepend == PreTokenizerStep::Prepend::kAlways ||
+                (step.prepend == PreTokenizerStep::Prepend::kFirst && at_start && i == 0);
             if (prepend && !starts_with(p, step.replacement)) p.insert(0, step.replacement);
             if (step.split) {
               // Each ▁ starts a new word (HF: split on the replacement, MergedWithNext).
@@ -230,14 +233,14 @@ class BpeTokenizer final : public Tokenizer {
           if (!whole_sequence) break;
           for (auto& p : pieces) {
             int n = 0;
-            while (n < d.start && starts_with(std::string_view(p.text).substr(n * d.content.size()),
-                                              d.content)) {
+            while (n < d.start &&
+                   starts_with(std::string_view(p.text).substr(n * d.content.size()), d.content)) {
               ++n;
             }
             p.text.erase(0, n * d.content.size());
-            for (int k = 0; k < d.stop && p.text.size() >= d.content.size() &&
-                            p.text.compare(p.text.size() - d.content.size(), d.content.size(),
-                                           d.content) == 0;
+            for (int k = 0;
+                 k < d.stop && p.text.size() >= d.content.size() &&
+                 p.text.compare(p.text.size() - d.content.size(), d.content.size(), d.content) == 0;
                  ++k) {
               p.text.resize(p.text.size() - d.content.size());
             }

@@ -61,10 +61,10 @@ struct PreTokenizerStep {
   std::shared_ptr<const Regex> regex;  // kSplit; kByteLevel when use_regex
   SplitBehavior behavior = SplitBehavior::kIsolated;
   bool invert = false;
-  bool add_prefix_space = false;  // kByteLevel
+  bool add_prefix_space = false;             // kByteLevel
   std::string replacement = "\xE2\x96\x81";  // kMetaspace
   enum class Prepend { kAlways, kFirst, kNever } prepend = Prepend::kAlways;
-  bool split = true;              // kMetaspace
+  bool split = true;               // kMetaspace
   bool individual_digits = false;  // kDigits
 };
 

@@ -31,8 +31,8 @@ void BpeModel::add_merge(std::string_view a, std::string_view b, int rank) {
   joined.append(a).append(b);
   TokenId merged = vocab_.find(joined);
   if (merged < 0) return;
-  uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |
-                 static_cast<uint32_t>(right);
+  uint64_t key =
+      (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
   merges_.emplace(key, Merge{rank, merged});  // the first (best) rank of a duplicate wins
 }
 

@@ -15,8 +15,8 @@ constexpr const char* kLlama3Pattern =
     R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr const char* kQwen2Pattern =
     R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-// llama.cpp's STARCODER/SMOLLM family: digits one by one, then GPT-2's pattern without the final
-// `\s+` (which the gaps between matches cover anyway).
+// llama.cpp's STARCODER family: digits one by one, then GPT-2's pattern without the final `\s+`
+// (which the gaps between matches cover anyway).
 constexpr const char* kGpt2NoTrailingPattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))";
 
@@ -146,8 +146,13 @@ std::vector<std::string> pre_tokenizer_patterns(std::string_view pre) {
     return {kLlama3Pattern};
   }
   if (pre == "qwen2" || pre == "deepseek-r1-qwen" || pre == "megrez") return {kQwen2Pattern};
-  if (pre == "smollm" || pre == "starcoder" || pre == "refact" || pre == "command-r" ||
-      pre == "codeshell" || pre == "exaone" || pre == "minerva-7b") {
+  // "smollm" follows transformers' GGUF conversion (our conformance reference), which uses GPT-2's
+  // pattern alone. llama.cpp splits digits first, which differs only where whitespace precedes a
+  // digit ("\n\n7": transformers [198, 198, 39], llama.cpp [1116, 39]); SmolLM2 has no merges
+  // with digits, so digits come out one by one either way.
+  if (pre == "smollm") return {kGpt2Pattern};
+  if (pre == "starcoder" || pre == "refact" || pre == "command-r" || pre == "codeshell" ||
+      pre == "exaone" || pre == "minerva-7b") {
     return {R"(\p{N})", kGpt2NoTrailingPattern};
   }
   return {kGpt2Pattern};

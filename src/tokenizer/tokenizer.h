@@ -23,10 +23,15 @@ class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
 
-  // From GGUF `tokenizer.ggml.*` metadata (model llama|gpt2; pre-tokenizer from `tokenizer.ggml.pre`).
+  // From GGUF `tokenizer.ggml.*` metadata (model llama|gpt2; pre-tokenizer from
+  // `tokenizer.ggml.pre`).
   static Result<std::shared_ptr<Tokenizer>> from_gguf(const checkpoint::GgufFile& gguf);
   // From an HF directory: tokenizer.json, plus tokenizer_config.json for add_bos/eos when present.
   static Result<std::shared_ptr<Tokenizer>> from_hf_dir(const std::string& dir);
+  // From tokenizer.json text (and optionally tokenizer_config.json text); `name` prefixes errors.
+  // Malformed or hostile input is an Error, never a crash (fuzzed).
+  static Result<std::shared_ptr<Tokenizer>> from_json(std::string_view json, std::string name,
+                                                      std::string_view config_json = {});
 
   // Encodes `text`. add_special: prepend BOS / append EOS as the model's rules say.
   // parse_special: text matching a special/added token becomes that token's id.
@@ -34,14 +39,15 @@ class Tokenizer {
                                       bool parse_special = true) const = 0;
   // Decodes ids to text (byte fallback and byte-level pieces joined before UTF-8 is formed).
   virtual std::string decode(std::span<const TokenId> ids, bool skip_special = false) const = 0;
-  // The raw bytes a single token contributes when decoded after other tokens (may be partial UTF-8).
+  // The raw bytes a single token contributes when decoded after other tokens (may be partial
+  // UTF-8).
   virtual std::string token_bytes(TokenId id) const = 0;
   // The token's vocabulary string as stored (for display and debugging).
   virtual std::string token_text(TokenId id) const = 0;
 
   virtual int vocab_size() const = 0;
-  virtual TokenId bos_id() const = 0;  // -1 if none
-  virtual TokenId eos_id() const = 0;  // -1 if none
+  virtual TokenId bos_id() const = 0;         // -1 if none
+  virtual TokenId eos_id() const = 0;         // -1 if none
   virtual bool is_eog(TokenId id) const = 0;  // EOS, EOT and other end-of-generation tokens
   virtual bool is_special(TokenId id) const = 0;
   virtual std::string kind() const = 0;  // "spm", "bpe-bytelevel", "bpe-hf", ...
@@ -49,16 +55,23 @@ class Tokenizer {
 
 // Turns a stream of ids into text pieces that never end inside a UTF-8 character: bytes of an
 // incomplete character are held until the next token completes it (or flush() emits them).
+// Tokens join as token_bytes() gives them (a continuation of earlier text: no leading-space
+// strip). Bytes that can never complete a character become U+FFFD as soon as that is certain.
 class IncrementalDetokenizer {
  public:
-  explicit IncrementalDetokenizer(const Tokenizer& tok) : tok_(tok) {}
+  // skip_special: special tokens (BOS, <|im_end|>, ...) contribute no text.
+  explicit IncrementalDetokenizer(const Tokenizer& tok, bool skip_special = true)
+      : tok_(tok), skip_special_(skip_special) {}
   std::string push(TokenId id);
-  std::string flush();
+  std::string flush();  // the held bytes, an unfinished character as U+FFFD
+  const std::vector<TokenId>& ids() const { return ids_; }
 
  private:
   const Tokenizer& tok_;
+  bool skip_special_ = true;
   std::vector<TokenId> ids_;
-  size_t emitted_ = 0;  // bytes of decode(ids_) already returned
+  size_t emitted_ = 0;   // total bytes returned so far
+  std::string pending_;  // bytes not yet returned: the start of an unfinished character
 };
 
 }  // namespace tf::tokenizer

@@ -56,7 +56,8 @@ void ref_block(DType t, const uint8_t* b, float* y) {
       break;
     }
     case DType::kQ8_0:
-      for (int e = 0; e < 32; ++e) y[e] = static_cast<float>(static_cast<int8_t>(b[2 + e])) * h2f(b);
+      for (int e = 0; e < 32; ++e)
+        y[e] = static_cast<float>(static_cast<int8_t>(b[2 + e])) * h2f(b);
       break;
     case DType::kQ4_K:
     case DType::kQ5_K: {

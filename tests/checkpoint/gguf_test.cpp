@@ -1,12 +1,13 @@
 // GGUF reader tests: real files from ../shared, every metadata type round-tripped through an
 // in-memory writer, and malformed files whose errors must name the problem (never crash).
+#include "checkpoint/gguf.h"
+
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
 
-#include <gtest/gtest.h>
-
-#include "checkpoint/gguf.h"
 #include "checkpoint/model_config.h"
 #include "gguf_writer.h"
 
@@ -26,7 +27,8 @@ std::string error_of(const Bytes& b) {
   return r.ok() ? std::string("<parsed>") : r.error().message;
 }
 
-#define EXPECT_HAS(haystack, needle) EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
+#define EXPECT_HAS(haystack, needle) \
+  EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
 
 TEST(Gguf, Stories260K) {
   if (!std::filesystem::exists(kStories)) GTEST_SKIP() << kStories << " not found (see DATA.md)";
@@ -73,8 +75,9 @@ TEST(Gguf, Stories260K) {
 
 TEST(Gguf, DefaultModelSmolLM2) {
   const char* home = std::getenv("TENSORFOLD_HOME");
-  std::string base = home ? home : std::string(std::getenv("HOME") ? std::getenv("HOME") : "") +
-                                       "/.cache/tensorfold";
+  std::string base =
+      home ? home
+           : std::string(std::getenv("HOME") ? std::getenv("HOME") : "") + "/.cache/tensorfold";
   std::string path = base + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not found";
   auto f = GgufFile::open(path);
@@ -177,14 +180,16 @@ TEST(Gguf, EveryValueTypeRoundTrips) {
   EXPECT_EQ(bad.error().code, ErrorCode::kInvalidArgument);
   EXPECT_EQ(bad.error().message, "t.gguf: metadata 'u8' is u8, expected a string");
   EXPECT_EQ(g.get_int("missing").error().code, ErrorCode::kNotFound);
-  EXPECT_HAS(g.get_int_array("strs").error().message, "array of string, expected an array of integer");
+  EXPECT_HAS(g.get_int_array("strs").error().message,
+             "array of string, expected an array of integer");
 
   const GgufTensorInfo* t = g.find_tensor("w");
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->tensor.shape, (Shape{2, 4}));
   EXPECT_EQ(t->nbytes, 32u);
   EXPECT_EQ(t->tensor.as<float>()[5], 5.0f);
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(t->tensor.data) % 32, reinterpret_cast<uintptr_t>(b.data()) % 32);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t->tensor.data) % 32,
+            reinterpret_cast<uintptr_t>(b.data()) % 32);
 }
 
 TEST(Gguf, EveryTruncationFailsCleanly) {
@@ -217,14 +222,16 @@ TEST(Gguf, TensorDataPastEnd) {
   w2.tensor_f32("a", {8});
   Bytes b = w2.build();
   b.pop_back();
-  EXPECT_HAS(error_of(b), "tensor 'a' data [offset 64, 32 bytes] extends past end of file (size 95)");
+  EXPECT_HAS(error_of(b),
+             "tensor 'a' data [offset 64, 32 bytes] extends past end of file (size 95)");
 }
 
 TEST(Gguf, MisalignedOffset) {
   GgufWriter w;
   w.tensor_f32("a", {8});
   w.tensors[0].offset_override = 4;
-  EXPECT_EQ(error_of(w.build()), "t.gguf: tensor 'a' offset 4 is not a multiple of the alignment 32");
+  EXPECT_EQ(error_of(w.build()),
+            "t.gguf: tensor 'a' offset 4 is not a multiple of the alignment 32");
 }
 
 TEST(Gguf, CustomAlignment) {

@@ -30,7 +30,9 @@ TEST(Sampler, GreedyPicksArgmaxLowestIdOnTies) {
 TEST(Sampler, SameSeedSameDrawsDifferentSeedsDiffer) {
   std::vector<float> logits(50);
   for (int i = 0; i < 50; ++i) logits[i] = static_cast<float>(i % 7) * 0.3f;
-  SamplingParams p{1.0f, 0, 1.0f, 0.0f, 1234};
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.seed = 1234;
   std::vector<int32_t> a, b, c;
   for (int pos = 0; pos < 64; ++pos) {
     a.push_back(sample(logits, p, pos));
@@ -44,12 +46,15 @@ TEST(Sampler, SameSeedSameDrawsDifferentSeedsDiffer) {
 
 TEST(Sampler, TopKAndMinPRestrictTheSupport) {
   std::vector<float> logits = {5.0f, 4.9f, 0.0f, -3.0f, 4.8f};
-  SamplingParams p{1.0f, 2, 1.0f, 0.0f, 1};
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.top_k = 2;
   for (int pos = 0; pos < 200; ++pos) {
     int32_t id = sample(logits, p, pos);
     EXPECT_TRUE(id == 0 || id == 1) << id;
   }
-  p = {1.0f, 0, 1.0f, 0.5f, 1};  // min-p 0.5 keeps ids whose prob >= half the top one
+  p.top_k = 0;
+  p.min_p = 0.5f;  // keeps ids whose probability is at least half the top one
   for (int pos = 0; pos < 200; ++pos) {
     int32_t id = sample(logits, p, pos);
     EXPECT_TRUE(id == 0 || id == 1 || id == 4) << id;

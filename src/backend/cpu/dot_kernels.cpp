@@ -4,14 +4,17 @@
 // groups of 4 vectors the same way. Then (a0 + a1) + (a2 + a3), SumOfLanes, and (plain types only)
 // a scalar fma tail. The R-row variants run exactly this sequence once per row, sharing the
 // dequantized vectors, so grouping x rows never changes a result.
+#include "backend/cpu/dot_kernels.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
-#include "backend/cpu/dot_kernels.h"
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/quant_blocks.h"
+#include "base/half.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "backend/cpu/dot_kernels.cpp"
@@ -40,84 +43,109 @@ HWY_INLINE VI load_u8(const uint8_t* p) {
 // Element e (0..31) of a 16-byte 4-bit block: low nibbles hold 0..15, high nibbles 16..31.
 HWY_INLINE VI nibbles32(const uint8_t* qs, int e) {
   const DI di;
-  return e < 16 ? hn::And(load_u8(qs + e), hn::Set(di, 0xF)) : hn::ShiftRight<4>(load_u8(qs + e - 16));
+  return e < 16 ? hn::And(load_u8(qs + e), hn::Set(di, 0xF))
+                : hn::ShiftRight<4>(load_u8(qs + e - 16));
 }
 
 // The 5th bits of elements e..e+kN-1 of a q5_0/q5_1 block, as 0 or 16.
 HWY_INLINE VI high_bits32(uint32_t qh, int e) {
   const DU du;
-  const auto bits = hn::And(hn::Set(du, qh) >> hn::Iota(du, static_cast<uint32_t>(e)), hn::Set(du, 1));
+  const auto bits =
+      hn::And(hn::Set(du, qh) >> hn::Iota(du, static_cast<uint32_t>(e)), hn::Set(du, 1));
   return hn::BitCast(DI(), hn::ShiftLeft<4>(bits));
 }
 
-// Each Slice type writes the 32 elements [32 s, 32 s + 32) of one block as kSliceVecs vectors.
+// An fp16 scale broadcast to all lanes (F16C on AVX2; the scalar conversion was a hot spot).
+HWY_INLINE VF set_fp16(const uint8_t* p) {
+  uint16_t bits;
+  std::memcpy(&bits, p, sizeof(bits));
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  const hn::Rebind<uint16_t, DF> du16;
+  return hn::PromoteTo(DF(), hn::BitCast(dh, hn::Set(du16, bits)));
+}
+HWY_INLINE float get_fp16(const uint8_t* p) { return hn::GetLane(set_fp16(p)); }
+
+// Each Slice type reads a block's scales once (head) and then writes the 32 elements
+// [32 s, 32 s + 32) of the block as kSliceVecs vectors (run).
+struct ScaleMin {
+  VF d, m;
+};
+
 struct SliceQ4_0 : quant::Q4_0 {
-  static HWY_INLINE void run(const uint8_t* b, int, VF* v) {
-    const DF df;
-    const VF d = hn::Set(df, quant::load_fp16(b));
+  static HWY_INLINE ScaleMin head(const uint8_t* b) { return {set_fp16(b), hn::Zero(DF())}; }
+  static HWY_INLINE void run(const uint8_t* b, const ScaleMin& h, int, VF* v) {
     for (int i = 0; i < kSliceVecs; ++i) {
       const VI q = hn::Sub(nibbles32(b + kQs, i * kN), hn::Set(DI(), 8));
-      v[i] = hn::Mul(hn::ConvertTo(df, q), d);
+      v[i] = hn::Mul(hn::ConvertTo(DF(), q), h.d);
     }
   }
 };
 
 struct SliceQ4_1 : quant::Q4_1 {
-  static HWY_INLINE void run(const uint8_t* b, int, VF* v) {
-    const DF df;
-    const VF d = hn::Set(df, quant::load_fp16(b));
-    const VF m = hn::Set(df, quant::load_fp16(b + 2));
+  static HWY_INLINE ScaleMin head(const uint8_t* b) { return {set_fp16(b), set_fp16(b + 2)}; }
+  static HWY_INLINE void run(const uint8_t* b, const ScaleMin& h, int, VF* v) {
     for (int i = 0; i < kSliceVecs; ++i) {
-      v[i] = hn::MulAdd(hn::ConvertTo(df, nibbles32(b + kQs, i * kN)), d, m);
+      v[i] = hn::MulAdd(hn::ConvertTo(DF(), nibbles32(b + kQs, i * kN)), h.d, h.m);
     }
   }
 };
 
 struct SliceQ5_0 : quant::Q5_0 {
-  static HWY_INLINE void run(const uint8_t* b, int, VF* v) {
-    const DF df;
-    const VF d = hn::Set(df, quant::load_fp16(b));
+  static HWY_INLINE ScaleMin head(const uint8_t* b) { return {set_fp16(b), hn::Zero(DF())}; }
+  static HWY_INLINE void run(const uint8_t* b, const ScaleMin& h, int, VF* v) {
     const uint32_t qh = quant::load_u32(b + kQh);
     for (int i = 0; i < kSliceVecs; ++i) {
       const VI q = hn::Or(nibbles32(b + kQs, i * kN), high_bits32(qh, i * kN));
-      v[i] = hn::Mul(hn::ConvertTo(df, hn::Sub(q, hn::Set(DI(), 16))), d);
+      v[i] = hn::Mul(hn::ConvertTo(DF(), hn::Sub(q, hn::Set(DI(), 16))), h.d);
     }
   }
 };
 
 struct SliceQ5_1 : quant::Q5_1 {
-  static HWY_INLINE void run(const uint8_t* b, int, VF* v) {
-    const DF df;
-    const VF d = hn::Set(df, quant::load_fp16(b));
-    const VF m = hn::Set(df, quant::load_fp16(b + 2));
+  static HWY_INLINE ScaleMin head(const uint8_t* b) { return {set_fp16(b), set_fp16(b + 2)}; }
+  static HWY_INLINE void run(const uint8_t* b, const ScaleMin& h, int, VF* v) {
     const uint32_t qh = quant::load_u32(b + kQh);
     for (int i = 0; i < kSliceVecs; ++i) {
       const VI q = hn::Or(nibbles32(b + kQs, i * kN), high_bits32(qh, i * kN));
-      v[i] = hn::MulAdd(hn::ConvertTo(df, q), d, m);
+      v[i] = hn::MulAdd(hn::ConvertTo(DF(), q), h.d, h.m);
     }
   }
 };
 
 struct SliceQ8_0 : quant::Q8_0 {
-  static HWY_INLINE void run(const uint8_t* b, int, VF* v) {
-    const DF df;
-    const VF d = hn::Set(df, quant::load_fp16(b));
+  static HWY_INLINE ScaleMin head(const uint8_t* b) { return {set_fp16(b), hn::Zero(DF())}; }
+  static HWY_INLINE void run(const uint8_t* b, const ScaleMin& h, int, VF* v) {
     const auto* qs = reinterpret_cast<const int8_t*>(b + kQs);
     for (int i = 0; i < kSliceVecs; ++i) {
       const VI q = hn::PromoteTo(DI(), hn::LoadU(hn::Rebind<int8_t, DF>(), qs + i * kN));
-      v[i] = hn::Mul(hn::ConvertTo(df, q), d);
+      v[i] = hn::Mul(hn::ConvertTo(DF(), q), h.d);
     }
   }
 };
 
-// q4_K/q5_K: slice s uses nibble half (s & 1) of qs[32 (s / 2) ...] and scale/min pair s.
-struct SliceQ4_K : quant::Q4_K {
-  static HWY_INLINE void run(const uint8_t* b, int s, VF* v) {
-    const DF df;
+// q4_K/q5_K: sub-block s has scale d * sc_s and min dmin * m_s (6-bit pairs, rounded to f32
+// once per block), and uses nibble half (s & 1) of qs[32 (s / 2) ...].
+struct KScales {
+  float d1[8], neg_m1[8];
+};
+
+HWY_INLINE KScales k_scales(const uint8_t* b, int scales_offset) {
+  KScales h;
+  const float d = get_fp16(b), dmin = get_fp16(b + 2);
+  for (int s = 0; s < 8; ++s) {
     int sc, mn;
-    quant::scale_min_k4(s, b + kScales, &sc, &mn);
-    const VF d1 = hn::Set(df, quant::load_fp16(b) * static_cast<float>(sc));
-    const VF neg_m1 = hn::Set(df, -(quant::load_fp16(b + 2) * static_cast<float>(mn)));
+    quant::scale_min_k4(s, b + scales_offset, &sc, &mn);
+    h.d1[s] = d * static_cast<float>(sc);
+    h.neg_m1[s] = -(dmin * static_cast<float>(mn));
+  }
+  return h;
+}
+
+struct SliceQ4_K : quant::Q4_K {
+  static HWY_INLINE KScales head(const uint8_t* b) { return k_scales(b, kScales); }
+  static HWY_INLINE void run(const uint8_t* b, const KScales& h, int s, VF* v) {
+    const DF df;
+    const VF d1 = hn::Set(df, h.d1[s]), neg_m1 = hn::Set(df, h.neg_m1[s]);
     const uint8_t* q = b + kQs + 32 * (s / 2);
     const int shift = (s & 1) * 4;
     for (int i = 0; i < kSliceVecs; ++i) {
@@ -128,13 +156,11 @@ struct SliceQ4_K : quant::Q4_K {
 };
 
 struct SliceQ5_K : quant::Q5_K {
-  static HWY_INLINE void run(const uint8_t* b, int s, VF* v) {
+  static HWY_INLINE KScales head(const uint8_t* b) { return k_scales(b, kScales); }
+  static HWY_INLINE void run(const uint8_t* b, const KScales& h, int s, VF* v) {
     const DF df;
     const DI di;
-    int sc, mn;
-    quant::scale_min_k4(s, b + kScales, &sc, &mn);
-    const VF d1 = hn::Set(df, quant::load_fp16(b) * static_cast<float>(sc));
-    const VF neg_m1 = hn::Set(df, -(quant::load_fp16(b + 2) * static_cast<float>(mn)));
+    const VF d1 = hn::Set(df, h.d1[s]), neg_m1 = hn::Set(df, h.neg_m1[s]);
     const uint8_t* q = b + kQs + 32 * (s / 2);
     const int shift = (s & 1) * 4;
     for (int i = 0; i < kSliceVecs; ++i) {
@@ -145,22 +171,32 @@ struct SliceQ5_K : quant::Q5_K {
   }
 };
 
-// q6_K: half h = s / 4 of the block, quarter t = s % 4 of it; scales per 16 elements.
+// q6_K: half h = s / 4 of the block, quarter t = s % 4 of it; one int8 scale per 16 elements,
+// d * scale rounded to f32 once per block.
+struct Q6Scales {
+  float d1[16];
+};
+
 struct SliceQ6_K : quant::Q6_K {
-  static HWY_INLINE void run(const uint8_t* b, int s, VF* v) {
+  static HWY_INLINE Q6Scales head(const uint8_t* b) {
+    Q6Scales h;
+    const float d = get_fp16(b + kD);
+    const auto* scales = reinterpret_cast<const int8_t*>(b + kScales);
+    for (int j = 0; j < 16; ++j) h.d1[j] = d * static_cast<float>(scales[j]);
+    return h;
+  }
+  static HWY_INLINE void run(const uint8_t* b, const Q6Scales& hd, int s, VF* v) {
     const DF df;
     const DI di;
     const int h = s / 4, t = s % 4;
     const uint8_t* ql = b + kQl + 64 * h + 32 * (t & 1);
     const uint8_t* qh = b + kQh + 32 * h;
-    const auto* scales = reinterpret_cast<const int8_t*>(b + kScales + 8 * h + 2 * t);
-    const float d = quant::load_fp16(b + kD);
     const int nib_shift = (t >> 1) * 4;
     for (int i = 0; i < kSliceVecs; ++i) {
       const VI lo = hn::And(hn::ShiftRightSame(load_u8(ql + i * kN), nib_shift), hn::Set(di, 0xF));
       const VI hi = hn::And(hn::ShiftRightSame(load_u8(qh + i * kN), 2 * t), hn::Set(di, 3));
       const VI q = hn::Sub(hn::Or(lo, hn::ShiftLeft<4>(hi)), hn::Set(di, 32));
-      const float d1 = d * static_cast<float>(scales[i * kN >= 16 ? 1 : 0]);
+      const float d1 = hd.d1[8 * h + 2 * t + (i * kN >= 16 ? 1 : 0)];
       v[i] = hn::Mul(hn::ConvertTo(df, q), hn::Set(df, d1));
     }
   }
@@ -183,9 +219,10 @@ struct QuantKernel {
     const int64_t nb = k / Slice::kBlock;
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* blk = w + b * Slice::kBytes;
+      const auto head = Slice::head(blk);
       for (int s = 0; s < Slice::kBlock / 32; ++s) {
         VF v[kSliceVecs];
-        Slice::run(blk, s, v);
+        Slice::run(blk, head, s, v);
         const int64_t off = b * Slice::kBlock + 32 * s;
         for (int i = 0; i < kSliceVecs; ++i) {
           for (int r = 0; r < R; ++r) {
@@ -200,9 +237,11 @@ struct QuantKernel {
   static void dequant(const uint8_t* w, float* y, int64_t k) {
     const DF df;
     for (int64_t b = 0; b < k / Slice::kBlock; ++b) {
+      const uint8_t* blk = w + b * Slice::kBytes;
+      const auto head = Slice::head(blk);
       for (int s = 0; s < Slice::kBlock / 32; ++s) {
         VF v[kSliceVecs];
-        Slice::run(w + b * Slice::kBytes, s, v);
+        Slice::run(blk, head, s, v);
         float* dst = y + b * Slice::kBlock + 32 * s;
         for (int i = 0; i < kSliceVecs; ++i) hn::StoreU(v[i], df, dst + i * kN);
       }
@@ -226,7 +265,7 @@ struct LoadF16 {
     const hn::Rebind<hwy::float16_t, DF> dh;
     return hn::PromoteTo(DF(), hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(w) + i));
   }
-  static float scalar(const uint8_t* w, int64_t i) { return quant::load_fp16(w + 2 * i); }
+  static float scalar(const uint8_t* w, int64_t i) { return get_fp16(w + 2 * i); }
 };
 
 struct LoadBF16 {
@@ -282,20 +321,32 @@ struct PlainKernel {
 template <class F>
 HWY_INLINE void with_kernel(DType t, F&& f) {
   switch (t) {
-    case DType::kF32: return f(PlainKernel<LoadF32>{});
-    case DType::kF16: return f(PlainKernel<LoadF16>{});
-    case DType::kBF16: return f(PlainKernel<LoadBF16>{});
-    case DType::kQ4_0: return f(QuantKernel<SliceQ4_0>{});
-    case DType::kQ4_1: return f(QuantKernel<SliceQ4_1>{});
-    case DType::kQ5_0: return f(QuantKernel<SliceQ5_0>{});
-    case DType::kQ5_1: return f(QuantKernel<SliceQ5_1>{});
-    case DType::kQ8_0: return f(QuantKernel<SliceQ8_0>{});
-    case DType::kQ4_K: return f(QuantKernel<SliceQ4_K>{});
-    case DType::kQ5_K: return f(QuantKernel<SliceQ5_K>{});
-    case DType::kQ6_K: return f(QuantKernel<SliceQ6_K>{});
+    case DType::kF32:
+      return f(PlainKernel<LoadF32>{});
+    case DType::kF16:
+      return f(PlainKernel<LoadF16>{});
+    case DType::kBF16:
+      return f(PlainKernel<LoadBF16>{});
+    case DType::kQ4_0:
+      return f(QuantKernel<SliceQ4_0>{});
+    case DType::kQ4_1:
+      return f(QuantKernel<SliceQ4_1>{});
+    case DType::kQ5_0:
+      return f(QuantKernel<SliceQ5_0>{});
+    case DType::kQ5_1:
+      return f(QuantKernel<SliceQ5_1>{});
+    case DType::kQ8_0:
+      return f(QuantKernel<SliceQ8_0>{});
+    case DType::kQ4_K:
+      return f(QuantKernel<SliceQ4_K>{});
+    case DType::kQ5_K:
+      return f(QuantKernel<SliceQ5_K>{});
+    case DType::kQ6_K:
+      return f(QuantKernel<SliceQ6_K>{});
     default:
       // Checkpoint loading rejects these before any kernel runs; reaching here is a bug.
-      std::fprintf(stderr, "tf::backend::cpu: no matmul kernel for dtype %d\n", static_cast<int>(t));
+      std::fprintf(stderr, "tf::backend::cpu: no matmul kernel for dtype %d\n",
+                   static_cast<int>(t));
       std::abort();
   }
 }
@@ -335,10 +386,17 @@ void MatmulRowsT(DType t, const uint8_t* w, size_t row_bytes, int64_t k, const f
       int64_t i = 0;
       for (; i + 4 <= m; i += 4) rows_group<K, 4>(w, row_bytes, k, x, i, y, ldy, nb, ne);
       switch (m - i) {
-        case 3: rows_group<K, 3>(w, row_bytes, k, x, i, y, ldy, nb, ne); break;
-        case 2: rows_group<K, 2>(w, row_bytes, k, x, i, y, ldy, nb, ne); break;
-        case 1: rows_group<K, 1>(w, row_bytes, k, x, i, y, ldy, nb, ne); break;
-        default: break;
+        case 3:
+          rows_group<K, 3>(w, row_bytes, k, x, i, y, ldy, nb, ne);
+          break;
+        case 2:
+          rows_group<K, 2>(w, row_bytes, k, x, i, y, ldy, nb, ne);
+          break;
+        case 1:
+          rows_group<K, 1>(w, row_bytes, k, x, i, y, ldy, nb, ne);
+          break;
+        default:
+          break;
       }
     }
   });

@@ -45,9 +45,8 @@ void rope_row(float* x, int n_heads, int head_dim, int rope_dim, bool interleave
   }
 }
 
-void attention(const float* q, const float* k_cache, const float* v_cache, float* out,
-               int64_t rows, int64_t pos0, int n_heads, int n_kv_heads, int head_dim, float scale,
-               ThreadPool* pool) {
+void attention(const float* q, const PagedKv& kv, float* out, int64_t rows, int64_t pos0,
+               int n_heads, int n_kv_heads, int head_dim, float scale, ThreadPool* pool) {
   const int group = n_heads / n_kv_heads;
   const int64_t q_stride = static_cast<int64_t>(n_heads) * head_dim;
   const int64_t kv_stride = static_cast<int64_t>(n_kv_heads) * head_dim;
@@ -61,9 +60,10 @@ void attention(const float* q, const float* k_cache, const float* v_cache, float
       int64_t n_pos = pos0 + r + 1;
       float mx = -INFINITY;
       for (int64_t p = 0; p < n_pos; ++p) {
-        const float* kv = k_cache + p * kv_stride + static_cast<int64_t>(kvh) * head_dim;
+        const float* kr = kv.k_blocks[p / kv.block_size] + (p % kv.block_size) * kv_stride +
+                          static_cast<int64_t>(kvh) * head_dim;
         float s = 0.0f;
-        for (int d = 0; d < head_dim; ++d) s += qv[d] * kv[d];
+        for (int d = 0; d < head_dim; ++d) s += qv[d] * kr[d];
         s *= scale;
         scores[p] = s;
         mx = std::max(mx, s);
@@ -77,7 +77,8 @@ void attention(const float* q, const float* k_cache, const float* v_cache, float
       float* o = out + r * q_stride + static_cast<int64_t>(h) * head_dim;
       std::fill(o, o + head_dim, 0.0f);
       for (int64_t p = 0; p < n_pos; ++p) {
-        const float* vv = v_cache + p * kv_stride + static_cast<int64_t>(kvh) * head_dim;
+        const float* vv = kv.v_blocks[p / kv.block_size] + (p % kv.block_size) * kv_stride +
+                          static_cast<int64_t>(kvh) * head_dim;
         float w = scores[p] * inv;
         for (int d = 0; d < head_dim; ++d) o[d] += w * vv[d];
       }

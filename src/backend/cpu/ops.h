@@ -23,11 +23,17 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n);
 void rope_row(float* x, int n_heads, int head_dim, int rope_dim, bool interleaved, const float* cos,
               const float* sin);
 
-// Causal attention for `rows` query rows of one sequence. Query row r sits at position
-// pos0 + r and attends to KV positions [0, pos0 + r]. q: [rows, n_heads*head_dim];
-// k_cache/v_cache: [positions, n_kv_heads*head_dim]; out: [rows, n_heads*head_dim].
-void attention(const float* q, const float* k_cache, const float* v_cache, float* out,
-               int64_t rows, int64_t pos0, int n_heads, int n_kv_heads, int head_dim, float scale,
-               ThreadPool* pool);
+// Causal attention for `rows` query rows of one sequence over paged KV. Query row r sits at
+// position pos0 + r and attends to positions [0, pos0 + r]; position p's K row is
+// k_blocks[p / block_size] + (p % block_size) * n_kv_heads * head_dim (likewise V).
+// q and out: [rows, n_heads * head_dim]. Each (row, head) reduces over positions in order, so its
+// result does not depend on the other rows or on how the work is split over threads.
+struct PagedKv {
+  const float* const* k_blocks;
+  const float* const* v_blocks;
+  int block_size;
+};
+void attention(const float* q, const PagedKv& kv, float* out, int64_t rows, int64_t pos0,
+               int n_heads, int n_kv_heads, int head_dim, float scale, ThreadPool* pool);
 
 }  // namespace tf::backend::cpu

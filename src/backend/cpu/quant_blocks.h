@@ -1,11 +1,10 @@
 // Byte layouts of GGML's block-quantized formats (ggml-common.h), as offsets into a block, plus the
-// scalar helpers the kernels share. Blocks are read through byte pointers: they are unaligned in GGUF.
+// scalar helpers the kernels share. Blocks are read through byte pointers: they are unaligned in
+// GGUF.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
-
-#include "base/half.h"
 
 namespace tf::backend::cpu::quant {
 
@@ -34,12 +33,6 @@ struct Q5_K {  // fp16 d, dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]
 struct Q6_K {  // u8 ql[128]; u8 qh[64]; i8 scales[16]; fp16 d
   static constexpr int kBlock = 256, kBytes = 210, kQl = 0, kQh = 128, kScales = 192, kD = 208;
 };
-
-inline float load_fp16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, sizeof(h));
-  return fp16_to_f32(h);
-}
 
 inline uint32_t load_u32(const uint8_t* p) {
   uint32_t v;

@@ -87,6 +87,7 @@ class LlamaModel final : public Model {
     return {};
   }
 
+  using Model::forward;
   const ModelConfig& config() const override { return cfg_; }
 
   size_t weight_bytes() const override {
@@ -98,36 +99,41 @@ class LlamaModel final : public Model {
     return total;
   }
 
-  Status forward(std::span<const int32_t> tokens, int64_t pos0, KvCache& kv, float* logits,
-                 int64_t n_logits) override {
-    const int64_t n = static_cast<int64_t>(tokens.size());
+  Status forward(std::span<const SeqChunk> batch, KvCache& kv, float* logits) override {
+    TF_RETURN_IF_ERROR(validate(batch, kv));
+    int64_t n = 0, n_out = 0;
+    for (const auto& c : batch) {
+      n += static_cast<int64_t>(c.tokens.size());
+      n_out += c.n_logits;
+    }
     if (n == 0) return {};
-    if (pos0 < 0 || pos0 + n > kv.capacity()) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        "positions {}..{} exceed the KV cache capacity {}", pos0, pos0 + n - 1,
-                        kv.capacity());
-    }
-    if (n_logits < 0 || n_logits > n) {
-      return make_error(ErrorCode::kInvalidArgument, "n_logits {} out of range 0..{}", n_logits, n);
-    }
-    for (int32_t t : tokens) {
-      if (t < 0 || t >= cfg_.vocab_size) {
-        return make_error(ErrorCode::kInvalidArgument, "token id {} outside vocabulary of {}", t,
-                          cfg_.vocab_size);
-      }
-    }
     const int64_t d = cfg_.hidden_size, f = cfg_.intermediate_size, hd = cfg_.head_dim;
     const int64_t q_dim = cfg_.num_heads * hd, kv_dim = cfg_.num_kv_heads * hd;
+    const int half = rope_.half();
     const bool interleaved = cfg_.rope_style == checkpoint::RopeStyle::kInterleaved;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    const int bs = kv.block_size();
     ThreadPool* pool = pool_.get();
 
+    std::vector<int32_t> tokens;
+    std::vector<int64_t> positions;  // absolute position of each row
+    std::vector<int32_t> slots;      // KV block and offset of each row, as block * bs + offset
+    tokens.reserve(n);
+    for (const auto& c : batch) {
+      for (size_t i = 0; i < c.tokens.size(); ++i) {
+        int64_t p = c.pos0 + static_cast<int64_t>(i);
+        tokens.push_back(c.tokens[i]);
+        positions.push_back(p);
+        slots.push_back(c.block_table[p / bs] * bs + static_cast<int32_t>(p % bs));
+      }
+    }
     std::vector<float> x(n * d), h(n * d), q(n * q_dim), k(n * kv_dim), v(n * kv_dim);
     std::vector<float> att(n * q_dim), gate(n * f), up(n * f);
-    std::vector<float> cos(rope_.half() * n), sin(rope_.half() * n);
-    for (int64_t r = 0; r < n; ++r) rope_.at(pos0 + r, &cos[r * rope_.half()], &sin[r * rope_.half()]);
+    std::vector<float> cos(half * n), sin(half * n);
+    for (int64_t r = 0; r < n; ++r) rope_.at(positions[r], &cos[r * half], &sin[r * half]);
     cpu::embedding_rows(embed_, tokens.data(), n, x.data());
 
+    std::vector<const float*> k_blocks, v_blocks;
     for (int l = 0; l < cfg_.num_layers; ++l) {
       const LayerWeights& L = layers_[l];
       cpu::rms_norm(x.data(), L.attn_norm.data(), h.data(), n, d, eps());
@@ -135,15 +141,28 @@ class LlamaModel final : public Model {
       cpu::matmul(L.wk, h.data(), n, k.data(), pool);
       cpu::matmul(L.wv, h.data(), n, v.data(), pool);
       for (int64_t r = 0; r < n; ++r) {
-        const float* c = &cos[r * rope_.half()];
-        const float* s = &sin[r * rope_.half()];
+        const float* c = &cos[r * half];
+        const float* s = &sin[r * half];
         cpu::rope_row(&q[r * q_dim], cfg_.num_heads, hd, rope_dim(), interleaved, c, s);
         cpu::rope_row(&k[r * kv_dim], cfg_.num_kv_heads, hd, rope_dim(), interleaved, c, s);
-        std::copy_n(&k[r * kv_dim], kv_dim, kv.k(l, pos0 + r));
-        std::copy_n(&v[r * kv_dim], kv_dim, kv.v(l, pos0 + r));
+        std::copy_n(&k[r * kv_dim], kv_dim, kv.k(slots[r] / bs, l) + (slots[r] % bs) * kv_dim);
+        std::copy_n(&v[r * kv_dim], kv_dim, kv.v(slots[r] / bs, l) + (slots[r] % bs) * kv_dim);
       }
-      cpu::attention(q.data(), kv.k(l, 0), kv.v(l, 0), att.data(), n, pos0, cfg_.num_heads,
-                     cfg_.num_kv_heads, static_cast<int>(hd), scale, pool);
+      int64_t row = 0;
+      for (const auto& c : batch) {
+        const int64_t len = static_cast<int64_t>(c.tokens.size());
+        const int64_t blocks = (c.pos0 + len + bs - 1) / bs;
+        k_blocks.resize(blocks);
+        v_blocks.resize(blocks);
+        for (int64_t b = 0; b < blocks; ++b) {
+          k_blocks[b] = kv.k(c.block_table[b], l);
+          v_blocks[b] = kv.v(c.block_table[b], l);
+        }
+        cpu::attention(&q[row * q_dim], {k_blocks.data(), v_blocks.data(), bs}, &att[row * q_dim],
+                       len, c.pos0, cfg_.num_heads, cfg_.num_kv_heads, static_cast<int>(hd), scale,
+                       pool);
+        row += len;
+      }
       cpu::matmul(L.wo, att.data(), n, h.data(), pool);
       cpu::add_inplace(x.data(), h.data(), n * d);
 
@@ -154,14 +173,53 @@ class LlamaModel final : public Model {
       cpu::matmul(L.w_down, gate.data(), n, h.data(), pool);
       cpu::add_inplace(x.data(), h.data(), n * d);
     }
-    if (n_logits == 0) return {};
-    const float* last = x.data() + (n - n_logits) * d;
-    cpu::rms_norm(last, out_norm_.data(), h.data(), n_logits, d, eps());
-    cpu::matmul(output_, h.data(), n_logits, logits, pool);
+    if (n_out == 0) return {};
+    // Gather the rows that want logits (each chunk's last n_logits), normalize, project.
+    int64_t row = 0, out = 0;
+    for (const auto& c : batch) {
+      const int64_t len = static_cast<int64_t>(c.tokens.size());
+      for (int64_t i = len - c.n_logits; i < len; ++i, ++out) {
+        std::copy_n(&x[(row + i) * d], d, &h[out * d]);
+      }
+      row += len;
+    }
+    cpu::rms_norm(h.data(), out_norm_.data(), h.data(), n_out, d, eps());
+    cpu::matmul(output_, h.data(), n_out, logits, pool);
     return {};
   }
 
  private:
+  // Refuses a step whose chunks reach outside their block tables, the pool or the vocabulary.
+  Status validate(std::span<const SeqChunk> batch, const KvCache& kv) const {
+    const int bs = kv.block_size();
+    for (const auto& c : batch) {
+      const int64_t len = static_cast<int64_t>(c.tokens.size());
+      if (c.pos0 < 0 || c.n_logits < 0 || c.n_logits > len) {
+        return make_error(ErrorCode::kInvalidArgument, "bad chunk: pos0 {}, {} tokens, {} logits",
+                          c.pos0, len, c.n_logits);
+      }
+      const int64_t blocks = (c.pos0 + len + bs - 1) / bs;
+      if (blocks > static_cast<int64_t>(c.block_table.size())) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "positions up to {} need {} KV blocks, the block table has {}",
+                          c.pos0 + len - 1, blocks, c.block_table.size());
+      }
+      for (int64_t b = 0; b < blocks; ++b) {
+        if (c.block_table[b] < 0 || c.block_table[b] >= kv.num_blocks()) {
+          return make_error(ErrorCode::kInvalidArgument, "KV block {} outside the pool of {}",
+                            c.block_table[b], kv.num_blocks());
+        }
+      }
+      for (int32_t t : c.tokens) {
+        if (t < 0 || t >= cfg_.vocab_size) {
+          return make_error(ErrorCode::kInvalidArgument, "token id {} outside vocabulary of {}", t,
+                            cfg_.vocab_size);
+        }
+      }
+    }
+    return {};
+  }
+
   float eps() const { return static_cast<float>(cfg_.rms_norm_eps); }
   int rope_dim() const { return cfg_.rope_dim > 0 ? cfg_.rope_dim : cfg_.head_dim; }
 

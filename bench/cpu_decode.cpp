@@ -1,0 +1,96 @@
+// cpu_decode: prompt and generation speed of one model on the CPU at several thread counts, next to
+// the memory-bandwidth floor (weight bytes read per token / measured copy bandwidth).
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "checkpoint/checkpoint.h"
+#include "engine/generate.h"
+#include "model/model.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// STREAM-style copy bandwidth (bytes read + bytes written per second), best of several runs, with
+// `threads` threads each copying its own slice.
+double copy_bandwidth(int threads) {
+  const size_t bytes = size_t{256} << 20;
+  std::vector<char> a(bytes, 1), b(bytes, 0);
+  tf::ThreadPool pool(threads);
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    auto t0 = Clock::now();
+    pool.parallel_for(bytes, 1 << 20, [&](size_t lo, size_t hi) {
+      std::memcpy(b.data() + lo, a.data() + lo, hi - lo);
+    });
+    double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    best = std::max(best, 2.0 * bytes / s);
+  }
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"CPU decode benchmark"};
+  std::string path = std::string(std::getenv("HOME") ? std::getenv("HOME") : "") +
+                     "/.cache/tensorfold/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (const char* h = std::getenv("TENSORFOLD_HOME"))
+    path = std::string(h) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+  std::vector<int> thread_counts = {1, 2};
+  int prompt_len = 512, gen_len = 64;
+  app.add_option("model", path, "Checkpoint (.gguf or HF directory); default: SmolLM2 Q4_1");
+  app.add_option("-t,--threads", thread_counts, "Thread counts to measure");
+  app.add_option("--prompt", prompt_len, "Prompt tokens");
+  app.add_option("--gen", gen_len, "Generated tokens");
+  CLI11_PARSE(app, argc, argv);
+
+  auto ckpt = tf::checkpoint::Checkpoint::open(path);
+  if (!ckpt) {
+    fmt::print(stderr, "error: {}\n", ckpt.error().message);
+    return 1;
+  }
+  const auto& cfg = (*ckpt)->config();
+  // A deterministic synthetic prompt: speed does not depend on which tokens they are.
+  std::vector<int32_t> prompt(prompt_len);
+  for (int i = 0; i < prompt_len; ++i) prompt[i] = 100 + (i * 7919) % (cfg.vocab_size - 200);
+
+  fmt::print("model: {} ({}, {} layers, hidden {})\n", path, cfg.architecture, cfg.num_layers,
+             cfg.hidden_size);
+  fmt::print("| threads | prompt tok/s ({} tok) | gen tok/s ({} tok) | weight MB/token | copy GB/s "
+             "| floor tok/s | gen / floor |\n",
+             prompt_len, gen_len);
+  fmt::print("|---|---|---|---|---|---|---|\n");
+  for (int threads : thread_counts) {
+    auto model = tf::model::load_model(*ckpt, {threads});
+    if (!model) {
+      fmt::print(stderr, "error: {}\n", model.error().message);
+      return 1;
+    }
+    tf::engine::GenerateOptions opt;
+    opt.max_tokens = gen_len;
+    opt.context = prompt_len + gen_len;
+    // Warm up once (page in the mapped weights), then measure.
+    (void)tf::engine::generate(**model, std::span(prompt).first(16), {.max_tokens = 4},
+                               [](int32_t) { return true; });
+    auto st = tf::engine::generate(**model, prompt, opt, [](int32_t) { return true; });
+    if (!st) {
+      fmt::print(stderr, "error: {}\n", st.error().message);
+      return 1;
+    }
+    double bw = copy_bandwidth(threads);
+    double wbytes = static_cast<double>((*model)->weight_bytes());
+    double gen_tps = (st->generated_tokens - 1) / st->decode_seconds;
+    double floor_tps = bw / wbytes;
+    fmt::print("| {} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.1f} | {:.0f}% |\n", threads,
+               st->prompt_tokens / st->prefill_seconds, gen_tps, wbytes / 1e6, bw / 1e9, floor_tps,
+               100.0 * gen_tps / floor_tps);
+  }
+  return 0;
+}

@@ -1,0 +1,101 @@
+// Decode-shaped (M=1) CPU matmul throughput: GB/s of weight bytes streamed per dtype, for
+// SmolLM2-135M-like shapes, on 1 and 2 threads; "cold" rotates copies larger than the LLC.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/matmul.h"
+#include "base/half.h"
+
+namespace {
+
+using tf::DType;
+using Clock = std::chrono::steady_clock;
+
+// Weights with sane fp16 scales everywhere (random bits could make NaNs or subnormals, which
+// would measure something else).
+std::vector<uint8_t> make_weights(DType t, int64_t n, int64_t k) {
+  const size_t bytes = tf::dtype_row_bytes(t, k) * static_cast<size_t>(n);
+  std::vector<uint8_t> data(bytes);
+  uint32_t s = 12345;
+  for (auto& b : data) b = static_cast<uint8_t>((s = s * 1664525u + 1013904223u) >> 24);
+  const uint16_t h = tf::f32_to_fp16(0.01f);
+  const auto& info = tf::dtype_info(t);
+  if (!info.quantized) {
+    const uint16_t bf = tf::f32_to_bf16(0.01f);
+    const float f = 0.01f;
+    for (size_t i = 0; i < bytes; i += info.block_bytes) {
+      if (t == DType::kF32) std::memcpy(&data[i], &f, 4);
+      if (t == DType::kF16) std::memcpy(&data[i], &h, 2);
+      if (t == DType::kBF16) std::memcpy(&data[i], &bf, 2);
+    }
+    return data;
+  }
+  for (size_t i = 0; i < bytes; i += info.block_bytes) {
+    if (t == DType::kQ6_K) {
+      std::memcpy(&data[i + 208], &h, 2);
+      continue;
+    }
+    std::memcpy(&data[i], &h, 2);
+    if (t == DType::kQ4_1 || t == DType::kQ5_1 || t == DType::kQ4_K || t == DType::kQ5_K) {
+      std::memcpy(&data[i + 2], &h, 2);
+    }
+  }
+  return data;
+}
+
+// Seconds per matmul, cycling over `copies` so that each call streams from where they live.
+double time_matmul(const std::vector<std::vector<uint8_t>>& copies, DType t, int64_t n, int64_t k,
+                   tf::ThreadPool* pool) {
+  std::vector<float> x(k, 0.5f), y(n);
+  int64_t iters = 0;
+  const auto start = Clock::now();
+  double elapsed = 0;
+  while (elapsed < 0.3 || iters < 5) {
+    tf::Tensor w{t, {n, k}, copies[iters % copies.size()].data()};
+    tf::backend::cpu::matmul(w, x.data(), 1, y.data(), pool);
+    ++iters;
+    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  return elapsed / static_cast<double>(iters);
+}
+
+}  // namespace
+
+int main() {
+  const DType types[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,
+                         DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
+                         DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+  struct Shape {
+    int64_t n, k;
+  };
+  const Shape shapes[] = {{576, 1536}, {49152, 576}};
+  constexpr size_t kColdBytes = size_t{256} << 20;
+  tf::ThreadPool pool1(1), pool2(2);
+  std::printf("%-6s %-12s %10s %11s %11s %11s %11s\n", "dtype", "N x K", "MB", "hot 1t", "hot 2t",
+              "cold 1t", "cold 2t");
+  for (const Shape& s : shapes) {
+    for (DType t : types) {
+      const int bs = tf::dtype_info(t).block_size;
+      if (s.k % bs != 0) continue;
+      const double mb = static_cast<double>(tf::dtype_row_bytes(t, s.k) * s.n);
+      std::vector<std::vector<uint8_t>> hot{make_weights(t, s.n, s.k)};
+      const size_t ncold = std::max<size_t>(2, kColdBytes / static_cast<size_t>(mb));
+      std::vector<std::vector<uint8_t>> cold(ncold, hot[0]);
+      char dims[32];
+      std::snprintf(dims, sizeof(dims), "%ldx%ld", static_cast<long>(s.n), static_cast<long>(s.k));
+      std::printf("%-6s %-12s %10.2f", std::string(tf::dtype_name(t)).c_str(), dims, mb / 1e6);
+      for (auto* copies : {&hot, &cold}) {
+        for (tf::ThreadPool* pool : {&pool1, &pool2}) {
+          const double sec = time_matmul(*copies, t, s.n, s.k, pool);
+          std::printf(" %7.2f GB/s", mb / sec / 1e9);
+        }
+      }
+      std::printf("\n");
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,71 @@
+// The server <-> engine contract (DESIGN.md "The engine contract"): what a request asks for and
+// the events the engine sends back on the request's channel.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "base/result.h"
+#include "engine/sampler.h"
+
+namespace tf::engine {
+
+using RequestId = uint64_t;
+using Clock = std::chrono::steady_clock;
+
+struct Request {
+  RequestId id = 0;
+  std::vector<int32_t> prompt;
+  SamplingParams sampling;
+  int max_tokens = 256;
+  std::vector<int32_t> stop_ids;  // in addition to the model's end-of-generation ids
+  bool ignore_eos = false;
+  int logprobs = -1;             // -1: none; 0: the chosen token's; k > 0: also the top k
+  bool draft = true;             // false: the serial reference path (no drafting)
+  int priority = 0;
+  std::optional<Clock::time_point> deadline;
+  std::string cache_salt;
+};
+
+struct Prefilled {
+  int64_t cached_tokens = 0;
+};
+
+struct Tokens {
+  std::vector<int32_t> ids;
+  // Per id: the chosen token's logprob and, when requested, the top alternatives.
+  std::vector<Logprob> logprobs;
+  std::vector<std::vector<Logprob>> top_logprobs;
+};
+
+enum class FinishReason { kStop, kLength, kCancelled, kError };
+
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  int64_t cached_tokens = 0;
+};
+
+struct Timings {
+  double queued_seconds = 0;     // submit -> first scheduled
+  double prefill_seconds = 0;    // first scheduled -> first token
+  double decode_seconds = 0;     // first token -> finish
+};
+
+struct Finished {
+  FinishReason reason = FinishReason::kStop;
+  Usage usage;
+  Timings timings;
+  std::optional<Error> error;  // set when reason == kError
+};
+
+using Event = std::variant<Prefilled, Tokens, Finished>;
+
+const char* finish_reason_name(FinishReason r);
+
+}  // namespace tf::engine
