@@ -21,7 +21,8 @@ using Clock = std::chrono::steady_clock;
 struct Request {
   RequestId id = 0;
   std::vector<int32_t> prompt;
-  SamplingParams sampling;
+  SamplingParams sampling;          // sampling.seed is ignored; see `seed`
+  std::optional<uint64_t> seed;     // absent: derived from the prompt and the server salt
   int max_tokens = 256;
   std::vector<int32_t> stop_ids;  // in addition to the model's end-of-generation ids
   bool ignore_eos = false;

@@ -144,18 +144,18 @@ class Lexer {
   }
 
   bool raw_tag_at(size_t at) const {
-    bool minus;
+    bool minus = false;
     return match_word_tag(at, "raw", &minus) != std::string::npos;
   }
 
   void lex_raw() {
-    bool minus;
+    bool minus = false;
     size_t body = match_word_tag(pos_, "raw", &minus);
     pos_ = body;
     if (minus) after_close(true, true);
     body = pos_;
     for (size_t i = src_.find("{%", body); i != std::string::npos; i = src_.find("{%", i + 1)) {
-      bool end_minus;
+      bool end_minus = false;
       size_t end = match_word_tag(i, "endraw", &end_minus);
       if (end == std::string::npos) continue;
       std::string text = src_.substr(body, i - body);

@@ -14,7 +14,10 @@ namespace {
 
 std::string object_desc(const Value& v) {
   if (v.is_none()) return "None";
-  return "'" + v.type_name() + " object'";
+  std::string out(1, '\'');
+  out += v.type_name();
+  out += " object'";
+  return out;
 }
 
 [[noreturn]] void unsupported(const std::string& op, const Value& a, const Value& b) {
@@ -179,7 +182,7 @@ Value get_attr(Interp& in, const Value& obj, const std::string& name) {
       Value m = get_method(in, obj, name);
       if (!m.is_undefined()) return m;
     }
-    if (const Value* v = d.find(name)) return *v;
+    if (const Value* v = d.find(std::string_view(name))) return *v;
   } else {
     Value m = get_method(in, obj, name);
     if (!m.is_undefined()) return m;

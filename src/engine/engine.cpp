@@ -1,0 +1,326 @@
+// Engine implementation: the loop drains submissions and cancellations, asks the scheduler for a
+// step, runs it, samples, and posts events. A failed step is retried chunk by chunk so a fault
+// costs only the streams that cause it.
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <exception>
+
+namespace tf::engine {
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kError: return "error";
+  }
+  return "unknown";
+}
+
+uint64_t derive_seed(std::span<const int32_t> prompt, uint64_t salt) {
+  uint64_t h = 0xcbf29ce484222325ull ^ salt;  // FNV-1a over the ids' bytes
+  for (int32_t id : prompt) {
+    for (int b = 0; b < 4; ++b) {
+      h = (h ^ ((static_cast<uint32_t>(id) >> (8 * b)) & 0xff)) * 0x100000001b3ull;
+    }
+  }
+  return h;
+}
+
+namespace {
+int64_t pool_blocks(const model::Model& m, const EngineOptions& o) {
+  return std::max<int64_t>(1, o.kv_budget_bytes / model::KvCache::block_bytes(m.config()));
+}
+}  // namespace
+
+Engine::Engine(std::shared_ptr<model::Model> model, EngineOptions options)
+    : model_(std::move(model)),
+      opt_(std::move(options)),
+      kv_(model_->config(), pool_blocks(*model_, opt_)),
+      blocks_(kv_.num_blocks()),
+      scheduler_({opt_.max_batch_tokens, opt_.max_parallel, kv_.block_size()}) {
+  const int64_t pool_tokens = kv_.num_blocks() * kv_.block_size();
+  const int64_t model_ctx = model_->config().max_position > 0 ? model_->config().max_position
+                                                              : pool_tokens;
+  context_ = std::min(opt_.context > 0 ? opt_.context : model_ctx, pool_tokens);
+  stats_.total_blocks = kv_.num_blocks();
+  thread_ = std::thread([this] { loop(); });
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+Result<std::shared_ptr<Channel>> Engine::submit(Request request) {
+  const int64_t n = static_cast<int64_t>(request.prompt.size());
+  if (n == 0) return make_error(ErrorCode::kInvalidArgument, "the prompt has no tokens");
+  if (n >= context_) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "the prompt has {} tokens; this server's context is {} tokens", n, context_);
+  }
+  const int vocab = model_->config().vocab_size;
+  for (int32_t t : request.prompt) {
+    if (t < 0 || t >= vocab) {
+      return make_error(ErrorCode::kInvalidArgument, "token id {} is outside the vocabulary (0..{})",
+                        t, vocab - 1);
+    }
+  }
+  if (request.max_tokens < 1) {
+    return make_error(ErrorCode::kInvalidArgument, "max_tokens must be at least 1");
+  }
+  auto seq = std::make_unique<Sequence>();
+  seq->req = std::move(request);
+  seq->req.sampling.seed = seq->req.seed ? *seq->req.seed : derive_seed(seq->req.prompt, opt_.seed_salt);
+  seq->tokens = seq->req.prompt;
+  seq->prompt_len = n;
+  seq->channel = std::make_shared<Channel>();
+  seq->submitted = Clock::now();
+  auto channel = seq->channel;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return make_error(ErrorCode::kResourceExhausted, "the engine is shutting down");
+    inbox_.push_back(std::move(seq));
+  }
+  cv_.notify_all();
+  return channel;
+}
+
+void Engine::cancel(RequestId id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancels_.push_back(id);
+  }
+  cv_.notify_all();
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void Engine::loop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] {
+        return stop_ || !inbox_.empty() || !cancels_.empty() || !running_.empty() ||
+               !waiting_.empty();
+      });
+      if (stop_) break;
+    }
+    drain_inbox();
+    expire_and_cancel();
+    step();
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.running = static_cast<int64_t>(running_.size());
+    stats_.waiting = static_cast<int64_t>(waiting_.size());
+    stats_.free_blocks = blocks_.num_free();
+  }
+  // Shutdown: every stream still held ends cleanly with a final event.
+  drain_inbox();
+  for (auto& [id, s] : seqs_) {
+    if (s->state != SeqState::kFinished) finish(*s, FinishReason::kCancelled);
+  }
+}
+
+void Engine::drain_inbox() {
+  std::vector<std::unique_ptr<Sequence>> inbox;
+  std::vector<RequestId> cancels;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inbox.swap(inbox_);
+    cancels.swap(cancels_);
+  }
+  for (auto& s : inbox) {
+    s->arrival = next_arrival_++;
+    Sequence* raw = s.get();
+    if (seqs_.count(s->req.id)) {  // ids must be unique among live requests
+      seqs_.emplace(~raw->arrival, std::move(s));  // park under a unique key to finish it
+      finish(*raw, FinishReason::kError,
+             make_error(ErrorCode::kInvalidArgument, "duplicate request id {}", raw->req.id));
+      continue;
+    }
+    seqs_.emplace(raw->req.id, std::move(s));
+    waiting_.push_back(raw);
+  }
+  for (RequestId id : cancels) {
+    auto it = seqs_.find(id);
+    if (it != seqs_.end()) it->second->cancelled = true;
+  }
+}
+
+void Engine::expire_and_cancel() {
+  const auto now = Clock::now();
+  for (auto& [id, s] : seqs_) {
+    if (s->state == SeqState::kFinished) continue;
+    if (s->cancelled) {
+      finish(*s, FinishReason::kCancelled);
+    } else if (s->req.deadline && now > *s->req.deadline) {
+      finish(*s, FinishReason::kError,
+             make_error(ErrorCode::kResourceExhausted, "the request's deadline passed"));
+    }
+  }
+  std::erase_if(seqs_, [](const auto& kv) { return kv.second->state == SeqState::kFinished; });
+}
+
+Status Engine::forward(std::span<const ScheduledChunk> chunks, float* logits) {
+  if (opt_.fault_hook) {
+    std::vector<RequestId> ids;
+    for (const auto& c : chunks) ids.push_back(c.seq->req.id);
+    TF_RETURN_IF_ERROR(opt_.fault_hook(ids));
+  }
+  std::vector<model::SeqChunk> batch;
+  batch.reserve(chunks.size());
+  for (const auto& c : chunks) {
+    const Sequence& s = *c.seq;
+    batch.push_back({std::span<const int32_t>(s.tokens).subspan(s.computed, c.n), s.computed,
+                     s.blocks, s.computed + c.n == static_cast<int64_t>(s.tokens.size()) ? 1 : 0});
+  }
+  try {
+    return model_->forward(batch, kv_, logits);
+  } catch (const std::exception& e) {  // e.g. bad_alloc: contained to this step's streams
+    return make_error(ErrorCode::kInternal, "model step failed: {}", e.what());
+  }
+}
+
+std::vector<Status> Engine::run_chunks(std::span<const ScheduledChunk> chunks, float* logits) {
+  std::vector<Status> result(chunks.size());
+  Status all = forward(chunks, logits);
+  if (all.ok()) return result;
+  if (chunks.size() == 1) {
+    result[0] = all;
+    return result;
+  }
+  // Isolate: each chunk alone, its logits at its own offset. Rows of a chunk give the same
+  // values alone as in the batch, so the survivors' replies are unchanged.
+  const int64_t vocab = model_->config().vocab_size;
+  int64_t offset = 0;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const Sequence& s = *chunks[i].seq;
+    const bool wants = s.computed + chunks[i].n == static_cast<int64_t>(s.tokens.size());
+    result[i] = forward(chunks.subspan(i, 1), logits + offset * vocab);
+    offset += wants ? 1 : 0;
+  }
+  return result;
+}
+
+void Engine::step() {
+  StepPlan plan = scheduler_.schedule(waiting_, running_, blocks_);
+  if (!plan.preempted.empty()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.preemptions += static_cast<int64_t>(plan.preempted.size());
+  }
+  if (plan.chunks.empty()) return;
+  const int64_t vocab = model_->config().vocab_size;
+  logits_.resize(plan.chunks.size() * vocab);
+  const auto now = Clock::now();
+  for (auto& c : plan.chunks) {
+    if (!c.seq->scheduled_once) {
+      c.seq->scheduled_once = true;
+      c.seq->first_scheduled = now;
+    }
+  }
+  std::vector<Status> status = run_chunks(plan.chunks, logits_.data());
+  int64_t offset = 0;
+  for (size_t i = 0; i < plan.chunks.size(); ++i) {
+    Sequence& s = *plan.chunks[i].seq;
+    const bool wants = s.computed + plan.chunks[i].n == static_cast<int64_t>(s.tokens.size());
+    const float* row = logits_.data() + offset * vocab;
+    offset += wants ? 1 : 0;
+    if (!status[i].ok()) {
+      finish(s, FinishReason::kError, status[i].error());
+      continue;
+    }
+    s.computed += plan.chunks[i].n;
+    if (wants) emit_token(s, row);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.steps;
+  }
+  std::erase_if(seqs_, [](const auto& kv) { return kv.second->state == SeqState::kFinished; });
+}
+
+void Engine::emit_token(Sequence& s, const float* row) {
+  const int64_t vocab = model_->config().vocab_size;
+  if (!s.prefilled_sent) {
+    s.prefilled_sent = true;
+    s.channel->push(Prefilled{0});
+  }
+  std::span<const float> logits(row, vocab);
+  std::vector<float> adjusted;
+  const auto& sp = s.req.sampling;
+  if (sp.has_penalties()) {
+    adjusted.assign(row, row + vocab);
+    apply_penalties(adjusted, sp, std::span(s.tokens).first(s.prompt_len),
+                    std::span(s.tokens).subspan(s.prompt_len));
+    logits = adjusted;
+  }
+  const int64_t position = static_cast<int64_t>(s.tokens.size());
+  const int32_t id = sample(logits, sp, static_cast<uint64_t>(position));
+  s.tokens.push_back(id);
+  if (s.generated() == 1) s.first_token = Clock::now();
+
+  Tokens ev;
+  ev.ids = {id};
+  if (s.req.logprobs >= 0) {
+    std::vector<Logprob> top;
+    ev.logprobs.push_back(chosen_logprob({row, static_cast<size_t>(vocab)}, id, &top,
+                                         s.req.logprobs));
+    ev.top_logprobs.push_back(std::move(top));
+  }
+  s.channel->push(std::move(ev));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.generated_tokens;
+  }
+
+  const bool eog = !s.req.ignore_eos &&
+                   std::find(opt_.eog_ids.begin(), opt_.eog_ids.end(), id) != opt_.eog_ids.end();
+  const bool stop_id =
+      std::find(s.req.stop_ids.begin(), s.req.stop_ids.end(), id) != s.req.stop_ids.end();
+  if (eog || stop_id) {
+    finish(s, FinishReason::kStop);
+  } else if (s.generated() >= s.req.max_tokens ||
+             static_cast<int64_t>(s.tokens.size()) >= context_) {
+    finish(s, FinishReason::kLength);
+  }
+}
+
+void Engine::finish(Sequence& s, FinishReason reason, std::optional<Error> error) {
+  if (s.state == SeqState::kFinished) return;
+  for (int32_t b : s.blocks) blocks_.release(b);
+  s.blocks.clear();
+  std::erase(running_, &s);
+  std::erase(waiting_, &s);
+  s.state = SeqState::kFinished;
+  const auto now = Clock::now();
+  auto secs = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  Finished f;
+  f.reason = reason;
+  f.error = std::move(error);
+  f.usage = {s.prompt_len, std::max<int64_t>(s.generated(), 0), 0};
+  if (s.scheduled_once) {
+    f.timings.queued_seconds = secs(s.first_scheduled - s.submitted);
+    if (s.generated() > 0) {
+      f.timings.prefill_seconds = secs(s.first_token - s.first_scheduled);
+      f.timings.decode_seconds = secs(now - s.first_token);
+    }
+  }
+  {
+    // Before the event, so a reader who sees Finished also sees the blocks returned.
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.free_blocks = blocks_.num_free();
+    stats_.running = static_cast<int64_t>(running_.size());
+    stats_.waiting = static_cast<int64_t>(waiting_.size());
+  }
+  s.channel->push(std::move(f));
+}
+
+}  // namespace tf::engine

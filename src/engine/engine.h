@@ -1,0 +1,104 @@
+// The engine: one thread that owns the model, the KV pool and the scheduler. Other threads submit
+// requests and cancellations and read events from each request's channel (DESIGN.md).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "base/result.h"
+#include "engine/block_manager.h"
+#include "engine/channel.h"
+#include "engine/request.h"
+#include "engine/scheduler.h"
+#include "engine/sequence.h"
+#include "model/model.h"
+
+namespace tf::engine {
+
+struct EngineOptions {
+  int64_t max_batch_tokens = 256;
+  int max_parallel = 16;
+  int64_t kv_budget_bytes = int64_t{1} << 30;  // sizes the KV pool
+  int64_t context = 0;                         // 0: the model's, bounded by the pool
+  std::vector<int32_t> eog_ids;                // the model's end-of-generation tokens
+  uint64_t seed_salt = 0;                      // mixes into seeds derived from prompts
+  // Test hook, called before each model step with the ids it holds; an error fails that step.
+  std::function<Status(std::span<const RequestId>)> fault_hook;
+};
+
+struct EngineStats {
+  int64_t steps = 0;
+  int64_t running = 0;
+  int64_t waiting = 0;
+  int64_t free_blocks = 0;
+  int64_t total_blocks = 0;
+  int64_t preemptions = 0;
+  int64_t generated_tokens = 0;
+};
+
+class Engine {
+ public:
+  Engine(std::shared_ptr<model::Model> model, EngineOptions options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Validates and queues a request; its events arrive on the returned channel. A request that can
+  // never fit (prompt longer than the context) is refused here, naming the limit.
+  Result<std::shared_ptr<Channel>> submit(Request request);
+  // Cancels a queued or running request; it finishes with FinishReason::kCancelled.
+  void cancel(RequestId id);
+
+  int64_t context() const { return context_; }
+  EngineStats stats() const;
+  const model::Model& model() const { return *model_; }
+
+ private:
+  void loop();
+  void drain_inbox();
+  void expire_and_cancel();
+  void step();
+  // Runs the chunks; on failure retries each alone so only the failing ones are lost.
+  // Returns, per chunk, ok or the error that chunk hit.
+  std::vector<Status> run_chunks(std::span<const ScheduledChunk> chunks, float* logits);
+  Status forward(std::span<const ScheduledChunk> chunks, float* logits);
+  void emit_token(Sequence& s, const float* logits);
+  void finish(Sequence& s, FinishReason reason, std::optional<Error> error = std::nullopt);
+
+  std::shared_ptr<model::Model> model_;
+  EngineOptions opt_;
+  int64_t context_ = 0;
+  model::KvCache kv_;
+  BlockManager blocks_;
+  Scheduler scheduler_;
+
+  // Engine-thread state.
+  std::map<RequestId, std::unique_ptr<Sequence>> seqs_;
+  std::deque<Sequence*> waiting_;
+  std::vector<Sequence*> running_;
+  uint64_t next_arrival_ = 0;
+  std::vector<float> logits_;
+
+  // Shared with submitting threads.
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Sequence>> inbox_;
+  std::vector<RequestId> cancels_;
+  bool stop_ = false;
+  EngineStats stats_;
+  std::thread thread_;
+};
+
+// The seed used when a request has none: a hash of the prompt tokens and a server salt.
+uint64_t derive_seed(std::span<const int32_t> prompt, uint64_t salt);
+
+}  // namespace tf::engine

@@ -1,0 +1,51 @@
+// Capacity and step scheduling: each step runs one decode row for every running sequence, then
+// chunked prefill under the token budget, then admits waiting sequences while KV blocks last.
+// When blocks run out, the newest running sequence is preempted (its blocks freed; it will be
+// recomputed from its tokens, which the keyed sampler makes exact).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "engine/block_manager.h"
+#include "engine/sequence.h"
+
+namespace tf::engine {
+
+struct SchedulerOptions {
+  int64_t max_batch_tokens = 256;  // rows per step (decode rows + prefill tokens)
+  int max_parallel = 16;           // running sequences at once
+  int block_size = 16;
+};
+
+struct ScheduledChunk {
+  Sequence* seq;
+  int64_t n;  // tokens [seq->computed, seq->computed + n) run this step
+};
+
+struct StepPlan {
+  std::vector<ScheduledChunk> chunks;
+  std::vector<Sequence*> preempted;
+};
+
+class Scheduler {
+ public:
+  explicit Scheduler(SchedulerOptions options) : opt_(options) {}
+
+  // Moves sequences between `waiting` (FIFO) and `running` (oldest first) and plans one step.
+  StepPlan schedule(std::deque<Sequence*>& waiting, std::vector<Sequence*>& running,
+                    BlockManager& blocks);
+
+  const SchedulerOptions& options() const { return opt_; }
+
+ private:
+  int64_t blocks_for(int64_t tokens) const { return (tokens + opt_.block_size - 1) / opt_.block_size; }
+  // Grows seq's block table to cover `tokens` positions; false if the pool has no block left.
+  bool reserve(Sequence& seq, int64_t tokens, BlockManager& blocks);
+  void preempt(Sequence& seq, BlockManager& blocks);
+
+  SchedulerOptions opt_;
+};
+
+}  // namespace tf::engine

@@ -1,0 +1,35 @@
+// A sequence: one request's state inside the engine (tokens, KV blocks, progress, timings).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/channel.h"
+#include "engine/request.h"
+
+namespace tf::engine {
+
+enum class SeqState { kWaiting, kRunning, kFinished };
+
+struct Sequence {
+  Request req;
+  std::shared_ptr<Channel> channel;
+  uint64_t arrival = 0;              // admission order; the newest running sequence is preempted
+  SeqState state = SeqState::kWaiting;
+  std::vector<int32_t> tokens;       // prompt then generated tokens
+  int64_t prompt_len = 0;
+  int64_t computed = 0;              // tokens whose K/V are in the cache
+  std::vector<int32_t> blocks;       // block table
+  bool cancelled = false;
+  bool prefilled_sent = false;
+  int64_t preemptions = 0;
+  Clock::time_point submitted{}, first_scheduled{}, first_token{};
+  bool scheduled_once = false;
+
+  int64_t generated() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
+  // Tokens still to run through the model before the next token can be sampled.
+  int64_t pending() const { return static_cast<int64_t>(tokens.size()) - computed; }
+};
+
+}  // namespace tf::engine
