@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/thread_pool.h"
 #include "checkpoint/checkpoint.h"
 #include "engine/generate.h"
 #include "model/model.h"
@@ -77,7 +78,9 @@ int main(int argc, char** argv) {
     opt.max_tokens = gen_len;
     opt.context = prompt_len + gen_len;
     // Warm up once (page in the mapped weights), then measure.
-    (void)tf::engine::generate(**model, std::span(prompt).first(16), {.max_tokens = 4},
+    tf::engine::GenerateOptions warm;
+    warm.max_tokens = 4;
+    (void)tf::engine::generate(**model, std::span(prompt).first(16), warm,
                                [](int32_t) { return true; });
     auto st = tf::engine::generate(**model, prompt, opt, [](int32_t) { return true; });
     if (!st) {

@@ -19,3 +19,14 @@ if(TF_BUILD_TESTS AND NOT TF_FUZZ)
     gtest_discover_tests(chat_test WORKING_DIRECTORY ${PROJECT_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
   endif()
 endif()
+
+# fuzz/CMakeLists.txt links its targets with tf_tokenizer and tf_checkpoint only; jinja_fuzz also
+# needs tf_chat. Deferred because fuzz/ is added after this file is included.
+if(TF_FUZZ)
+  cmake_language(DEFER DIRECTORY ${PROJECT_SOURCE_DIR} CALL tf_chat_link_fuzzer)
+  function(tf_chat_link_fuzzer)
+    if(TARGET jinja_fuzz)
+      target_link_libraries(jinja_fuzz PRIVATE tf_chat)
+    endif()
+  endfunction()
+endif()

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -21,8 +22,10 @@ class KvCache {
         row_(static_cast<int64_t>(config.num_kv_heads) * config.head_dim),
         block_size_(block_size),
         num_blocks_(num_blocks),
-        k_(static_cast<size_t>(num_blocks * layers_ * block_size * row_)),
-        v_(k_.size()) {}
+        // Left uninitialized: pages are touched only when a block is first written, so a large
+        // pool costs nothing until it is used.
+        k_(new float[static_cast<size_t>(num_blocks * layers_ * block_size * row_)]),
+        v_(new float[static_cast<size_t>(num_blocks * layers_ * block_size * row_)]) {}
 
   // Bytes one block takes (K and V, all layers), for sizing a pool from a memory budget.
   static int64_t block_bytes(const checkpoint::ModelConfig& config,
@@ -35,20 +38,20 @@ class KvCache {
   int64_t num_blocks() const { return num_blocks_; }
   int64_t row_size() const { return row_; }
   // Rows of one block for one layer: block_size rows of row_size() floats.
-  float* k(int64_t block, int layer) { return k_.data() + (block * layers_ + layer) * block_size_ * row_; }
-  float* v(int64_t block, int layer) { return v_.data() + (block * layers_ + layer) * block_size_ * row_; }
+  float* k(int64_t block, int layer) { return k_.get() + (block * layers_ + layer) * block_size_ * row_; }
+  float* v(int64_t block, int layer) { return v_.get() + (block * layers_ + layer) * block_size_ * row_; }
   const float* k(int64_t block, int layer) const {
-    return k_.data() + (block * layers_ + layer) * block_size_ * row_;
+    return k_.get() + (block * layers_ + layer) * block_size_ * row_;
   }
   const float* v(int64_t block, int layer) const {
-    return v_.data() + (block * layers_ + layer) * block_size_ * row_;
+    return v_.get() + (block * layers_ + layer) * block_size_ * row_;
   }
 
  private:
   int64_t layers_, row_;
   int block_size_;
   int64_t num_blocks_;
-  std::vector<float> k_, v_;
+  std::unique_ptr<float[]> k_, v_;
 };
 
 // A contiguous block table 0..n-1, for callers that own a whole pool for one sequence.

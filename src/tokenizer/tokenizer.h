@@ -55,8 +55,9 @@ class Tokenizer {
 
 // Turns a stream of ids into text pieces that never end inside a UTF-8 character: bytes of an
 // incomplete character are held until the next token completes it (or flush() emits them).
-// Tokens join as token_bytes() gives them (a continuation of earlier text: no leading-space
-// strip). Bytes that can never complete a character become U+FFFD as soon as that is certain.
+// Tokens join as token_bytes() gives them, except that the sequence's first text drops the
+// prefix space exactly where decode() would (push the prompt first to continue after it).
+// Bytes that can never complete a character become U+FFFD as soon as that is certain.
 class IncrementalDetokenizer {
  public:
   // skip_special: special tokens (BOS, <|im_end|>, ...) contribute no text.

@@ -23,6 +23,19 @@ if [ -f "$shared/models/stories260K.gguf" ]; then
   check "run exits 0" test $? -eq 0
   check "run continues the story" test "$(tail -c 54 "$tmp/run")" = "$(printf 'She wanted to play with it, but it was too high.\nLily')"
   check "run reports tok/s" grep -Eq "prompt: 5 tokens, [0-9.]+ tok/s \| generation: 60 tokens" "$tmp/run.err"
+  # Concurrent prompts through the engine give exactly what each gives alone.
+  printf 'Once upon a time\nThe dog\nLily and Tom went\n' >"$tmp/prompts"
+  "$bin" run "$shared/models/stories260K.gguf" --prompts "$tmp/prompts" --parallel 3 -n 40 \
+    --temperature 0.8 >"$tmp/par" 2>"$tmp/par.err"
+  check "parallel run exits 0" test $? -eq 0
+  check "parallel run reports aggregate tok/s" grep -q "tok/s aggregate" "$tmp/par.err"
+  i=0
+  while IFS= read -r p; do
+    i=$((i + 1))
+    "$bin" run "$shared/models/stories260K.gguf" -p "$p" -n 40 --temperature 0.8 >"$tmp/solo" 2>/dev/null
+    awk -v n="$i" '/^### /{on = ($2 == n); next} on' "$tmp/par" >"$tmp/par.$i"
+    check "parallel prompt $i equals its solo run" cmp -s "$tmp/solo" "$tmp/par.$i"
+  done <"$tmp/prompts"
 else
   echo "SKIP: $shared/models/stories260K.gguf missing"
 fi

@@ -29,8 +29,23 @@ struct Arguments {
 //   kTest: a is [not] name(call), negated               kUnary: op a
 //   kBinary: a op b             kCompare: a (ops[i] items[i])...      kCond: b if a else c
 struct Expr {
-  enum class Kind { kLiteral, kName, kList, kTuple, kDict, kAttr, kItem, kSlice, kCall, kFilter,
-                    kTest, kUnary, kBinary, kCompare, kCond };
+  enum class Kind {
+    kLiteral,
+    kName,
+    kList,
+    kTuple,
+    kDict,
+    kAttr,
+    kItem,
+    kSlice,
+    kCall,
+    kFilter,
+    kTest,
+    kUnary,
+    kBinary,
+    kCompare,
+    kCond
+  };
   Kind kind;
   int line = 0;
   int col = 0;
@@ -57,8 +72,20 @@ struct MacroParam {
 //   kFilterBlock: filters, body  kWith: targets/values (assignments), body
 //   kBreak, kContinue            kScope: body (e.g. {% generation %})
 struct Stmt {
-  enum class Kind { kText, kOutput, kIf, kFor, kSet, kMacro, kCallBlock, kFilterBlock, kWith,
-                    kBreak, kContinue, kScope };
+  enum class Kind {
+    kText,
+    kOutput,
+    kIf,
+    kFor,
+    kSet,
+    kMacro,
+    kCallBlock,
+    kFilterBlock,
+    kWith,
+    kBreak,
+    kContinue,
+    kScope
+  };
   Kind kind;
   int line = 0;
   int col = 0;

@@ -23,7 +23,8 @@ Value attr_path(Interp& in, const Value& v, const Value& attribute) {
   size_t start = 0;
   while (true) {
     size_t dot = path.find('.', start);
-    std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    std::string part =
+        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     bool digits = !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit);
     cur = digits && part.size() < 10 ? get_item(in, cur, Value(int64_t{std::stoll(part)}))
                                      : get_item(in, cur, Value(part));
@@ -46,7 +47,8 @@ std::vector<Value> select_items(Interp& in, const Value& input, CallArgs& args, 
   bool has_test = args.args.size() > first_test_arg;
   std::string test_name = has_test ? args.args[first_test_arg].str() : "";
   CallArgs test_args;
-  for (size_t i = first_test_arg + 1; i < args.args.size(); ++i) test_args.args.push_back(args.args[i]);
+  for (size_t i = first_test_arg + 1; i < args.args.size(); ++i)
+    test_args.args.push_back(args.args[i]);
   for (const auto& item : iterate(input)) {
     in.step();
     Value v = by_attr ? attr_path(in, item, attribute) : item;
@@ -57,10 +59,10 @@ std::vector<Value> select_items(Interp& in, const Value& input, CallArgs& args, 
 }
 
 std::string indent(const std::string& s, const Value& width, bool first, bool blank) {
-  std::string ind = width.is_string() ? width.as_string()
-                                      : std::string(static_cast<size_t>(std::clamp<int64_t>(
-                                                        width.as_int(), 0, 1000)),
-                                                    ' ');
+  std::string ind =
+      width.is_string()
+          ? width.as_string()
+          : std::string(static_cast<size_t>(std::clamp<int64_t>(width.as_int(), 0, 1000)), ' ');
   // Jinja appends a newline before splitlines(), so a trailing newline is not indented.
   std::vector<std::string> lines;
   std::string text = s + "\n";
@@ -100,7 +102,8 @@ Value Interp::filter(const std::string& name, Value input, CallArgs& args) {
     JsonDumpOptions o;
     o.max_bytes = limits_.max_output_bytes;
     const Value& ind = arg(args, 0, "indent", kNone);
-    if (ind.is_int()) o.indent = std::string(static_cast<size_t>(std::clamp<int64_t>(ind.as_int(), 0, 64)), ' ');
+    if (ind.is_int())
+      o.indent = std::string(static_cast<size_t>(std::clamp<int64_t>(ind.as_int(), 0, 64)), ' ');
     if (ind.is_string()) o.indent = ind.as_string();
     const Value& sep = arg(args, 1, "separators", kNone);
     if (sep.is_list() && sep.as_list().items.size() == 2) {
@@ -111,7 +114,8 @@ Value Interp::filter(const std::string& name, Value input, CallArgs& args) {
     // ensure_ascii is accepted for signature compatibility; transformers passes False.
     return Value(json_dumps(input, o));
   }
-  if (n == "trim") return Value(py_strip(need_string(input), arg(args, 0, "chars", kNone), true, true));
+  if (n == "trim")
+    return Value(py_strip(need_string(input), arg(args, 0, "chars", kNone), true, true));
   if (n == "length" || n == "count") {
     if (input.is_string()) return Value(static_cast<int64_t>(utf8_length(input.as_string())));
     if (input.is_list()) return Value(static_cast<int64_t>(input.as_list().items.size()));
@@ -134,7 +138,8 @@ Value Interp::filter(const std::string& name, Value input, CallArgs& args) {
   }
   if (n == "default" || n == "d") {
     bool boolean = arg(args, 1, "boolean", kFalse).truthy();
-    if (input.is_undefined() || (boolean && !input.truthy())) return arg(args, 0, "default_value", Value(""));
+    if (input.is_undefined() || (boolean && !input.truthy()))
+      return arg(args, 0, "default_value", Value(""));
     return input;
   }
   if (n == "first" || n == "last") {
@@ -149,12 +154,23 @@ Value Interp::filter(const std::string& name, Value input, CallArgs& args) {
     std::string out;
     for (char c : input.str()) {
       switch (c) {
-        case '&': out += "&amp;"; break;
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '"': out += "&#34;"; break;
-        case '\'': out += "&#39;"; break;
-        default: out += c;
+        case '&':
+          out += "&amp;";
+          break;
+        case '<':
+          out += "&lt;";
+          break;
+        case '>':
+          out += "&gt;";
+          break;
+        case '"':
+          out += "&#34;";
+          break;
+        case '\'':
+          out += "&#39;";
+          break;
+        default:
+          out += c;
       }
     }
     return Value(std::move(out));
@@ -221,11 +237,14 @@ Value Interp::filter(const std::string& name, Value input, CallArgs& args) {
   }
   if (n == "round") {
     if (!input.is_number()) throw JinjaError("round: a number is required");
-    int64_t precision = std::clamp<int64_t>(arg(args, 0, "precision", Value(int64_t{0})).as_int(), -20, 20);
+    int64_t precision =
+        std::clamp<int64_t>(arg(args, 0, "precision", Value(int64_t{0})).as_int(), -20, 20);
     std::string method = arg(args, 1, "method", Value("common")).str();
     double scale = std::pow(10.0, static_cast<double>(precision));
     double x = input.as_float() * scale;
-    double r = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : round_half_even(x);
+    double r = method == "ceil"    ? std::ceil(x)
+               : method == "floor" ? std::floor(x)
+                                   : round_half_even(x);
     return Value(r / scale);
   }
   if (n == "indent") {
@@ -236,7 +255,8 @@ Value Interp::filter(const std::string& name, Value input, CallArgs& args) {
     return Value(std::move(out));
   }
   if (n == "center") {
-    int64_t width = std::clamp<int64_t>(arg(args, 0, "width", Value(int64_t{80})).as_int(), 0, 100000);
+    int64_t width =
+        std::clamp<int64_t>(arg(args, 0, "width", Value(int64_t{80})).as_int(), 0, 100000);
     std::string s = input.str();
     auto len = static_cast<int64_t>(utf8_length(s));
     if (len >= width) return Value(s);
@@ -275,7 +295,9 @@ Value Interp::filter(const std::string& name, Value input, CallArgs& args) {
     std::stable_sort(out.begin(), out.end(), [&](const Value& a, const Value& b) {
       size_t i = by_value ? 1 : 0;
       bool lt = value_less(sort_key(a.as_list().items[i], cs), sort_key(b.as_list().items[i], cs));
-      return rev ? value_less(sort_key(b.as_list().items[i], cs), sort_key(a.as_list().items[i], cs)) : lt;
+      return rev ? value_less(sort_key(b.as_list().items[i], cs),
+                              sort_key(a.as_list().items[i], cs))
+                 : lt;
     });
     return Value::list(std::move(out));
   }
@@ -299,7 +321,8 @@ Value Interp::filter(const std::string& name, Value input, CallArgs& args) {
     for (const auto& v : iterate(input)) {
       step();
       Value k = sort_key(attribute.is_none() ? v : attr_path(*this, v, attribute), cs);
-      if (std::none_of(seen.begin(), seen.end(), [&](const Value& s) { return values_equal(s, k); })) {
+      if (std::none_of(seen.begin(), seen.end(),
+                       [&](const Value& s) { return values_equal(s, k); })) {
         seen.push_back(k);
         out.push_back(v);
       }
@@ -316,7 +339,8 @@ Value Interp::filter(const std::string& name, Value input, CallArgs& args) {
     };
     Value best = items[0];
     for (size_t i = 1; i < items.size(); ++i) {
-      bool better = n == "min" ? value_less(key(items[i]), key(best)) : value_less(key(best), key(items[i]));
+      bool better =
+          n == "min" ? value_less(key(items[i]), key(best)) : value_less(key(best), key(items[i]));
       if (better) best = items[i];
     }
     return best;
@@ -325,7 +349,8 @@ Value Interp::filter(const std::string& name, Value input, CallArgs& args) {
     const Value& attribute = arg(args, 0, "attribute", kNone);
     Value total = arg(args, 1, "start", Value(int64_t{0}));
     for (const auto& v : iterate(input)) {
-      total = binary_op(*this, "+", total, attribute.is_none() ? v : attr_path(*this, v, attribute));
+      total =
+          binary_op(*this, "+", total, attribute.is_none() ? v : attr_path(*this, v, attribute));
     }
     return total;
   }
@@ -351,7 +376,8 @@ Value Interp::filter(const std::string& name, Value input, CallArgs& args) {
     }
     return Value::list(std::move(out));
   }
-  if (n == "select" || n == "reject") return Value::list(select_items(*this, input, args, false, n == "select"));
+  if (n == "select" || n == "reject")
+    return Value::list(select_items(*this, input, args, false, n == "select"));
   if (n == "selectattr" || n == "rejectattr") {
     return Value::list(select_items(*this, input, args, true, n == "selectattr"));
   }

@@ -97,8 +97,8 @@ void Interp::assign(const std::vector<std::string>& targets, Value v) {
   }
   std::vector<Value> items = iterate(v);
   if (items.size() != targets.size()) {
-    throw JinjaError(fmt::format("cannot unpack {} values into {} names", items.size(),
-                                 targets.size()));
+    throw JinjaError(
+        fmt::format("cannot unpack {} values into {} names", items.size(), targets.size()));
   }
   for (size_t i = 0; i < targets.size(); ++i) top.set(targets[i], std::move(items[i]));
 }
@@ -107,15 +107,22 @@ Interp::Flow Interp::exec(const Stmt& s) {
   step();
   try {
     switch (s.kind) {
-      case Stmt::Kind::kText: emit(s.text); break;
-      case Stmt::Kind::kOutput: emit(eval(*s.expr).str()); break;
+      case Stmt::Kind::kText:
+        emit(s.text);
+        break;
+      case Stmt::Kind::kOutput:
+        emit(eval(*s.expr).str());
+        break;
       case Stmt::Kind::kIf:
         for (const auto& [cond, body] : s.branches) {
           if (eval(*cond).truthy()) return exec_body(body);
         }
         return exec_body(s.else_body);
-      case Stmt::Kind::kFor: return exec_for(s);
-      case Stmt::Kind::kSet: exec_set(s); break;
+      case Stmt::Kind::kFor:
+        return exec_for(s);
+      case Stmt::Kind::kSet:
+        exec_set(s);
+        break;
       case Stmt::Kind::kMacro:
         scope_.back()->set(s.name, make_macro(s, s.name, s.body, s.params));
         break;
@@ -142,9 +149,12 @@ Interp::Flow Interp::exec(const Stmt& s) {
         Restore<Scope> r(&scope_, std::move(inner));
         return exec_body(s.body);
       }
-      case Stmt::Kind::kScope: return exec_body(s.body);
-      case Stmt::Kind::kBreak: return Flow::kBreak;
-      case Stmt::Kind::kContinue: return Flow::kContinue;
+      case Stmt::Kind::kScope:
+        return exec_body(s.body);
+      case Stmt::Kind::kBreak:
+        return Flow::kBreak;
+      case Stmt::Kind::kContinue:
+        return Flow::kContinue;
     }
   } catch (JinjaError& e) {
     if (e.line == 0) {
@@ -272,7 +282,7 @@ Value Interp::make_macro(const Stmt& s, const std::string& name, const Body& bod
       frame->set(p.name, p.default_value ? eval(*p.default_value)
                                          : Value::undefined("'" + p.name + "' is undefined"));
     }
-    frame->set("varargs", Value::list(std::move(varargs)));
+    frame->set("varargs", Value::tuple(std::move(varargs)));
     frame->set("kwargs", std::move(kwargs));
     std::string out;
     try {
@@ -298,7 +308,8 @@ CallArgs Interp::eval_args(const Arguments& a) {
 
 Value Interp::call(const Value& callee, CallArgs& args) {
   if (callee.is_undefined()) throw JinjaError(callee.undefined_hint());
-  if (!callee.is_callable()) throw JinjaError("'" + callee.type_name() + "' object is not callable");
+  if (!callee.is_callable())
+    throw JinjaError("'" + callee.type_name() + "' object is not callable");
   return callee.as_callable().fn(args);
 }
 
@@ -317,7 +328,8 @@ Value Interp::eval(const Expr& e) {
 
 Value Interp::eval_inner(const Expr& e) {
   switch (e.kind) {
-    case Expr::Kind::kLiteral: return e.value;
+    case Expr::Kind::kLiteral:
+      return e.value;
     case Expr::Kind::kName: {
       const Value* v = lookup(e.name);
       return v ? *v : Value::undefined("'" + e.name + "' is undefined");
@@ -337,7 +349,8 @@ Value Interp::eval_inner(const Expr& e) {
       }
       return d;
     }
-    case Expr::Kind::kAttr: return get_attr(*this, eval(*e.a), e.name);
+    case Expr::Kind::kAttr:
+      return get_attr(*this, eval(*e.a), e.name);
     case Expr::Kind::kItem: {
       Value obj = eval(*e.a);
       return get_item(*this, obj, eval(*e.b));
@@ -377,8 +390,10 @@ Value Interp::eval_inner(const Expr& e) {
       if (v.as_int() == INT64_MIN) throw JinjaError("integer overflow");
       return Value(-v.as_int());
     }
-    case Expr::Kind::kBinary: return eval_binary(e);
-    case Expr::Kind::kCompare: return eval_compare(e);
+    case Expr::Kind::kBinary:
+      return eval_binary(e);
+    case Expr::Kind::kCompare:
+      return eval_compare(e);
     case Expr::Kind::kCond:
       if (eval(*e.a).truthy()) return eval(*e.b);
       return e.c ? eval(*e.c) : Value::undefined("the inline if-expression evaluated to false");

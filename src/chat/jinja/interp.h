@@ -16,7 +16,7 @@
 namespace tf::chat::jinja {
 
 struct Limits {
-  uint64_t max_steps = 50'000'000;       // expression evaluations + statements + loop iterations
+  uint64_t max_steps = 50'000'000;      // expression evaluations + statements + loop iterations
   size_t max_output_bytes = 64u << 20;  // also bounds any single string or list built on the way
   int max_call_depth = 256;             // macro recursion
 };

@@ -2,11 +2,11 @@
 // floats use Python's repr; NaN/Infinity are spelled the way Python does.
 #include "chat/jinja/json_dump.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-
-#include <fmt/format.h>
 
 namespace tf::chat::jinja {
 namespace {
@@ -24,9 +24,15 @@ class Dumper {
     }
     if (level > 512) throw JinjaError("tojson: value nested too deeply");
     switch (v.type()) {
-      case Value::Type::kNone: out += "null"; break;
-      case Value::Type::kBool: out += v.as_bool() ? "true" : "false"; break;
-      case Value::Type::kInt: out += std::to_string(v.as_int()); break;
+      case Value::Type::kNone:
+        out += "null";
+        break;
+      case Value::Type::kBool:
+        out += v.as_bool() ? "true" : "false";
+        break;
+      case Value::Type::kInt:
+        out += std::to_string(v.as_int());
+        break;
       case Value::Type::kFloat: {
         double d = v.as_float();
         if (std::isnan(d)) {
@@ -38,7 +44,9 @@ class Dumper {
         }
         break;
       }
-      case Value::Type::kString: string(v.as_string()); break;
+      case Value::Type::kString:
+        string(v.as_string());
+        break;
       case Value::Type::kList: {
         const auto& items = v.as_list().items;
         if (items.empty()) {
@@ -56,7 +64,8 @@ class Dumper {
         break;
       }
       case Value::Type::kDict: {
-        if (v.as_dict().is_namespace) throw JinjaError("Object of type Namespace is not JSON serializable");
+        if (v.as_dict().is_namespace)
+          throw JinjaError("Object of type Namespace is not JSON serializable");
         std::vector<const std::pair<Value, Value>*> items;
         for (const auto& kv : v.as_dict().items) items.push_back(&kv);
         if (items.empty()) {
@@ -101,7 +110,8 @@ class Dumper {
     if (k.is_string()) return string(k.as_string());
     if (k.is_none()) return string("null");
     if (k.is_bool()) return string(k.as_bool() ? "true" : "false");
-    if (k.is_int() || k.is_float()) return string(k.is_int() ? std::to_string(k.as_int()) : float_repr(k.as_float()));
+    if (k.is_int() || k.is_float())
+      return string(k.is_int() ? std::to_string(k.as_int()) : float_repr(k.as_float()));
     throw JinjaError("keys must be str, int, float, bool or None, not " + k.type_name());
   }
 
@@ -109,13 +119,27 @@ class Dumper {
     out += '"';
     for (unsigned char c : s) {
       switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        case '\b':
+          out += "\\b";
+          break;
+        case '\f':
+          out += "\\f";
+          break;
         default:
           if (c < 0x20) {
             char buf[8];

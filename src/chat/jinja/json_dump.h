@@ -10,7 +10,7 @@
 namespace tf::chat::jinja {
 
 struct JsonDumpOptions {
-  std::optional<std::string> indent;  // null: one line; else the per-level indent string
+  std::optional<std::string> indent;          // null: one line; else the per-level indent string
   std::optional<std::string> item_separator;  // default ", " (or "," when indenting)
   std::optional<std::string> key_separator;   // default ": "
   bool sort_keys = false;

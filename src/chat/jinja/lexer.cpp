@@ -11,7 +11,9 @@
 namespace tf::chat::jinja {
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
 
 class Lexer {
  public:
@@ -179,8 +181,10 @@ class Lexer {
     int depth = 0;  // brackets: `}}` inside a dict literal does not close a variable tag
     while (true) {
       while (pos_ < src_.size() && is_space(src_[pos_])) ++pos_;
-      if (pos_ >= src_.size()) fail(block ? "unexpected end of template in block tag"
-                                          : "unexpected end of template in variable tag", pos_);
+      if (pos_ >= src_.size())
+        fail(block ? "unexpected end of template in block tag"
+                   : "unexpected end of template in variable tag",
+             pos_);
       if (depth == 0) {
         bool minus = src_[pos_] == '-' && src_.compare(pos_ + 1, 2, close) == 0;
         if (minus || src_.compare(pos_, 2, close) == 0) {
@@ -203,9 +207,9 @@ class Lexer {
       } else if (c == '\'' || c == '"') {
         lex_string();
       } else {
-        static const char* kOps[] = {"//", "**", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%",
-                                     "~", "<", ">", "=", "(", ")", "[", "]", "{", "}", ".", ",",
-                                     ":", "|"};
+        static const char* kOps[] = {"//", "**", "==", "!=", "<=", ">=", "+", "-", "*",
+                                     "/",  "%",  "~",  "<",  ">",  "=",  "(", ")", "[",
+                                     "]",  "{",  "}",  ".",  ",",  ":",  "|"};
         bool found = false;
         for (const char* op : kOps) {
           size_t n = std::char_traits<char>::length(op);
@@ -290,17 +294,38 @@ class Lexer {
       if (pos_ >= src_.size()) fail("unterminated string literal", start);
       char e = src_[pos_++];
       switch (e) {
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case '\\': out += '\\'; break;
-        case '\'': out += '\''; break;
-        case '"': out += '"'; break;
-        case 'a': out += '\a'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'v': out += '\v'; break;
-        case '\n': break;
+        case 'n':
+          out += '\n';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '\'':
+          out += '\'';
+          break;
+        case '"':
+          out += '"';
+          break;
+        case 'a':
+          out += '\a';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'v':
+          out += '\v';
+          break;
+        case '\n':
+          break;
         case 'x':
         case 'u':
         case 'U': {

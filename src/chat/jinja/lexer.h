@@ -14,8 +14,19 @@ struct LexOptions {
 };
 
 struct Token {
-  enum class Kind { kText, kVarBegin, kVarEnd, kBlockBegin, kBlockEnd, kName, kString, kInt,
-                    kFloat, kOp, kEof };
+  enum class Kind {
+    kText,
+    kVarBegin,
+    kVarEnd,
+    kBlockBegin,
+    kBlockEnd,
+    kName,
+    kString,
+    kInt,
+    kFloat,
+    kOp,
+    kEof
+  };
   Kind kind;
   std::string text;  // text, name, operator, or the unescaped string literal / number spelling
   int line = 1;

@@ -2,16 +2,18 @@
 // ASCII-only: chat templates apply it to role names and keywords.
 #include "chat/jinja/methods.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
-
-#include <fmt/format.h>
 
 namespace tf::chat::jinja {
 
 namespace {
 
-bool py_space(unsigned char c) { return c == ' ' || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f); }
+bool py_space(unsigned char c) {
+  return c == ' ' || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f);
+}
 
 Value bound(const std::string& name, std::function<Value(CallArgs&)> fn) {
   auto c = std::make_shared<Callable>();
@@ -31,7 +33,8 @@ bool affix_match(const std::string& s, const Value& affix, bool prefix) {
   auto one = [&](const Value& a) {
     const std::string& p = need_str(a, prefix ? "startswith" : "endswith");
     if (p.size() > s.size()) return false;
-    return prefix ? s.compare(0, p.size(), p) == 0 : s.compare(s.size() - p.size(), p.size(), p) == 0;
+    return prefix ? s.compare(0, p.size(), p) == 0
+                  : s.compare(s.size() - p.size(), p.size(), p) == 0;
   };
   if (affix.is_list()) {
     for (const auto& a : affix.as_list().items) {
@@ -73,7 +76,8 @@ Value string_method(Interp& in, const std::string& s, const std::string& name) {
   }
   if (name == "split") {
     return bound(name, [s, none](CallArgs& a) {
-      return Value::list(py_split(s, arg(a, 0, "sep", none), int_arg(arg(a, 1, "maxsplit", none), -1)));
+      return Value::list(
+          py_split(s, arg(a, 0, "sep", none), int_arg(arg(a, 1, "maxsplit", none), -1)));
     });
   }
   if (name == "startswith" || name == "endswith") {
@@ -148,7 +152,8 @@ Value string_method(Interp& in, const std::string& s, const std::string& name) {
   }
   if (name == "isalpha") return all_of(name, [](int c) -> int { return std::isalpha(c); });
   if (name == "isalnum") return all_of(name, [](int c) -> int { return std::isalnum(c); });
-  if (name == "isspace") return all_of(name, [](int c) -> int { return py_space(static_cast<unsigned char>(c)); });
+  if (name == "isspace")
+    return all_of(name, [](int c) -> int { return py_space(static_cast<unsigned char>(c)); });
   if (name == "islower" || name == "isupper") {
     bool lower = name == "islower";
     return bound(name, [s, lower](CallArgs&) {
@@ -300,7 +305,7 @@ Value dict_method(const Value& self, const std::string& name) {
 
 }  // namespace
 
-const Value& arg(const CallArgs& a, size_t i, const char* name, const Value& def) {
+Value arg(const CallArgs& a, size_t i, const char* name, const Value& def) {
   if (i < a.args.size()) return a.args[i];
   for (const auto& [k, v] : a.kwargs) {
     if (k == name) return v;
@@ -369,7 +374,9 @@ std::string py_strip(const std::string& s, const Value& chars, bool left, bool r
   }
   std::vector<std::string> set = utf8_chars(need_str(chars, "strip"));
   std::vector<std::string> cs = utf8_chars(s);
-  auto in_set = [&](const std::string& c) { return std::find(set.begin(), set.end(), c) != set.end(); };
+  auto in_set = [&](const std::string& c) {
+    return std::find(set.begin(), set.end(), c) != set.end();
+  };
   size_t b = 0, e = cs.size();
   if (left) {
     while (b < e && in_set(cs[b])) ++b;
@@ -482,14 +489,18 @@ std::string percent_format(Interp& in, const std::string& f, const Value& args) 
     char buf[512];
     if (spec.size() > 20) throw JinjaError("format spec too long");
     switch (conv) {
-      case 's': out += v.str(); break;
-      case 'r': out += v.repr(); break;
+      case 's':
+        out += v.str();
+        break;
+      case 'r':
+        out += v.repr();
+        break;
       case 'd':
       case 'i':
         if (!v.is_number()) throw JinjaError("%d format: a real number is required");
-        std::snprintf(buf, sizeof(buf), ("%" + spec + "lld").c_str(),
-                      static_cast<long long>(v.is_float() ? static_cast<int64_t>(v.as_float())
-                                                          : v.as_int()));
+        std::snprintf(
+            buf, sizeof(buf), ("%" + spec + "lld").c_str(),
+            static_cast<long long>(v.is_float() ? static_cast<int64_t>(v.as_float()) : v.as_int()));
         out += buf;
         break;
       case 'f':
@@ -507,7 +518,8 @@ std::string percent_format(Interp& in, const std::string& f, const Value& args) 
         }
         out += buf;
         break;
-      default: throw JinjaError(std::string("unsupported format character '") + conv + "'");
+      default:
+        throw JinjaError(std::string("unsupported format character '") + conv + "'");
     }
     in.check_size(out.size());
   }

@@ -26,7 +26,7 @@ std::string py_title(const std::string& s);
 std::string py_capitalize(const std::string& s);
 
 // Positional-or-keyword argument `i` named `name`, or `def` when absent.
-const Value& arg(const CallArgs& a, size_t i, const char* name, const Value& def);
+Value arg(const CallArgs& a, size_t i, const char* name, const Value& def);
 bool has_arg(const CallArgs& a, size_t i, const char* name);
 
 }  // namespace tf::chat::jinja

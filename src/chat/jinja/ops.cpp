@@ -1,9 +1,9 @@
 // Python operators and access rules over Values: + - * / // % ** ~, `in`, iteration, indexing and
 // slicing (by code point for strings), and Jinja's attribute/item lookup with Undefined results.
+#include <fmt/format.h>
+
 #include <cmath>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "chat/jinja/interp.h"
 #include "chat/jinja/methods.h"
@@ -72,7 +72,9 @@ Value binary_op(Interp& in, const std::string& op, const Value& a, const Value& 
   const bool fl = nums && (a.is_float() || b.is_float());
   int64_t ir = 0;
   if (op == "+") {
-    if (nums) return fl ? Value(a.as_float() + b.as_float()) : Value(checked(__builtin_add_overflow(a.as_int(), b.as_int(), &ir), &ir));
+    if (nums)
+      return fl ? Value(a.as_float() + b.as_float())
+                : Value(checked(__builtin_add_overflow(a.as_int(), b.as_int(), &ir), &ir));
     if (a.is_string() && b.is_string()) {
       in.check_size(a.as_string().size() + b.as_string().size());
       return Value(a.as_string() + b.as_string());
@@ -86,11 +88,15 @@ Value binary_op(Interp& in, const std::string& op, const Value& a, const Value& 
     unsupported(op, a, b);
   }
   if (op == "-") {
-    if (nums) return fl ? Value(a.as_float() - b.as_float()) : Value(checked(__builtin_sub_overflow(a.as_int(), b.as_int(), &ir), &ir));
+    if (nums)
+      return fl ? Value(a.as_float() - b.as_float())
+                : Value(checked(__builtin_sub_overflow(a.as_int(), b.as_int(), &ir), &ir));
     unsupported(op, a, b);
   }
   if (op == "*") {
-    if (nums) return fl ? Value(a.as_float() * b.as_float()) : Value(checked(__builtin_mul_overflow(a.as_int(), b.as_int(), &ir), &ir));
+    if (nums)
+      return fl ? Value(a.as_float() * b.as_float())
+                : Value(checked(__builtin_mul_overflow(a.as_int(), b.as_int(), &ir), &ir));
     if ((a.is_string() || a.is_list()) && (b.is_int() || b.is_bool())) {
       return repeat(in, a, b.as_int());
     }
@@ -149,8 +155,10 @@ bool contains(const Value& container, const Value& item) {
         if (values_equal(v, item)) return true;
       }
       return false;
-    case Value::Type::kDict: return container.as_dict().find(item) != nullptr;
-    case Value::Type::kUndefined: return false;
+    case Value::Type::kDict:
+      return container.as_dict().find(item) != nullptr;
+    case Value::Type::kUndefined:
+      return false;
     default:
       throw JinjaError("argument of type '" + container.type_name() + "' is not iterable");
   }
@@ -158,7 +166,8 @@ bool contains(const Value& container, const Value& item) {
 
 std::vector<Value> iterate(const Value& v) {
   switch (v.type()) {
-    case Value::Type::kList: return v.as_list().items;
+    case Value::Type::kList:
+      return v.as_list().items;
     case Value::Type::kDict: {
       std::vector<Value> keys;
       for (const auto& [k, x] : v.as_dict().items) keys.push_back(k);
@@ -169,8 +178,10 @@ std::vector<Value> iterate(const Value& v) {
       for (auto& c : utf8_chars(v.as_string())) chars.emplace_back(std::move(c));
       return chars;
     }
-    case Value::Type::kUndefined: return {};
-    default: throw JinjaError("'" + v.type_name() + "' object is not iterable");
+    case Value::Type::kUndefined:
+      return {};
+    default:
+      throw JinjaError("'" + v.type_name() + "' object is not iterable");
   }
 }
 

@@ -30,7 +30,9 @@ class Parser {
   void next() {
     if (i_ + 1 < t_.size()) ++i_;
   }
-  [[noreturn]] void fail(const std::string& msg) const { throw JinjaError(msg, cur().line, cur().col); }
+  [[noreturn]] void fail(const std::string& msg) const {
+    throw JinjaError(msg, cur().line, cur().col);
+  }
   bool is_op(const char* op) const { return cur().kind == K::kOp && cur().text == op; }
   bool is_name(const char* name) const { return cur().kind == K::kName && cur().text == name; }
   void expect_op(const char* op) {
@@ -39,10 +41,14 @@ class Parser {
   }
   std::string got() const {
     switch (cur().kind) {
-      case K::kEof: return ", got end of template";
-      case K::kBlockEnd: return ", got end of statement block";
-      case K::kVarEnd: return ", got end of print statement";
-      default: return ", got '" + cur().text + "'";
+      case K::kEof:
+        return ", got end of template";
+      case K::kBlockEnd:
+        return ", got end of statement block";
+      case K::kVarEnd:
+        return ", got end of print statement";
+      default:
+        return ", got '" + cur().text + "'";
     }
   }
   std::string expect_name() {
@@ -565,7 +571,8 @@ class Parser {
           return d;
         }
         break;
-      default: break;
+      default:
+        break;
     }
     fail("unexpected" + got().substr(5));
   }
@@ -582,6 +589,7 @@ class Parser {
         } else {
           a->name = expect_name();
         }
+        a->line = e->line, a->col = e->col;  // errors point at the start of `x.y`
         a->a = std::move(e);
         e = std::move(a);
       } else if (is_op("[")) {
@@ -589,6 +597,7 @@ class Parser {
         e = parse_subscript(std::move(e), at);
       } else if (is_op("(")) {
         auto c = node(Expr::Kind::kCall, at);
+        c->line = e->line, c->col = e->col;  // errors point at the callee, not at '('
         c->a = std::move(e);
         c->call = parse_call_args();
         e = std::move(c);

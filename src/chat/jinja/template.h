@@ -5,10 +5,9 @@
 #include <ctime>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "base/result.h"
 #include "chat/jinja/interp.h"
@@ -29,9 +28,15 @@ class Template {
 
   // `context` must be a JSON object; its members become the template's variables. Besides them the
   // template sees range, namespace, dict, raise_exception and strftime_now.
+  Result<std::string> render(const nlohmann::ordered_json& context,
+                             const RenderConfig& config = {}) const;
+  // nlohmann::json sorts object keys; prefer ordered_json where key order reaches the output.
   Result<std::string> render(const nlohmann::json& context, const RenderConfig& config = {}) const;
 
  private:
+  template <typename Json>
+  Result<std::string> render_impl(const Json& context, const RenderConfig& config) const;
+
   std::shared_ptr<const Body> body_;
 };
 

@@ -22,34 +22,48 @@ Value Value::tuple(std::vector<Value> items) {
 
 Value Value::dict() { return Value(std::make_shared<Dict>()); }
 
-Value Value::from_json(const nlohmann::json& j) {
+namespace {
+
+template <typename Json>
+Value value_from_json(const Json& j) {
   switch (j.type()) {
-    case nlohmann::json::value_t::null: return Value(nullptr);
-    case nlohmann::json::value_t::boolean: return Value(j.get<bool>());
-    case nlohmann::json::value_t::number_integer: return Value(j.get<int64_t>());
+    case nlohmann::json::value_t::null:
+      return Value(nullptr);
+    case nlohmann::json::value_t::boolean:
+      return Value(j.template get<bool>());
+    case nlohmann::json::value_t::number_integer:
+      return Value(j.template get<int64_t>());
     case nlohmann::json::value_t::number_unsigned: {
-      uint64_t u = j.get<uint64_t>();
+      uint64_t u = j.template get<uint64_t>();
       if (u > static_cast<uint64_t>(INT64_MAX)) return Value(static_cast<double>(u));
       return Value(static_cast<int64_t>(u));
     }
-    case nlohmann::json::value_t::number_float: return Value(j.get<double>());
-    case nlohmann::json::value_t::string: return Value(j.get<std::string>());
+    case nlohmann::json::value_t::number_float:
+      return Value(j.template get<double>());
+    case nlohmann::json::value_t::string:
+      return Value(j.template get<std::string>());
     case nlohmann::json::value_t::array: {
       std::vector<Value> items;
       items.reserve(j.size());
-      for (const auto& e : j) items.push_back(from_json(e));
-      return list(std::move(items));
+      for (const auto& e : j) items.push_back(value_from_json(e));
+      return Value::list(std::move(items));
     }
     case nlohmann::json::value_t::object: {
-      Value d = dict();
+      Value d = Value::dict();
       for (auto it = j.begin(); it != j.end(); ++it) {
-        d.as_dict().items.emplace_back(Value(it.key()), from_json(it.value()));
+        d.as_dict().items.emplace_back(Value(it.key()), value_from_json(it.value()));
       }
       return d;
     }
-    default: return Value(nullptr);
+    default:
+      return Value(nullptr);
   }
 }
+
+}  // namespace
+
+Value Value::from_json(const nlohmann::ordered_json& j) { return value_from_json(j); }
+Value Value::from_json(const nlohmann::json& j) { return value_from_json(j); }
 
 int64_t Value::as_int() const {
   if (is_bool()) return as_bool() ? 1 : 0;
@@ -63,24 +77,36 @@ double Value::as_float() const {
 
 const void* Value::identity() const {
   switch (type()) {
-    case Type::kList: return &as_list();
-    case Type::kDict: return &as_dict();
-    case Type::kCallable: return &as_callable();
-    default: return nullptr;
+    case Type::kList:
+      return &as_list();
+    case Type::kDict:
+      return &as_dict();
+    case Type::kCallable:
+      return &as_callable();
+    default:
+      return nullptr;
   }
 }
 
 bool Value::truthy() const {
   switch (type()) {
     case Type::kUndefined:
-    case Type::kNone: return false;
-    case Type::kBool: return as_bool();
-    case Type::kInt: return as_int() != 0;
-    case Type::kFloat: return as_float() != 0.0;
-    case Type::kString: return !as_string().empty();
-    case Type::kList: return !as_list().items.empty();
-    case Type::kDict: return !as_dict().items.empty();
-    case Type::kCallable: return true;
+    case Type::kNone:
+      return false;
+    case Type::kBool:
+      return as_bool();
+    case Type::kInt:
+      return as_int() != 0;
+    case Type::kFloat:
+      return as_float() != 0.0;
+    case Type::kString:
+      return !as_string().empty();
+    case Type::kList:
+      return !as_list().items.empty();
+    case Type::kDict:
+      return !as_dict().items.empty();
+    case Type::kCallable:
+      return true;
   }
   return false;
 }
@@ -105,7 +131,10 @@ std::string float_repr(double d) {
   std::string out = neg ? "-" : "";
   if (exp < -4 || exp >= 16) {
     out += digits[0];
-    if (digits.size() > 1) out += "." + digits.substr(1);
+    if (digits.size() > 1) {
+      out += '.';
+      out.append(digits, 1, std::string::npos);
+    }
     char eb[16];
     std::snprintf(eb, sizeof(eb), "e%c%02d", exp < 0 ? '-' : '+', std::abs(exp));
     return out + eb;
@@ -151,20 +180,29 @@ static std::string string_repr(const std::string& s) {
 
 std::string Value::str() const {
   switch (type()) {
-    case Type::kUndefined: return "";
-    case Type::kString: return as_string();
-    default: return repr();
+    case Type::kUndefined:
+      return "";
+    case Type::kString:
+      return as_string();
+    default:
+      return repr();
   }
 }
 
 std::string Value::repr() const {
   switch (type()) {
-    case Type::kUndefined: return "Undefined";
-    case Type::kNone: return "None";
-    case Type::kBool: return as_bool() ? "True" : "False";
-    case Type::kInt: return std::to_string(as_int());
-    case Type::kFloat: return float_repr(as_float());
-    case Type::kString: return string_repr(as_string());
+    case Type::kUndefined:
+      return "Undefined";
+    case Type::kNone:
+      return "None";
+    case Type::kBool:
+      return as_bool() ? "True" : "False";
+    case Type::kInt:
+      return std::to_string(as_int());
+    case Type::kFloat:
+      return float_repr(as_float());
+    case Type::kString:
+      return string_repr(as_string());
     case Type::kList: {
       const List& l = as_list();
       std::string out = l.is_tuple ? "(" : "[";
@@ -184,22 +222,32 @@ std::string Value::repr() const {
       }
       return out + (d.is_namespace ? "}>" : "}");
     }
-    case Type::kCallable: return "<function " + as_callable().name + ">";
+    case Type::kCallable:
+      return "<function " + as_callable().name + ">";
   }
   return "";
 }
 
 std::string Value::type_name() const {
   switch (type()) {
-    case Type::kUndefined: return "Undefined";
-    case Type::kNone: return "NoneType";
-    case Type::kBool: return "bool";
-    case Type::kInt: return "int";
-    case Type::kFloat: return "float";
-    case Type::kString: return "str";
-    case Type::kList: return as_list().is_tuple ? "tuple" : "list";
-    case Type::kDict: return as_dict().is_namespace ? "Namespace" : "dict";
-    case Type::kCallable: return "function";
+    case Type::kUndefined:
+      return "Undefined";
+    case Type::kNone:
+      return "NoneType";
+    case Type::kBool:
+      return "bool";
+    case Type::kInt:
+      return "int";
+    case Type::kFloat:
+      return "float";
+    case Type::kString:
+      return "str";
+    case Type::kList:
+      return as_list().is_tuple ? "tuple" : "list";
+    case Type::kDict:
+      return as_dict().is_namespace ? "Namespace" : "dict";
+    case Type::kCallable:
+      return "function";
   }
   return "object";
 }
@@ -246,8 +294,10 @@ bool values_equal(const Value& a, const Value& b) {
   if (a.type() != b.type()) return false;
   switch (a.type()) {
     case Value::Type::kUndefined:
-    case Value::Type::kNone: return true;
-    case Value::Type::kString: return a.as_string() == b.as_string();
+    case Value::Type::kNone:
+      return true;
+    case Value::Type::kString:
+      return a.as_string() == b.as_string();
     case Value::Type::kList: {
       const auto& x = a.as_list().items;
       const auto& y = b.as_list().items;
@@ -267,8 +317,10 @@ bool values_equal(const Value& a, const Value& b) {
       }
       return true;
     }
-    case Value::Type::kCallable: return a.identity() == b.identity();
-    default: return false;
+    case Value::Type::kCallable:
+      return a.identity() == b.identity();
+    default:
+      return false;
   }
 }
 

@@ -1,18 +1,17 @@
-// Value: the dynamic, Python-like value the Jinja interpreter computes with (None, bool, int, float,
-// str, list, dict, callables and Jinja's Undefined), with Python's truthiness, str() and ==.
+// Value: the dynamic, Python-like value the Jinja interpreter computes with (None, bool, int,
+// float, str, list, dict, callables and Jinja's Undefined), with Python's truthiness, str() and ==.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace tf::chat::jinja {
 
@@ -31,7 +30,8 @@ struct List;
 struct Dict;
 struct Callable;
 
-// Jinja's default Undefined: empty when printed, falsy, iterates as empty, fails on attribute access.
+// Jinja's default Undefined: empty when printed, falsy, iterates as empty, fails on attribute
+// access.
 struct Undefined {
   std::string hint;  // the message an UndefinedError would carry, e.g. "'x' is undefined"
 };
@@ -43,24 +43,41 @@ struct CallArgs {
 
 class Value {
  public:
-  enum class Type : uint8_t { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kCallable };
+  enum class Type : uint8_t {
+    kUndefined,
+    kNone,
+    kBool,
+    kInt,
+    kFloat,
+    kString,
+    kList,
+    kDict,
+    kCallable
+  };
 
   Value() : v_(Undefined{}) {}
   Value(std::nullptr_t) : v_(nullptr) {}  // NOLINT: implicit like the Python literals it stands for
   Value(bool b) : v_(b) {}                // NOLINT
-  Value(int i) : v_(static_cast<int64_t>(i)) {}  // NOLINT
-  Value(int64_t i) : v_(i) {}             // NOLINT
-  Value(double d) : v_(d) {}              // NOLINT
-  Value(std::string s) : v_(std::move(s)) {}  // NOLINT
-  Value(const char* s) : v_(std::string(s)) {}  // NOLINT
-  Value(std::shared_ptr<List> l) : v_(std::move(l)) {}  // NOLINT
-  Value(std::shared_ptr<Dict> d) : v_(std::move(d)) {}  // NOLINT
+  Value(int i) : v_(static_cast<int64_t>(i)) {}             // NOLINT
+  Value(int64_t i) : v_(i) {}                               // NOLINT
+  Value(double d) : v_(d) {}                                // NOLINT
+  Value(std::string s) : v_(std::move(s)) {}                // NOLINT
+  Value(const char* s) : v_(std::string(s)) {}              // NOLINT
+  Value(std::shared_ptr<List> l) : v_(std::move(l)) {}      // NOLINT
+  Value(std::shared_ptr<Dict> d) : v_(std::move(d)) {}      // NOLINT
   Value(std::shared_ptr<Callable> c) : v_(std::move(c)) {}  // NOLINT
 
-  static Value undefined(std::string hint) { Value v; v.v_ = Undefined{std::move(hint)}; return v; }
+  static Value undefined(std::string hint) {
+    Value v;
+    v.v_ = Undefined{std::move(hint)};
+    return v;
+  }
   static Value list(std::vector<Value> items = {});
   static Value tuple(std::vector<Value> items);
   static Value dict();
+  // Objects keep their member order only from ordered_json (Python dicts keep insertion order,
+  // and tojson output depends on it).
+  static Value from_json(const nlohmann::ordered_json& j);
   static Value from_json(const nlohmann::json& j);
 
   Type type() const { return static_cast<Type>(v_.index()); }
@@ -76,7 +93,7 @@ class Value {
   bool is_callable() const { return type() == Type::kCallable; }
 
   bool as_bool() const { return std::get<bool>(v_); }
-  int64_t as_int() const;  // int or bool
+  int64_t as_int() const;   // int or bool
   double as_float() const;  // any number
   const std::string& as_string() const { return std::get<std::string>(v_); }
   List& as_list() const { return *std::get<std::shared_ptr<List>>(v_); }
@@ -86,8 +103,8 @@ class Value {
   const void* identity() const;  // the shared object behind a list/dict/callable, else nullptr
 
   bool truthy() const;
-  std::string str() const;   // Python str()
-  std::string repr() const;  // Python repr(), used inside str() of containers
+  std::string str() const;        // Python str()
+  std::string repr() const;       // Python repr(), used inside str() of containers
   std::string type_name() const;  // Python's type name for messages: 'dict', 'NoneType', ...
 
  private:

@@ -1,0 +1,120 @@
+// engine_throughput: N concurrent synthetic requests through the engine (no HTTP); prints
+// aggregate generation tok/s and TTFT / TPOT percentiles per concurrency level.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "checkpoint/checkpoint.h"
+#include "engine/engine.h"
+#include "model/model.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(p / 100.0 * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+struct StreamResult {
+  double ttft = 0, tpot = 0;
+  int64_t tokens = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Engine throughput benchmark"};
+  const char* home = std::getenv("TENSORFOLD_HOME");
+  std::string path = (home ? std::string(home) : std::string(std::getenv("HOME")) + "/.cache/tensorfold") +
+                     "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+  std::vector<int> streams = {1, 8};
+  int prompt_len = 128, gen_len = 64, threads = 0;
+  int64_t max_batch_tokens = 256;
+  app.add_option("model", path, "Checkpoint (.gguf or HF directory); default: SmolLM2 Q4_1");
+  app.add_option("-c,--concurrency", streams, "Concurrent request counts to measure");
+  app.add_option("--prompt", prompt_len, "Prompt tokens per request");
+  app.add_option("--gen", gen_len, "Generated tokens per request");
+  app.add_option("--threads", threads, "Compute threads (0: all)");
+  app.add_option("--max-batch-tokens", max_batch_tokens, "Rows per engine step");
+  CLI11_PARSE(app, argc, argv);
+
+  auto ckpt = tf::checkpoint::Checkpoint::open(path);
+  if (!ckpt) {
+    fmt::print(stderr, "error: {}\n", ckpt.error().message);
+    return 1;
+  }
+  auto loaded = tf::model::load_model(*ckpt, {threads});
+  if (!loaded) {
+    fmt::print(stderr, "error: {}\n", loaded.error().message);
+    return 1;
+  }
+  std::shared_ptr<tf::model::Model> model(std::move(*loaded));
+  const int vocab = model->config().vocab_size;
+  fmt::print("model: {}; prompt {} tokens, {} generated per request, max batch tokens {}\n", path,
+             prompt_len, gen_len, max_batch_tokens);
+  fmt::print("| streams | gen tok/s (aggregate) | vs 1 stream | TTFT p50/p90/p99 ms | TPOT "
+             "p50/p90/p99 ms |\n|---|---|---|---|---|\n");
+  double base = 0;
+  for (int n : streams) {
+    tf::engine::EngineOptions opt;
+    opt.max_batch_tokens = max_batch_tokens;
+    opt.max_parallel = std::max(n, 1);
+    opt.kv_budget_bytes = int64_t{2} << 30;
+    tf::engine::Engine engine(model, opt);
+    std::vector<StreamResult> results(n);
+    std::vector<std::thread> readers;
+    auto t0 = Clock::now();
+    for (int i = 0; i < n; ++i) {
+      tf::engine::Request r;
+      r.id = static_cast<uint64_t>(i + 1);
+      for (int t = 0; t < prompt_len; ++t) r.prompt.push_back(100 + (t * 7919 + i * 104729) % (vocab - 200));
+      r.max_tokens = gen_len;
+      r.ignore_eos = true;
+      auto ch = engine.submit(r);
+      if (!ch) {
+        fmt::print(stderr, "error: {}\n", ch.error().message);
+        return 1;
+      }
+      readers.emplace_back([&results, i, t0, ch = *ch] {
+        Clock::time_point first{}, last{};
+        while (auto ev = ch->pop()) {
+          if (auto* tok = std::get_if<tf::engine::Tokens>(&*ev)) {
+            last = Clock::now();
+            if (results[i].tokens == 0) first = last;
+            results[i].tokens += static_cast<int64_t>(tok->ids.size());
+          }
+        }
+        results[i].ttft = std::chrono::duration<double>(first - t0).count();
+        results[i].tpot = results[i].tokens > 1
+                              ? std::chrono::duration<double>(last - first).count() /
+                                    static_cast<double>(results[i].tokens - 1)
+                              : 0;
+      });
+    }
+    for (auto& t : readers) t.join();
+    double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+    int64_t total = 0;
+    std::vector<double> ttft, tpot;
+    for (const auto& r : results) {
+      total += r.tokens;
+      ttft.push_back(r.ttft * 1e3);
+      tpot.push_back(r.tpot * 1e3);
+    }
+    double tps = static_cast<double>(total) / wall;
+    if (n == 1) base = tps;
+    fmt::print("| {} | {:.1f} | {} | {:.0f} / {:.0f} / {:.0f} | {:.1f} / {:.1f} / {:.1f} |\n", n, tps,
+               base > 0 ? fmt::format("{:.2f}x", tps / base) : "-", percentile(ttft, 50),
+               percentile(ttft, 90), percentile(ttft, 99), percentile(tpot, 50),
+               percentile(tpot, 90), percentile(tpot, 99));
+  }
+  return 0;
+}
