@@ -35,11 +35,12 @@ Error make_error(ErrorCode code, fmt::format_string<Args...> f, Args&&... args) 
   return Error{code, fmt::format(f, std::forward<Args>(args)...)};
 }
 
-template <typename T>
+// E defaults to Error; the API layer uses its own error type (with an HTTP status and a param).
+template <typename T, typename E = Error>
 class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design, like std::expected
-  Result(Error error) : v_(std::move(error)) {}  // NOLINT
+  Result(E error) : v_(std::move(error)) {}  // NOLINT
 
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
@@ -53,24 +54,24 @@ class [[nodiscard]] Result {
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
-  const Error& error() const { return std::get<1>(v_); }
+  const E& error() const { return std::get<1>(v_); }
 
  private:
-  std::variant<T, Error> v_;
+  std::variant<T, E> v_;
 };
 
-template <>
-class [[nodiscard]] Result<void> {
+template <typename E>
+class [[nodiscard]] Result<void, E> {
  public:
   Result() = default;
-  Result(Error error) : error_(std::move(error)), ok_(false) {}  // NOLINT
+  Result(E error) : error_(std::move(error)), ok_(false) {}  // NOLINT
 
   bool ok() const { return ok_; }
   explicit operator bool() const { return ok_; }
-  const Error& error() const { return error_; }
+  const E& error() const { return error_; }
 
  private:
-  Error error_;
+  E error_{};
   bool ok_ = true;
 };
 

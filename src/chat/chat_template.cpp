@@ -72,8 +72,9 @@ Result<ChatTemplate> ChatTemplate::from_string(std::string_view source, std::str
   ct.templates_.emplace_back("default", std::move(t).value());
   ct.bos_token_ = std::move(bos_token);
   ct.eos_token_ = std::move(eos_token);
-  ct.special_tokens_["bos_token"] = ct.bos_token_;
-  ct.special_tokens_["eos_token"] = ct.eos_token_;
+  // Like a tokenizer without that token: an empty string leaves the variable undefined.
+  if (!ct.bos_token_.empty()) ct.special_tokens_["bos_token"] = ct.bos_token_;
+  if (!ct.eos_token_.empty()) ct.special_tokens_["eos_token"] = ct.eos_token_;
   return ct;
 }
 

@@ -92,6 +92,58 @@ class JsonReader {
   std::string_view source_;
 };
 
+Status get_int_list(const JsonReader& r, const json& obj, std::string_view key,
+                    std::vector<int>* out) {
+  const json* v = r.get(obj, key);
+  if (!v) return {};
+  if (!v->is_array()) return r.bad(key, "a list of integers");
+  for (const auto& x : *v) {
+    if (!x.is_number_integer()) return r.bad(key, "a list of integers");
+    out->push_back(static_cast<int>(x.get<int64_t>()));
+  }
+  return {};
+}
+
+// Sliding windows, soft-capping, activation and mixture-of-experts fields.
+Status parse_hf_extras(const JsonReader& r, const json& t, ModelConfig& c) {
+  TF_RETURN_IF_ERROR(r.get_string(t, "hidden_act", &c.hidden_act));
+  TF_RETURN_IF_ERROR(r.get_string(t, "hidden_activation", &c.hidden_act));
+  TF_RETURN_IF_ERROR(r.get_int(t, "sliding_window", &c.sliding_window));
+  bool use_sliding = true;  // Qwen2/Qwen3 configs carry a window they do not use
+  TF_RETURN_IF_ERROR(r.get_bool(t, "use_sliding_window", &use_sliding));
+  if (const json* lt = r.get(t, "layer_types")) {
+    if (!lt->is_array()) return r.bad("layer_types", "a list of strings");
+    for (const auto& x : *lt) {
+      if (!x.is_string()) return r.bad("layer_types", "a list of strings");
+      const std::string type = x.get<std::string>();
+      if (type != "sliding_attention" && type != "full_attention") {
+        return make_error(ErrorCode::kUnsupported, "{}: layer type '{}' is not supported",
+                          r.source_, type);
+      }
+      c.sliding_layers.push_back(type == "sliding_attention");
+    }
+  } else if (c.sliding_window > 0 && use_sliding) {
+    c.sliding_layers.assign(static_cast<size_t>(std::max(c.num_layers, 0)), true);
+  }
+  bool any_sliding =
+      std::find(c.sliding_layers.begin(), c.sliding_layers.end(), true) != c.sliding_layers.end();
+  if (!any_sliding) {
+    c.sliding_layers.clear();
+    c.sliding_window = 0;
+  }
+  TF_RETURN_IF_ERROR(r.get_double(t, "query_pre_attn_scalar", &c.query_pre_attn_scalar));
+  TF_RETURN_IF_ERROR(r.get_double(t, "attn_logit_softcapping", &c.attn_logit_softcapping));
+  TF_RETURN_IF_ERROR(r.get_double(t, "final_logit_softcapping", &c.final_logit_softcapping));
+  TF_RETURN_IF_ERROR(r.get_int(t, "num_local_experts", &c.num_experts));
+  TF_RETURN_IF_ERROR(r.get_int(t, "num_experts", &c.num_experts));
+  TF_RETURN_IF_ERROR(r.get_int(t, "num_experts_per_tok", &c.num_experts_per_tok));
+  TF_RETURN_IF_ERROR(r.get_int(t, "moe_intermediate_size", &c.moe_intermediate_size));
+  TF_RETURN_IF_ERROR(r.get_bool(t, "norm_topk_prob", &c.norm_topk_prob));
+  TF_RETURN_IF_ERROR(r.get_int(t, "decoder_sparse_step", &c.decoder_sparse_step));
+  TF_RETURN_IF_ERROR(get_int_list(r, t, "mlp_only_layers", &c.mlp_only_layers));
+  return {};
+}
+
 Result<ModelConfig> parse_hf(const json& j, std::string_view source) {
   if (!j.is_object()) {
     return make_error(ErrorCode::kInvalidArgument, "{}: not a JSON object", source);
@@ -128,11 +180,20 @@ Result<ModelConfig> parse_hf(const json& j, std::string_view source) {
   TF_RETURN_IF_ERROR(r.get_int(t, "max_position_embeddings", &c.max_position));
   TF_RETURN_IF_ERROR(r.get_double(t, "rms_norm_eps", &c.rms_norm_eps));
   TF_RETURN_IF_ERROR(r.get_double(t, "rope_theta", &c.rope_theta));
-  // Newer transformers move theta and scaling into rope_parameters.
+  TF_RETURN_IF_ERROR(r.get_double(t, "rope_local_base_freq", &c.rope_local_theta));
+  // Newer transformers move theta and scaling into rope_parameters; models with per-layer-type
+  // rope (Gemma 3) nest one set per layer type.
   const json* rs = r.get(t, "rope_scaling");
   if (const json* rp = r.get(t, "rope_parameters")) {
     if (!rp->is_object()) return r.bad("rope_parameters", "an object");
+    if (const json* local = r.get(*rp, "sliding_attention"); local && local->is_object()) {
+      TF_RETURN_IF_ERROR(r.get_double(*local, "rope_theta", &c.rope_local_theta));
+    }
+    if (const json* full = r.get(*rp, "full_attention"); full && full->is_object()) rp = full;
     TF_RETURN_IF_ERROR(r.get_double(*rp, "rope_theta", &c.rope_theta));
+    double rp_partial = 1.0;
+    TF_RETURN_IF_ERROR(r.get_double(*rp, "partial_rotary_factor", &rp_partial));
+    if (rp_partial > 0 && rp_partial < 1) c.rope_dim = static_cast<int>(c.head_dim * rp_partial);
     if (!rs) rs = rp;
   }
   if (rs) {
@@ -149,7 +210,12 @@ Result<ModelConfig> parse_hf(const json& j, std::string_view source) {
         r.get_int(*rs, "original_max_position_embeddings", &s.original_max_position));
     TF_RETURN_IF_ERROR(r.get_double(*rs, "beta_fast", &s.beta_fast));
     TF_RETURN_IF_ERROR(r.get_double(*rs, "beta_slow", &s.beta_slow));
+    TF_RETURN_IF_ERROR(r.get_double(*rs, "attention_factor", &s.attention_factor));
+    TF_RETURN_IF_ERROR(r.get_double(*rs, "mscale", &s.mscale));
+    TF_RETURN_IF_ERROR(r.get_double(*rs, "mscale_all_dim", &s.mscale_all_dim));
+    TF_RETURN_IF_ERROR(r.get_bool(*rs, "truncate", &s.truncate));
   }
+  TF_RETURN_IF_ERROR(parse_hf_extras(r, t, c));
   TF_RETURN_IF_ERROR(r.get_bool(j, "tie_word_embeddings", &c.tie_word_embeddings));
   TF_RETURN_IF_ERROR(r.get_bool(t, "attention_bias", &c.attention_bias));
   TF_RETURN_IF_ERROR(r.get_int(t, "bos_token_id", &c.bos_token_id));
@@ -302,12 +368,40 @@ Status ModelConfig::validate() const {
   if (bos_token_id >= vocab_size) {
     return bad("bos_token_id", bos_token_id, fmt::format("is outside vocab_size {}", vocab_size));
   }
+  if (!sliding_layers.empty() && static_cast<int>(sliding_layers.size()) != num_layers) {
+    return bad("layer_types", sliding_layers.size(),
+               fmt::format("entries for {} layers", num_layers));
+  }
+  if (!sliding_layers.empty() && sliding_window <= 0) {
+    return bad("sliding_window", sliding_window, "must be positive for sliding layers");
+  }
+  if (num_experts < 0) return bad("num_experts", num_experts, "must not be negative");
+  if (num_experts > 0) {
+    if (num_experts_per_tok <= 0 || num_experts_per_tok > num_experts) {
+      return bad("num_experts_per_tok", num_experts_per_tok,
+                 fmt::format("must be in [1, num_experts {}]", num_experts));
+    }
+    if (moe_intermediate_size <= 0) {
+      return bad("moe_intermediate_size", moe_intermediate_size, "must be positive");
+    }
+    if (decoder_sparse_step <= 0) {
+      return bad("decoder_sparse_step", decoder_sparse_step, "must be positive");
+    }
+  }
   for (int e : eos_token_ids) {
     if (e < 0 || e >= vocab_size) {
       return bad("eos_token_id", e, fmt::format("is outside vocab_size {}", vocab_size));
     }
   }
   return {};
+}
+
+bool ModelConfig::is_moe_layer(int layer) const {
+  if (num_experts <= 0) return false;
+  if (std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) != mlp_only_layers.end()) {
+    return false;
+  }
+  return (layer + 1) % decoder_sparse_step == 0;
 }
 
 }  // namespace tf::checkpoint

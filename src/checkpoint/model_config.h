@@ -18,10 +18,13 @@ enum class RopeStyle {
 struct RopeScaling {
   std::string type;  // "" (none), "linear", "dynamic", "yarn", "llama3"
   double factor = 1.0;
-  double low_freq_factor = 1.0;       // llama3
-  double high_freq_factor = 4.0;      // llama3
-  int original_max_position = 0;      // llama3 / yarn
-  double beta_fast = 32.0, beta_slow = 1.0;  // yarn
+  double low_freq_factor = 1.0;               // llama3
+  double high_freq_factor = 4.0;              // llama3
+  int original_max_position = 0;              // llama3 / yarn
+  double beta_fast = 32.0, beta_slow = 1.0;   // yarn
+  double attention_factor = 0.0;              // yarn: 0 = derive from factor (and mscale)
+  double mscale = 0.0, mscale_all_dim = 0.0;  // yarn (DeepSeek style)
+  bool truncate = true;                       // yarn: round the correction range
 };
 
 struct ModelConfig {
@@ -34,8 +37,8 @@ struct ModelConfig {
   int num_heads = 0;
   int num_kv_heads = 0;
   int head_dim = 0;
-  int rope_dim = 0;          // rotated dims per head (== head_dim unless partial rotary)
-  int max_position = 0;      // context length the model was trained for
+  int rope_dim = 0;      // rotated dims per head (== head_dim unless partial rotary)
+  int max_position = 0;  // context length the model was trained for
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
   RopeStyle rope_style = RopeStyle::kNeox;
@@ -44,7 +47,28 @@ struct ModelConfig {
   bool attention_bias = false;
   int bos_token_id = -1;
   std::vector<int> eos_token_ids;
-  std::string torch_dtype;   // HF only: "float32", "bfloat16", ...
+  std::string torch_dtype;  // HF only: "float32", "bfloat16", ...
+  std::string hidden_act;   // "silu", "gelu_pytorch_tanh", ... ("" = the family's default)
+
+  // Sliding-window attention: a windowed layer's query at p sees positions (p - window, p].
+  int sliding_window = 0;            // 0: none
+  std::vector<bool> sliding_layers;  // per layer (empty: no layer is windowed)
+  double rope_local_theta = 0.0;     // rope base of windowed layers where it differs (Gemma 3)
+
+  // Gemma-style attention scaling and soft-capping (0 = off / 1/sqrt(head_dim)).
+  double query_pre_attn_scalar = 0.0;
+  double attn_logit_softcapping = 0.0;
+  double final_logit_softcapping = 0.0;
+
+  // Mixture of experts (Qwen3-MoE style); num_experts == 0 means dense.
+  int num_experts = 0;
+  int num_experts_per_tok = 0;
+  int moe_intermediate_size = 0;
+  bool norm_topk_prob = false;
+  int decoder_sparse_step = 1;
+  std::vector<int> mlp_only_layers;  // layers that keep a dense MLP
+
+  bool is_moe_layer(int layer) const;
 
   // Checks internal consistency (positive sizes, heads divide hidden, ...); names the bad field.
   Status validate() const;

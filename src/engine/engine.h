@@ -17,6 +17,7 @@
 #include "base/result.h"
 #include "engine/block_manager.h"
 #include "engine/channel.h"
+#include "engine/engine_client.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
@@ -45,7 +46,7 @@ struct EngineStats {
   int64_t generated_tokens = 0;
 };
 
-class Engine {
+class Engine final : public EngineClient {
  public:
   Engine(std::shared_ptr<model::Model> model, EngineOptions options);
   ~Engine();
@@ -54,11 +55,11 @@ class Engine {
 
   // Validates and queues a request; its events arrive on the returned channel. A request that can
   // never fit (prompt longer than the context) is refused here, naming the limit.
-  Result<std::shared_ptr<Channel>> submit(Request request);
+  Result<std::shared_ptr<Channel>> submit(Request request) override;
   // Cancels a queued or running request; it finishes with FinishReason::kCancelled.
-  void cancel(RequestId id);
+  void cancel(RequestId id) override;
 
-  int64_t context() const { return context_; }
+  int64_t context() const override { return context_; }
   EngineStats stats() const;
   const model::Model& model() const { return *model_; }
 

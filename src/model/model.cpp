@@ -8,14 +8,14 @@
 namespace tf::model {
 namespace {
 
-using Factory = Result<std::unique_ptr<Model>> (*)(std::shared_ptr<checkpoint::Checkpoint>,
-                                                   std::shared_ptr<ThreadPool>);
 struct Family {
-  std::string_view name;
-  Factory make;
+  std::string_view name;  // ModelConfig::family: HF model_type or GGUF general.architecture
+  FamilyFactory make;
 };
 constexpr Family kFamilies[] = {
-    {"llama", &make_llama},
+    {"llama", &make_llama},        {"mistral", &make_mistral},     {"qwen2", &make_qwen2},
+    {"qwen3", &make_qwen3},        {"qwen3_moe", &make_qwen3_moe}, {"qwen3moe", &make_qwen3_moe},
+    {"gemma3_text", &make_gemma3}, {"gemma3", &make_gemma3},       {"phi3", &make_phi3},
 };
 
 const Family* find_family(std::string_view name) {
@@ -44,8 +44,9 @@ Result<std::unique_ptr<Model>> load_model(std::shared_ptr<checkpoint::Checkpoint
   if (Status s = check_supported(ckpt->config()); !s.ok()) {
     return s.error().with_context(ckpt->path());
   }
-  int threads = options.threads > 0 ? options.threads
-                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = options.threads > 0
+                    ? options.threads
+                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto pool = std::make_shared<ThreadPool>(threads);
   return find_family(ckpt->config().family)->make(std::move(ckpt), std::move(pool));
 }

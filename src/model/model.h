@@ -43,6 +43,10 @@ class Model {
 
   // Bytes of weights one decode step reads (for bandwidth floors in benchmarks).
   virtual size_t weight_bytes() const = 0;
+
+  // Bytes of weights the last forward step actually read (a mixture of experts reads only the
+  // routed experts); weight_bytes() where a model does not track it.
+  virtual size_t bytes_read_last_step() const { return weight_bytes(); }
 };
 
 // Refuses an architecture no family implements, naming it; reads nothing but the config.

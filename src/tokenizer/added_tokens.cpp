@@ -1,14 +1,51 @@
 // Splitting input text around added/special tokens (see added_tokens.h).
 #include "tokenizer/added_tokens.h"
 
+#include <utf8proc.h>
+
 #include <algorithm>
+
+#include "tokenizer/normalizers.h"
+#include "tokenizer/utf8_util.h"
 
 namespace tf::tokenizer {
 namespace {
 
-// Whitespace as lstrip/rstrip see it: ASCII blanks only; Unicode spaces stay in the text.
-bool is_blank(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+uint32_t decode_at(std::string_view s, size_t pos, size_t n) {
+  utf8proc_int32_t cp = -1;
+  utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(s.data() + pos),
+                   static_cast<utf8proc_ssize_t>(n), &cp);
+  return static_cast<uint32_t>(cp);
+}
+
+// The character ending at `end`, or -1 (none, or invalid).
+int64_t char_before(std::string_view s, size_t end) {
+  if (end == 0) return -1;
+  size_t begin = end - 1;
+  while (begin > 0 && end - begin < 4 && (static_cast<uint8_t>(s[begin]) & 0xC0) == 0x80) --begin;
+  if (utf8_char_length(s, begin) != end - begin) return -1;
+  return decode_at(s, begin, end - begin);
+}
+
+int64_t char_at(std::string_view s, size_t pos) {
+  if (pos >= s.size()) return -1;
+  size_t n = utf8_char_length(s, pos);
+  return n == 0 ? -1 : decode_at(s, pos, n);
+}
+
+// HF's single_word test: letters, digits and '_' make words.
+bool is_word_char(int64_t cp) {
+  if (cp < 0) return false;
+  if (cp == '_') return true;
+  auto c = utf8proc_category(static_cast<utf8proc_int32_t>(cp));
+  return (c >= UTF8PROC_CATEGORY_LU && c <= UTF8PROC_CATEGORY_LO) ||
+         (c >= UTF8PROC_CATEGORY_ND && c <= UTF8PROC_CATEGORY_NO);
+}
+
+size_t char_len_before(std::string_view s, size_t end) {
+  size_t begin = end - 1;
+  while (begin > 0 && end - begin < 4 && (static_cast<uint8_t>(s[begin]) & 0xC0) == 0x80) --begin;
+  return utf8_char_length(s, begin) == end - begin ? end - begin : 0;
 }
 
 }  // namespace
@@ -17,12 +54,28 @@ void AddedTokenMatcher::add(AddedToken token) {
   if (token.content.empty() || by_id_.count(token.id) != 0) return;
   size_t index = tokens_.size();
   by_id_[token.id] = index;
-  auto& list = by_first_byte_[static_cast<unsigned char>(token.content[0])];
+  by_content_.emplace(token.content, index);
+  has_normalized_ = has_normalized_ || token.normalized;
+  if (token.match.empty()) token.match = token.content;
+  auto& list = by_first_byte_[static_cast<unsigned char>(token.match[0])];
   tokens_.push_back(std::move(token));
   list.push_back(index);
   std::stable_sort(list.begin(), list.end(), [this](size_t a, size_t b) {
-    return tokens_[a].content.size() > tokens_[b].content.size();
+    return tokens_[a].match.size() > tokens_[b].match.size();
   });
+}
+
+void AddedTokenMatcher::reindex() {
+  by_first_byte_.clear();
+  for (size_t i = 0; i < tokens_.size(); ++i) {
+    if (tokens_[i].match.empty()) continue;
+    by_first_byte_[static_cast<unsigned char>(tokens_[i].match[0])].push_back(i);
+  }
+  for (auto& [byte, list] : by_first_byte_) {
+    std::stable_sort(list.begin(), list.end(), [this](size_t a, size_t b) {
+      return tokens_[a].match.size() > tokens_[b].match.size();
+    });
+  }
 }
 
 const AddedToken* AddedTokenMatcher::find(TokenId id) const {
@@ -30,7 +83,13 @@ const AddedToken* AddedTokenMatcher::find(TokenId id) const {
   return it == by_id_.end() ? nullptr : &tokens_[it->second];
 }
 
-std::vector<Fragment> AddedTokenMatcher::split(std::string_view text, bool parse_special) const {
+TokenId AddedTokenMatcher::find(std::string_view content) const {
+  auto it = by_content_.find(std::string(content));
+  return it == by_content_.end() ? -1 : tokens_[it->second].id;
+}
+
+std::vector<Fragment> AddedTokenMatcher::split(std::string_view text, bool parse_special,
+                                               bool normalized) const {
   std::vector<Fragment> out;
   size_t text_begin = 0;  // start of the pending plain text
   size_t pos = 0;
@@ -40,11 +99,14 @@ std::vector<Fragment> AddedTokenMatcher::split(std::string_view text, bool parse
     if (it != by_first_byte_.end()) {
       for (size_t index : it->second) {
         const AddedToken& t = tokens_[index];
-        if (t.special && !parse_special) continue;
-        if (text.compare(pos, t.content.size(), t.content) == 0) {
-          hit = &t;
-          break;
+        if ((t.special && !parse_special) || t.normalized != normalized) continue;
+        if (text.compare(pos, t.match.size(), t.match) != 0) continue;
+        if (t.single_word && (is_word_char(char_before(text, pos)) ||
+                              is_word_char(char_at(text, pos + t.match.size())))) {
+          continue;
         }
+        hit = &t;
+        break;
       }
     }
     if (hit == nullptr) {
@@ -53,15 +115,23 @@ std::vector<Fragment> AddedTokenMatcher::split(std::string_view text, bool parse
     }
     size_t left = pos;
     if (hit->lstrip) {
-      while (left > text_begin && is_blank(text[left - 1])) --left;
+      while (left > text_begin) {
+        size_t n = char_len_before(text, left);
+        if (n == 0 || !is_unicode_whitespace(decode_at(text, left - n, n))) break;
+        left -= n;
+      }
     }
     if (left > text_begin) {
       out.push_back({text.substr(text_begin, left - text_begin), -1, text_begin == 0});
     }
-    out.push_back({text.substr(pos, hit->content.size()), hit->id, false});
-    pos += hit->content.size();
+    out.push_back({text.substr(pos, hit->match.size()), hit->id, false});
+    pos += hit->match.size();
     if (hit->rstrip) {
-      while (pos < text.size() && is_blank(text[pos])) ++pos;
+      while (pos < text.size()) {
+        size_t n = utf8_char_length(text, pos);
+        if (n == 0 || !is_unicode_whitespace(decode_at(text, pos, n))) break;
+        pos += n;
+      }
     }
     text_begin = pos;
   }

@@ -1,5 +1,6 @@
-// Added and special tokens matched whole in the input before any normalization or
-// pre-tokenization (HF's AddedVocabulary; llama.cpp's special-token partition).
+// Added and special tokens matched whole in the input (HF's AddedVocabulary; llama.cpp's
+// special-token partition): tokens with normalized=false are found in the raw text, those with
+// normalized=true in the text after the normalizer.
 #pragma once
 
 #include <string>
@@ -14,9 +15,15 @@ namespace tf::tokenizer {
 struct AddedToken {
   std::string content;
   TokenId id = -1;
-  bool special = true;  // special tokens are matched only when parse_special is set
-  bool lstrip = false;  // swallows whitespace on its left
-  bool rstrip = false;  // swallows whitespace on its right
+  bool special = true;       // special tokens are matched only when parse_special is set
+  bool lstrip = false;       // swallows whitespace on its left
+  bool rstrip = false;       // swallows whitespace on its right
+  bool normalized = false;   // matched in normalized text rather than in the input
+  bool single_word = false;  // matched only where no word character touches it
+  // What is searched for: the content, or for normalized tokens the content as the normalizer
+  // rewrites it (HF normalizes them too: with a Prepend("▁") normalizer, "<s>" is found only as
+  // "▁<s>").
+  std::string match = {};
 };
 
 // A slice of the input: plain text to tokenize, or a matched added token (id >= 0).
@@ -29,17 +36,33 @@ struct Fragment {
 class AddedTokenMatcher {
  public:
   void add(AddedToken token);
+  // Sets `match` of every normalized token to rewrite(content).
+  template <typename Fn>
+  void normalize_matches(Fn rewrite) {
+    for (auto& t : tokens_) {
+      if (t.normalized) t.match = rewrite(t.content);
+    }
+    reindex();
+  }
   bool empty() const { return tokens_.empty(); }
+  bool has_normalized() const { return has_normalized_; }
   const std::vector<AddedToken>& tokens() const { return tokens_; }
   const AddedToken* find(TokenId id) const;
+  TokenId find(std::string_view content) const;
 
-  // Leftmost-longest matching, as HF's Aho-Corasick with MatchKind::LeftmostLongest.
-  std::vector<Fragment> split(std::string_view text, bool parse_special) const;
+  // Leftmost-longest matching, as HF's Aho-Corasick with MatchKind::LeftmostLongest, over the
+  // tokens whose `normalized` flag equals `normalized`.
+  std::vector<Fragment> split(std::string_view text, bool parse_special,
+                              bool normalized = false) const;
 
  private:
+  void reindex();
+
   std::vector<AddedToken> tokens_;
   std::unordered_map<TokenId, size_t> by_id_;
+  std::unordered_map<std::string, size_t> by_content_;
   std::unordered_map<unsigned char, std::vector<size_t>> by_first_byte_;  // longest first
+  bool has_normalized_ = false;
 };
 
 }  // namespace tf::tokenizer

@@ -26,6 +26,8 @@ void BpeModel::set_byte_fallback(bool on) {
 void BpeModel::add_merge(std::string_view a, std::string_view b, int rank) {
   TokenId left = vocab_.find(a), right = vocab_.find(b);
   if (left < 0 || right < 0) return;
+  // With a continuing prefix, "a" + "##b" merges to "ab" (HF strips the prefix from b).
+  if (!prefix_.empty() && b.substr(0, prefix_.size()) == prefix_) b.remove_prefix(prefix_.size());
   std::string joined;
   joined.reserve(a.size() + b.size());
   joined.append(a).append(b);
@@ -56,9 +58,18 @@ void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out) con
     int i = static_cast<int>(syms.size());
     syms.push_back({id, i - 1, i + 1, true});
   };
+  std::string affixed;
   for (size_t pos = 0; pos < word.size();) {
     size_t n = utf8_symbol_length(word, pos);
-    TokenId id = vocab_.find(word.substr(pos, n));
+    TokenId id;
+    if (prefix_.empty() && suffix_.empty()) {
+      id = vocab_.find(word.substr(pos, n));
+    } else {
+      affixed.assign(pos > 0 ? prefix_ : std::string());
+      affixed.append(word.substr(pos, n));
+      if (pos + n == word.size()) affixed.append(suffix_);
+      id = vocab_.find(affixed);
+    }
     if (id >= 0) {
       push(id);
     } else {

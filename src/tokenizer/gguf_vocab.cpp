@@ -1,11 +1,13 @@
-// Tokenizer::from_gguf: builds the SPM or byte-level BPE tokenizer from `tokenizer.ggml.*` keys
-// the way llama.cpp's llama_vocab::load reads them.
+// Tokenizer::from_gguf: builds the SPM, byte-level BPE or WordPiece tokenizer from
+// `tokenizer.ggml.*` keys the way llama.cpp's llama_vocab::load reads them.
 #include <array>
 
 #include "checkpoint/gguf.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/eog.h"
+#include "tokenizer/pipeline.h"
 #include "tokenizer/spm.h"
+#include "tokenizer/wordpiece.h"
 
 namespace tf::tokenizer {
 namespace {
@@ -70,38 +72,45 @@ Result<std::shared_ptr<Tokenizer>> load_spm(const checkpoint::GgufFile& g,
   return make_spm_tokenizer(std::move(c));
 }
 
+// Control tokens are special (matched only with parse_special); user-defined ones, like <think>,
+// are always matched whole, as llama.cpp and transformers both do.
+void add_typed_tokens(const std::vector<int64_t>& types, const std::vector<std::string>& tokens,
+                      AddedTokenMatcher& added) {
+  for (size_t i = 0; i < types.size(); ++i) {
+    auto t = static_cast<TokenType>(types[i]);
+    if (t == TokenType::kControl || t == TokenType::kUserDefined) {
+      added.add({tokens[i], static_cast<TokenId>(i), t == TokenType::kControl});
+    }
+  }
+}
+
 Result<std::shared_ptr<Tokenizer>> load_gpt2(const checkpoint::GgufFile& g,
                                              std::vector<std::string> tokens) {
   size_t n = tokens.size();
   TF_ASSIGN_OR_RETURN(auto merges, g.get_string_array("tokenizer.ggml.merges"));
   TF_ASSIGN_OR_RETURN(auto types, optional_array(g.get_int_array("tokenizer.ggml.token_type"), n,
                                                  "tokenizer.ggml.token_type"));
-  BpeConfig c;
+  PipelineConfig c;
   c.kind = "bpe-bytelevel";
-  for (size_t i = 0; i < types.size(); ++i) {
-    auto t = static_cast<TokenType>(types[i]);
-    // Control tokens are special (matched only with parse_special); user-defined ones, like
-    // <think>, are always matched whole, as llama.cpp and transformers both do.
-    if (t == TokenType::kControl || t == TokenType::kUserDefined) {
-      c.added.add({tokens[i], static_cast<TokenId>(i), t == TokenType::kControl});
-    }
-  }
-  c.model.set_vocab(tokens);
+  add_typed_tokens(types, tokens, c.added);
+  std::string pre = "default";
+  if (auto p = g.get_string("tokenizer.ggml.pre"); p.ok()) pre = *p;
+  auto model = std::make_shared<BpeModel>();
+  model->set_vocab(tokens);
+  model->reserve_merges(merges.size());
   for (size_t r = 0; r < merges.size(); ++r) {
     const std::string& m = merges[r];
     size_t sp = m.find(' ', 1);
     if (sp == std::string::npos) continue;
-    c.model.add_merge(std::string_view(m).substr(0, sp), std::string_view(m).substr(sp + 1),
-                      static_cast<int>(r));
+    model->add_merge(std::string_view(m).substr(0, sp), std::string_view(m).substr(sp + 1),
+                     static_cast<int>(r));
   }
-  std::string pre = "default";
-  if (auto p = g.get_string("tokenizer.ggml.pre"); p.ok()) pre = *p;
+  model->set_unk(optional_id(g, "tokenizer.ggml.unknown_token_id", n));
+  model->set_ignore_merges(pre_tokenizer_ignores_merges(pre));
+  c.model = std::move(model);
   for (const std::string& pattern : pre_tokenizer_patterns(pre)) {
-    TF_ASSIGN_OR_RETURN(auto re, Regex::compile(pattern));
-    PreTokenizerStep split{};
-    split.kind = PreTokenizerStep::Kind::kSplit;
-    split.regex = std::move(re);
-    c.pre_tokenizers.push_back(std::move(split));
+    TF_ASSIGN_OR_RETURN(auto step, split_step(pattern, SplitBehavior::kIsolated));
+    c.pre_tokenizers.push_back(std::move(step));
   }
   PreTokenizerStep byte_level{};
   byte_level.kind = PreTokenizerStep::Kind::kByteLevel;
@@ -111,11 +120,46 @@ Result<std::shared_ptr<Tokenizer>> load_gpt2(const checkpoint::GgufFile& g,
   c.decoders.push_back(std::move(decoder));
   c.bos = optional_id(g, "tokenizer.ggml.bos_token_id", n);
   c.eos = optional_id(g, "tokenizer.ggml.eos_token_id", n);
-  c.model.set_unk(optional_id(g, "tokenizer.ggml.unknown_token_id", n));
   if (optional_bool(g, "tokenizer.ggml.add_bos_token", false) && c.bos >= 0) c.prefix = {c.bos};
   if (optional_bool(g, "tokenizer.ggml.add_eos_token", false) && c.eos >= 0) c.suffix = {c.eos};
   c.eog = eog_ids(g, tokens, c.eos);
-  return make_bpe_tokenizer(std::move(c));
+  return make_pipeline_tokenizer(std::move(c));
+}
+
+// BERT WordPiece (`tokenizer.ggml.model = bert`): llama.cpp's conversion spells word-initial
+// pieces with a leading ▁ and continuations bare (HF's "##ing" becomes "ing"). Text goes through
+// HF's BertNormalizer (lowercase, accents stripped) and BertPreTokenizer.
+Result<std::shared_ptr<Tokenizer>> load_bert(const checkpoint::GgufFile& g,
+                                             std::vector<std::string> tokens) {
+  size_t n = tokens.size();
+  TF_ASSIGN_OR_RETURN(auto types, optional_array(g.get_int_array("tokenizer.ggml.token_type"), n,
+                                                 "tokenizer.ggml.token_type"));
+  PipelineConfig c;
+  c.kind = "wordpiece";
+  add_typed_tokens(types, tokens, c.added);
+  auto model = std::make_shared<WordPieceModel>();
+  model->set_vocab(tokens);
+  model->set_affixes("\xE2\x96\x81", "");
+  model->set_unk(optional_id(g, "tokenizer.ggml.unknown_token_id", n));
+  c.model = std::move(model);
+  NormalizerStep bert;
+  bert.kind = NormalizerStep::Kind::kBert;
+  c.normalizers.push_back(std::move(bert));
+  TF_ASSIGN_OR_RETURN(auto ws, split_step(kWhitespaceSplitPattern, SplitBehavior::kRemoved));
+  TF_ASSIGN_OR_RETURN(auto punct, split_step(kPunctuationPattern, SplitBehavior::kIsolated));
+  c.pre_tokenizers = {std::move(ws), std::move(punct)};
+  DecoderStep decoder{};
+  decoder.kind = DecoderStep::Kind::kMetaspace;
+  c.decoders.push_back(std::move(decoder));
+  // BERT wraps a sequence in [CLS] ... [SEP]; llama.cpp reads them as BOS and EOS.
+  c.bos = optional_id(g, "tokenizer.ggml.cls_token_id", n);
+  if (c.bos < 0) c.bos = optional_id(g, "tokenizer.ggml.bos_token_id", n);
+  c.eos = optional_id(g, "tokenizer.ggml.seperator_token_id", n);
+  if (c.eos < 0) c.eos = optional_id(g, "tokenizer.ggml.separator_token_id", n);
+  if (c.eos < 0) c.eos = optional_id(g, "tokenizer.ggml.eos_token_id", n);
+  if (optional_bool(g, "tokenizer.ggml.add_bos_token", true) && c.bos >= 0) c.prefix = {c.bos};
+  if (optional_bool(g, "tokenizer.ggml.add_eos_token", true) && c.eos >= 0) c.suffix = {c.eos};
+  return make_pipeline_tokenizer(std::move(c));
 }
 
 }  // namespace
@@ -129,11 +173,13 @@ Result<std::shared_ptr<Tokenizer>> Tokenizer::from_gguf(const checkpoint::GgufFi
   if (tokens->empty()) return fail(make_error(ErrorCode::kCorrupt, "empty tokenizer.ggml.tokens"));
   Result<std::shared_ptr<Tokenizer>> r =
       make_error(ErrorCode::kUnsupported,
-                 "tokenizer.ggml.model '{}' is not supported (llama, gpt2 are)", *model);
+                 "tokenizer.ggml.model '{}' is not supported (llama, gpt2, bert are)", *model);
   if (*model == "llama") {
     r = load_spm(gguf, std::move(tokens).value());
   } else if (*model == "gpt2") {
     r = load_gpt2(gguf, std::move(tokens).value());
+  } else if (*model == "bert") {
+    r = load_bert(gguf, std::move(tokens).value());
   }
   if (!r.ok()) return fail(r.error());
   return r;

@@ -22,6 +22,35 @@ constexpr const char* kQwen2Pattern =
 constexpr const char* kGpt2NoTrailingPattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))";
 
+// DeepSeek's splits, from their tokenizer.json (as llama.cpp's presets carry them), written as
+// code points: the letter class lists cased letters block by block, and its source spells some of
+// them with characters that Unicode normalization would silently change.
+constexpr const char* kDeepseekLetters =
+    "\\s?["
+    "A-Za-z\\x{B5}\\x{C0}-\\x{D6}\\x{D8}-\\x{F6}\\x{F8}-\\x{1BA}\\x{1BC}-\\x{1BF}"
+    "\\x{1C4}-\\x{293}\\x{295}-\\x{2AF}\\x{370}-\\x{373}\\x{376}-\\x{377}"
+    "\\x{37B}-\\x{37D}\\x{37F}\\x{386}\\x{388}-\\x{38A}\\x{38C}\\x{38E}-\\x{3A1}"
+    "\\x{3A3}-\\x{3F5}\\x{3F7}-\\x{481}\\x{48A}-\\x{52F}\\x{531}-\\x{556}"
+    "\\x{10A0}-\\x{10C5}\\x{13A0}-\\x{13F5}\\x{13F8}-\\x{13FD}\\x{1C90}-\\x{1CBA}"
+    "\\x{1CBD}-\\x{1CBF}\\x{1D00}-\\x{1D2B}\\x{1D6B}-\\x{1D77}\\x{1D79}-\\x{1D9A}"
+    "\\x{1E00}-\\x{1F15}\\x{1F18}-\\x{1F1D}\\x{1F20}-\\x{1F45}\\x{1F48}-\\x{1F4D}"
+    "\\x{1F50}-\\x{1F57}\\x{1F59}\\x{1F5B}\\x{1F5D}\\x{1F5F}-\\x{1F7D}"
+    "\\x{1F80}-\\x{1FB4}\\x{1FB6}-\\x{1FBC}\\x{1FBE}\\x{1FC2}-\\x{1FC4}"
+    "\\x{1FC6}-\\x{1FCC}\\x{1FD0}-\\x{1FD3}\\x{1FD6}-\\x{1FDB}\\x{1FE0}-\\x{1FEC}"
+    "\\x{1FF2}-\\x{1FF4}\\x{1FF6}-\\x{1FFC}\\x{2102}\\x{2107}\\x{210A}-\\x{2113}"
+    "\\x{2115}\\x{2119}-\\x{211D}\\x{2124}\\x{2126}\\x{2128}\\x{212A}-\\x{212D}"
+    "\\x{212F}-\\x{2134}\\x{2139}\\x{213C}-\\x{213F}\\x{2145}-\\x{2149}\\x{214E}"
+    "\\x{2183}-\\x{2184}\\x{2C00}-\\x{2C7B}\\x{2C7E}-\\x{2CE4}\\x{2CEB}-\\x{2CEE}"
+    "\\x{2CF2}-\\x{2CF3}\\x{A640}-\\x{A66D}\\x{A680}-\\x{A69B}\\x{A722}-\\x{A76F}"
+    "\\x{A771}-\\x{A787}\\x{A78B}-\\x{A78E}\\x{AB70}-\\x{ABBF}\\x{FB00}-\\x{FB06}"
+    "\\x{FB13}-\\x{FB17}\\x{FF21}-\\x{FF3A}\\x{FF41}-\\x{FF5A}\\x{10400}-\\x{1044F}"
+    "\\x{104B0}-\\x{104D3}\\x{104D8}-\\x{104FB}\\x{10C80}-\\x{10CB2}"
+    "\\x{10CC0}-\\x{10CF2}\\x{118A0}-\\x{118DF}\\x{1E900}-\\x{1E943}"
+    "]+";
+constexpr const char* kDeepseekPunct =
+    "\\s?[!-/:-~\\x{FF01}-\\x{FF0F}\\x{FF1A}-\\x{FF5E}\\x{2018}-\\x{201F}\\x{3000}-\\x{3002}]+";
+constexpr const char* kDeepseekCjk = "[\\x{4E00}-\\x{9FA5}\\x{0800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+";
+
 pcre2_code* as_code(void* p) { return static_cast<pcre2_code*>(p); }
 
 }  // namespace
@@ -147,6 +176,15 @@ std::vector<std::string> pre_tokenizer_patterns(std::string_view pre) {
       pre == "smaug-bpe" || pre == "dbrx" || pre == "pixtral") {
     return {kLlama3Pattern};
   }
+  if (pre == "deepseek-llm") {
+    return {R"([\r\n])", kDeepseekLetters, kDeepseekPunct, R"(\s+$)", kDeepseekCjk, R"(\p{N}+)"};
+  }
+  if (pre == "deepseek-coder") {
+    return {R"([\r\n])", R"(\s?\p{L}+)", R"(\s?\p{P}+)", kDeepseekCjk, R"(\p{N})"};
+  }
+  if (pre == "falcon") {
+    return {R"([\p{P}\$\+<=>\^~\|`]+)", kGpt2NoTrailingPattern, "[0-9][0-9][0-9]"};
+  }
   if (pre == "qwen2" || pre == "deepseek-r1-qwen" || pre == "megrez") return {kQwen2Pattern};
   // "smollm" follows transformers' GGUF conversion (our conformance reference), which uses GPT-2's
   // pattern alone. llama.cpp splits digits first, which differs only where whitespace precedes a
@@ -158,6 +196,11 @@ std::vector<std::string> pre_tokenizer_patterns(std::string_view pre) {
     return {R"(\p{N})", kGpt2NoTrailingPattern};
   }
   return {kGpt2Pattern};
+}
+
+bool pre_tokenizer_ignores_merges(std::string_view pre) {
+  return pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe" || pre == "falcon3" ||
+         pre == "pixtral";
 }
 
 }  // namespace tf::tokenizer

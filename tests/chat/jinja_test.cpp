@@ -296,5 +296,19 @@ TEST(Jinja, UndefinedBehavesLikeJinja) {
   EXPECT_NE(r.error().message.find("'dict object' has no attribute 'a'"), std::string::npos);
 }
 
+TEST(Jinja, RefusesCyclesAndDeepNesting) {
+  auto r = render("{% set xs = [] %}{{ xs.append(xs) }}", Json::object());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("inside itself"), std::string::npos) << r.error().message;
+  r = render("{% set ns = namespace(x=1) %}{% set ns.x = ns %}", Json::object());
+  EXPECT_FALSE(r.ok());
+  r = render(
+      "{% set ns = namespace(x=[]) %}{% for i in range(1000) %}{% set ns.x = [ns.x] %}"
+      "{% endfor %}",
+      Json::object());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("nested deeper"), std::string::npos) << r.error().message;
+}
+
 }  // namespace
 }  // namespace tf::chat::jinja

@@ -4,12 +4,20 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <string>
+
+#include "tokenizer/tokenizer.h"
 
 namespace tf::tokenizer::testing {
 
 inline std::string shared_path(const std::string& rel) {
   return std::string(TF_SOURCE_DIR) + "/../shared/" + rel;
+}
+
+inline std::string fixture_path(const std::string& rel) {
+  return std::string(TF_SOURCE_DIR) + "/tests/fixtures/tokenizer/" + rel;
 }
 
 inline std::string smollm2_path() {
@@ -23,5 +31,21 @@ inline std::string smollm2_path() {
 }
 
 inline bool exists(const std::string& p) { return std::filesystem::exists(p); }
+
+// The tokenizer of ../shared/tokenizers/NAME, loaded once per test binary (the big ones take a
+// noticeable fraction of a second); null when the directory is missing.
+inline std::shared_ptr<Tokenizer> shared_hf_tokenizer(const std::string& name) {
+  static std::map<std::string, std::shared_ptr<Tokenizer>> cache;  // tests run on one thread
+  auto it = cache.find(name);
+  if (it != cache.end()) return it->second;
+  std::shared_ptr<Tokenizer> tok;
+  std::string dir = shared_path("tokenizers/" + name);
+  if (exists(dir + "/tokenizer.json")) {
+    auto t = Tokenizer::from_hf_dir(dir);
+    if (t.ok()) tok = *t;
+  }
+  cache[name] = tok;
+  return tok;
+}
 
 }  // namespace tf::tokenizer::testing

@@ -1,7 +1,8 @@
-// llama.cpp's tokenizer test vectors (../shared/tokenizers/vocab-tests): GGUF vocabularies, and
-// the qwen2 / llama-bpe cases against the Qwen3 and Llama 3 tokenizer.json files.
+// llama.cpp's tokenizer test vectors (../shared/tokenizers/vocab-tests): every NAME.gguf.inp/.out
+// pair runs against ggml-vocab-NAME.gguf, or against the tokenizer.json that holds the same vocab.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -40,50 +41,103 @@ std::vector<std::pair<std::string, std::vector<TokenId>>> read_cases(const std::
   return cases;
 }
 
-void check(const Tokenizer& tok, const std::string& base) {
+std::string show(const std::vector<TokenId>& ids) {
+  std::string s;
+  for (TokenId id : ids) s += " " + std::to_string(id);
+  return s;
+}
+
+void check(const Tokenizer& tok, const std::string& name, const std::string& source) {
+  std::string base = testing::shared_path("tokenizers/vocab-tests/ggml-vocab-" + name + ".gguf");
   auto cases = read_cases(base);
   ASSERT_FALSE(cases.empty()) << base;
-  int bad = 0;
+  int pass = 0, bad = 0;
   for (const auto& [text, want] : cases) {
+    // test-tokenizer-0 calls common_tokenize(ctx, text, add_special=false, parse_special=false).
     auto got = tok.encode(text, false, false);
-    if (got != want && ++bad <= 3) {
-      ADD_FAILURE() << base << ": mismatch for [" << text << "]";
+    if (got == want) {
+      ++pass;
+    } else if (++bad <= 3) {
+      ADD_FAILURE() << name << ": mismatch for [" << text << "]\n  want" << show(want)
+                    << "\n  got " << show(got);
     }
   }
-  EXPECT_EQ(bad, 0) << bad << " of " << cases.size() << " cases differ in " << base;
+  std::printf("[ vocab    ] %-18s %2d/%2zu cases pass (%s)\n", name.c_str(), pass, cases.size(),
+              source.c_str());
+  EXPECT_EQ(bad, 0) << bad << " of " << cases.size() << " cases differ for " << name;
 }
 
-class GgufVocabTest : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(GgufVocabTest, MatchesLlamaCpp) {
-  std::string base =
-      testing::shared_path("tokenizers/vocab-tests/ggml-vocab-" + GetParam() + ".gguf");
-  if (!testing::exists(base)) GTEST_SKIP() << "missing " << base;
-  auto g = checkpoint::GgufFile::open(base);
-  ASSERT_TRUE(g.ok()) << g.error().message;
-  auto t = Tokenizer::from_gguf(**g);
-  ASSERT_TRUE(t.ok()) << t.error().message;
-  check(**t, base);
+// Vectors whose GGUF is not in ../shared but whose vocabulary a shared tokenizer.json holds:
+// Qwen2.5 (and the DeepSeek-R1 Qwen distills) share Qwen3's byte-level BPE vocabulary and merges.
+std::string json_source(const std::string& name) {
+  if (name == "qwen2" || name == "deepseek-r1-qwen") return "qwen3";
+  if (name == "llama-bpe") return "llama3";
+  return {};
 }
 
-INSTANTIATE_TEST_SUITE_P(Vocabs, GgufVocabTest,
-                         ::testing::Values("llama-spm", "gpt-2", "starcoder", "refact"));
-
-class JsonVocabTest : public ::testing::TestWithParam<std::pair<std::string, std::string>> {};
-
-TEST_P(JsonVocabTest, MatchesLlamaCpp) {
-  auto [vectors, dir] = GetParam();
-  std::string base = testing::shared_path("tokenizers/vocab-tests/ggml-vocab-" + vectors + ".gguf");
-  std::string path = testing::shared_path("tokenizers/" + dir);
-  if (!testing::exists(path + "/tokenizer.json")) GTEST_SKIP() << "missing " << path;
-  auto t = Tokenizer::from_hf_dir(path);
-  ASSERT_TRUE(t.ok()) << t.error().message;
-  check(**t, base);
+std::vector<std::string> vector_names() {
+  std::vector<std::string> names;
+  std::string dir = testing::shared_path("tokenizers/vocab-tests");
+  if (!testing::exists(dir)) return {"(missing)"};
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::string f = e.path().filename().string();
+    const std::string prefix = "ggml-vocab-", suffix = ".gguf.inp";
+    if (f.rfind(prefix, 0) == 0 && f.size() > prefix.size() + suffix.size() &&
+        f.compare(f.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      names.push_back(f.substr(prefix.size(), f.size() - prefix.size() - suffix.size()));
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
-INSTANTIATE_TEST_SUITE_P(Vocabs, JsonVocabTest,
-                         ::testing::Values(std::make_pair("qwen2", "qwen3"),
-                                           std::make_pair("llama-bpe", "llama3")));
+class VocabVectorsTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(VocabVectorsTest, MatchesLlamaCpp) {
+  const std::string& name = GetParam();
+  if (name == "(missing)") GTEST_SKIP() << "missing ../shared/tokenizers/vocab-tests";
+  std::string gguf = testing::shared_path("tokenizers/vocab-tests/ggml-vocab-" + name + ".gguf");
+  if (testing::exists(gguf)) {
+    auto g = checkpoint::GgufFile::open(gguf);
+    ASSERT_TRUE(g.ok()) << g.error().message;
+    auto t = Tokenizer::from_gguf(**g);
+    ASSERT_TRUE(t.ok()) << t.error().message;
+    check(**t, name, "ggml-vocab-" + name + ".gguf");
+    return;
+  }
+  if (std::string json = json_source(name); !json.empty()) {
+    auto t = testing::shared_hf_tokenizer(json);
+    if (!t) GTEST_SKIP() << "missing ../shared/tokenizers/" << json << "/tokenizer.json";
+    check(*t, name, json + "/tokenizer.json");
+    return;
+  }
+  std::printf("[ vocab    ] %-18s not applicable: no ggml-vocab-%s.gguf and no tokenizer.json "
+              "with its vocabulary in ../shared\n",
+              name.c_str(), name.c_str());
+  GTEST_SKIP() << name << ": not applicable, no GGUF or tokenizer.json with this vocabulary";
+}
+
+INSTANTIATE_TEST_SUITE_P(Vocabs, VocabVectorsTest, ::testing::ValuesIn(vector_names()),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           for (char& c : s) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return s;
+                         });
+
+// GGUF vocabularies without test vectors must still load.
+TEST(GgufVocabLoad, VocabsWithoutVectorsLoad) {
+  for (std::string name : {"baichuan", "gpt-neox"}) {
+    std::string gguf = testing::shared_path("tokenizers/vocab-tests/ggml-vocab-" + name + ".gguf");
+    if (!testing::exists(gguf)) continue;
+    auto g = checkpoint::GgufFile::open(gguf);
+    ASSERT_TRUE(g.ok()) << g.error().message;
+    auto t = Tokenizer::from_gguf(**g);
+    ASSERT_TRUE(t.ok()) << name << ": " << t.error().message;
+    EXPECT_EQ((*t)->decode((*t)->encode("Hello world", false)), "Hello world") << name;
+  }
+}
 
 }  // namespace
 }  // namespace tf::tokenizer

@@ -30,6 +30,24 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
   }
 }
 
+void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  for (int64_t i = 0; i < n; ++i) {
+    float g = gate[i];
+    float inner = kSqrt2OverPi * (g + 0.044715f * g * g * g);
+    out[i] = 0.5f * g * (1.0f + std::tanh(inner)) * up[i];
+  }
+}
+
+void add_bias(float* x, const float* bias, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < n; ++i) x[r * n + i] += bias[i];
+}
+
+void softcap_inplace(float* x, int64_t n, float cap) {
+  for (int64_t i = 0; i < n; ++i) x[i] = std::tanh(x[i] / cap) * cap;
+}
+
 void rope_row(float* x, int n_heads, int head_dim, int rope_dim, bool interleaved, const float* cos,
               const float* sin) {
   int half = rope_dim / 2;
@@ -46,7 +64,9 @@ void rope_row(float* x, int n_heads, int head_dim, int rope_dim, bool interleave
 }
 
 void attention(const float* q, const PagedKv& kv, float* out, int64_t rows, int64_t pos0,
-               int n_heads, int n_kv_heads, int head_dim, float scale, ThreadPool* pool) {
+               int n_heads, int n_kv_heads, int head_dim, const AttentionParams& params,
+               ThreadPool* pool) {
+  const float scale = params.scale;
   const int group = n_heads / n_kv_heads;
   const int64_t q_stride = static_cast<int64_t>(n_heads) * head_dim;
   const int64_t kv_stride = static_cast<int64_t>(n_kv_heads) * head_dim;
@@ -58,25 +78,27 @@ void attention(const float* q, const PagedKv& kv, float* out, int64_t rows, int6
       int kvh = h / group;
       const float* qv = q + r * q_stride + static_cast<int64_t>(h) * head_dim;
       int64_t n_pos = pos0 + r + 1;
+      int64_t first = params.window > 0 ? std::max<int64_t>(0, n_pos - params.window) : 0;
       float mx = -INFINITY;
-      for (int64_t p = 0; p < n_pos; ++p) {
+      for (int64_t p = first; p < n_pos; ++p) {
         const float* kr = kv.k_blocks[p / kv.block_size] + (p % kv.block_size) * kv_stride +
                           static_cast<int64_t>(kvh) * head_dim;
         float s = 0.0f;
         for (int d = 0; d < head_dim; ++d) s += qv[d] * kr[d];
         s *= scale;
+        if (params.softcap > 0) s = std::tanh(s / params.softcap) * params.softcap;
         scores[p] = s;
         mx = std::max(mx, s);
       }
       float sum = 0.0f;
-      for (int64_t p = 0; p < n_pos; ++p) {
+      for (int64_t p = first; p < n_pos; ++p) {
         scores[p] = std::exp(scores[p] - mx);
         sum += scores[p];
       }
       float inv = 1.0f / sum;
       float* o = out + r * q_stride + static_cast<int64_t>(h) * head_dim;
       std::fill(o, o + head_dim, 0.0f);
-      for (int64_t p = 0; p < n_pos; ++p) {
+      for (int64_t p = first; p < n_pos; ++p) {
         const float* vv = kv.v_blocks[p / kv.block_size] + (p % kv.block_size) * kv_stride +
                           static_cast<int64_t>(kvh) * head_dim;
         float w = scores[p] * inv;

@@ -17,6 +17,15 @@ void add_inplace(float* x, const float* y, int64_t n);
 // out = silu(gate) * up, n elements.
 void silu_mul(const float* gate, const float* up, float* out, int64_t n);
 
+// out = gelu_tanh(gate) * up, n elements (transformers' gelu_pytorch_tanh; Gemma's GeGLU).
+void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n);
+
+// x[r] += bias, for `rows` rows of n.
+void add_bias(float* x, const float* bias, int64_t rows, int64_t n);
+
+// x = cap * tanh(x / cap), n elements (Gemma's logit soft-capping).
+void softcap_inplace(float* x, int64_t n, float cap);
+
 // Rotates the first rope_dim dims of each of n_heads heads (head_dim apart) of one row.
 // interleaved: pairs (2i, 2i+1); otherwise NeoX halves (i, i + rope_dim/2).
 // cos/sin hold rope_dim/2 values for this row's position.
@@ -33,7 +42,18 @@ struct PagedKv {
   const float* const* v_blocks;
   int block_size;
 };
+struct AttentionParams {
+  float scale = 1.0f;    // applied to q.k
+  int window = 0;        // > 0: query at p sees only positions (p - window, p]
+  float softcap = 0.0f;  // > 0: scores become softcap * tanh(score / softcap) before softmax
+};
 void attention(const float* q, const PagedKv& kv, float* out, int64_t rows, int64_t pos0,
-               int n_heads, int n_kv_heads, int head_dim, float scale, ThreadPool* pool);
+               int n_heads, int n_kv_heads, int head_dim, const AttentionParams& params,
+               ThreadPool* pool);
+inline void attention(const float* q, const PagedKv& kv, float* out, int64_t rows, int64_t pos0,
+                      int n_heads, int n_kv_heads, int head_dim, float scale, ThreadPool* pool) {
+  attention(q, kv, out, rows, pos0, n_heads, n_kv_heads, head_dim, AttentionParams{scale, 0, 0},
+            pool);
+}
 
 }  // namespace tf::backend::cpu

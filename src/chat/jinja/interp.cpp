@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace tf::chat::jinja {
 
 const Value* Frame::find(const std::string& name) const {
@@ -59,6 +61,38 @@ void Interp::check_size(size_t bytes) const {
   if (bytes > limits_.max_output_bytes) {
     throw JinjaError(
         fmt::format("template output exceeded the limit of {} bytes", limits_.max_output_bytes));
+  }
+}
+
+void Interp::check_insert(const Value& container, const Value& item) {
+  if (value_depth(item) + 1 > limits_.max_value_depth) {
+    throw JinjaError(fmt::format("values nested deeper than {}", limits_.max_value_depth));
+  }
+  if (item.is_callable() && item.as_callable().bound_method) {
+    throw JinjaError("cannot store a bound method in a container");
+  }
+  if (!item.is_list() && !item.is_dict()) return;
+  const void* target = container.identity();
+  std::vector<const Value*> stack = {&item};
+  std::vector<const void*> seen;
+  while (!stack.empty()) {
+    const Value* v = stack.back();
+    stack.pop_back();
+    step();
+    if (v->identity() == target) throw JinjaError("cannot put a container inside itself");
+    if (std::find(seen.begin(), seen.end(), v->identity()) != seen.end()) continue;
+    seen.push_back(v->identity());
+    auto visit = [&](const Value& x) {
+      if (x.is_list() || x.is_dict()) stack.push_back(&x);
+      if (x.is_callable() && x.as_callable().bound_method) {
+        throw JinjaError("cannot store a bound method in a container");
+      }
+    };
+    if (v->is_list()) {
+      for (const auto& x : v->as_list().items) visit(x);
+    } else {
+      for (const auto& [k, x] : v->as_dict().items) visit(x);
+    }
   }
 }
 
@@ -185,6 +219,7 @@ void Interp::exec_set(const Stmt& s) {
   if (!ns || !ns->is_dict() || !ns->as_dict().is_namespace) {
     throw JinjaError("cannot assign attribute on non-namespace object");
   }
+  check_insert(*ns, v);
   ns->as_dict().set(Value(s.attr), std::move(v));
 }
 
@@ -248,7 +283,8 @@ Value Interp::make_macro(const Stmt& s, const std::string& name, const Body& bod
                          const std::vector<MacroParam>& params) {
   auto c = std::make_shared<Callable>();
   c->name = name;
-  Scope closure = scope_;  // frames are shared, so later top-level sets stay visible, as in Jinja
+  // Frames are shared, so later top-level sets stay visible, as in Jinja.
+  WeakScope closure(scope_.begin(), scope_.end());
   const Stmt* where = &s;
   c->fn = [this, closure, where, &body, &params](CallArgs& a) -> Value {
     if (++depth_ > limits_.max_call_depth) {
@@ -256,7 +292,10 @@ Value Interp::make_macro(const Stmt& s, const std::string& name, const Body& bod
       throw JinjaError(fmt::format("macro calls nested deeper than {}", limits_.max_call_depth));
     }
     auto frame = std::make_shared<Frame>();
-    Scope inner = closure;
+    Scope inner;
+    for (const auto& w : closure) {
+      if (auto f = w.lock()) inner.push_back(std::move(f));
+    }
     inner.push_back(frame);
     Restore<Scope> r(&scope_, std::move(inner));
     std::vector<Value> varargs;
@@ -337,7 +376,12 @@ Value Interp::eval_inner(const Expr& e) {
     case Expr::Kind::kList:
     case Expr::Kind::kTuple: {
       std::vector<Value> items;
-      for (const auto& i : e.items) items.push_back(eval(*i));
+      for (const auto& i : e.items) {
+        items.push_back(eval(*i));
+        if (value_depth(items.back()) + 1 > limits_.max_value_depth) {
+          throw JinjaError(fmt::format("values nested deeper than {}", limits_.max_value_depth));
+        }
+      }
       return e.kind == Expr::Kind::kList ? Value::list(std::move(items))
                                          : Value::tuple(std::move(items));
     }
@@ -345,7 +389,9 @@ Value Interp::eval_inner(const Expr& e) {
       Value d = Value::dict();
       for (size_t i = 0; i + 1 < e.items.size(); i += 2) {
         Value k = eval(*e.items[i]);
-        d.as_dict().set(std::move(k), eval(*e.items[i + 1]));
+        Value v = eval(*e.items[i + 1]);
+        check_insert(d, v);
+        d.as_dict().set(std::move(k), std::move(v));
       }
       return d;
     }

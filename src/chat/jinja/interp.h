@@ -19,6 +19,7 @@ struct Limits {
   uint64_t max_steps = 50'000'000;      // expression evaluations + statements + loop iterations
   size_t max_output_bytes = 64u << 20;  // also bounds any single string or list built on the way
   int max_call_depth = 256;             // macro recursion
+  uint32_t max_value_depth = 256;       // nesting of lists and dicts
 };
 
 struct Frame {
@@ -27,6 +28,9 @@ struct Frame {
   void set(const std::string& name, Value v);
 };
 using Scope = std::vector<std::shared_ptr<Frame>>;
+// Macros hold their defining scope weakly: a frame holding a macro that held the frame strongly
+// would be a reference cycle, leaked after every render.
+using WeakScope = std::vector<std::weak_ptr<Frame>>;
 
 class Interp {
  public:
@@ -39,6 +43,9 @@ class Interp {
   // Used by builtins.
   void step();
   void check_size(size_t bytes) const;
+  // Refuses to put `item` into `container` when that would nest too deeply or make a cycle
+  // (a cycle would leak and make printing recurse forever). Call before every mutation.
+  void check_insert(const Value& container, const Value& item);
   Value call(const Value& callee, CallArgs& args);
   Value filter(const std::string& name, Value input, CallArgs& args);
   bool test(const std::string& name, const Value& v, CallArgs& args);

@@ -19,6 +19,7 @@ Value bound(const std::string& name, std::function<Value(CallArgs&)> fn) {
   auto c = std::make_shared<Callable>();
   c->name = name;
   c->fn = std::move(fn);
+  c->bound_method = true;
   return Value(std::move(c));
 }
 
@@ -177,6 +178,8 @@ Value list_method(Interp& in, const Value& self, const std::string& name) {
     return bound(name, [&in, l, keep](CallArgs& a) {
       if (a.args.size() != 1) throw JinjaError("append() takes exactly one argument");
       in.check_size(l->items.size() + 1);
+      in.check_insert(keep, a.args[0]);
+      l->depth = std::max(l->depth, value_depth(a.args[0]) + 1);
       l->items.push_back(a.args[0]);
       return Value(nullptr);
     });
@@ -184,14 +187,20 @@ Value list_method(Interp& in, const Value& self, const std::string& name) {
   if (name == "extend" && !l->is_tuple) {
     return bound(name, [&in, l, keep](CallArgs& a) {
       if (a.args.size() != 1) throw JinjaError("extend() takes exactly one argument");
-      for (auto& v : iterate(a.args[0])) l->items.push_back(std::move(v));
+      for (auto& v : iterate(a.args[0])) {
+        in.check_insert(keep, v);
+        l->depth = std::max(l->depth, value_depth(v) + 1);
+        l->items.push_back(std::move(v));
+      }
       in.check_size(l->items.size());
       return Value(nullptr);
     });
   }
   if (name == "insert" && !l->is_tuple) {
-    return bound(name, [l, keep](CallArgs& a) {
+    return bound(name, [&in, l, keep](CallArgs& a) {
       if (a.args.size() != 2) throw JinjaError("insert expected 2 arguments");
+      in.check_insert(keep, a.args[1]);
+      l->depth = std::max(l->depth, value_depth(a.args[1]) + 1);
       auto n = static_cast<int64_t>(l->items.size());
       int64_t i = int_arg(a.args[0], 0);
       if (i < 0) i = std::max<int64_t>(0, i + n);
@@ -239,7 +248,7 @@ Value list_method(Interp& in, const Value& self, const std::string& name) {
   return Value::undefined("");
 }
 
-Value dict_method(const Value& self, const std::string& name) {
+Value dict_method(Interp& in, const Value& self, const std::string& name) {
   Dict* d = &self.as_dict();
   Value keep = self;
   const Value none(nullptr);
@@ -274,22 +283,29 @@ Value dict_method(const Value& self, const std::string& name) {
     });
   }
   if (name == "setdefault") {
-    return bound(name, [d, keep, none](CallArgs& a) {
+    return bound(name, [&in, d, keep, none](CallArgs& a) {
       if (a.args.empty()) throw JinjaError("setdefault expected at least 1 argument");
       if (const Value* v = d->find(a.args[0])) return *v;
       Value def = arg(a, 1, "default", none);
+      in.check_insert(keep, def);
       d->set(a.args[0], def);
       return def;
     });
   }
   if (name == "update") {
-    return bound(name, [d, keep](CallArgs& a) {
+    return bound(name, [&in, d, keep](CallArgs& a) {
       if (!a.args.empty()) {
         if (!a.args[0].is_dict()) throw JinjaError("update() argument must be a dict");
         auto items = a.args[0].as_dict().items;  // copy: the argument may be `d` itself
-        for (auto& [k, v] : items) d->set(k, v);
+        for (auto& [k, v] : items) {
+          in.check_insert(keep, v);
+          d->set(k, v);
+        }
       }
-      for (auto& [k, v] : a.kwargs) d->set(Value(k), v);
+      for (auto& [k, v] : a.kwargs) {
+        in.check_insert(keep, v);
+        d->set(Value(k), v);
+      }
       return Value(nullptr);
     });
   }
@@ -324,7 +340,7 @@ bool has_arg(const CallArgs& a, size_t i, const char* name) {
 Value get_method(Interp& in, const Value& obj, const std::string& name) {
   if (obj.is_string()) return string_method(in, obj.as_string(), name);
   if (obj.is_list()) return list_method(in, obj, name);
-  if (obj.is_dict() && !obj.as_dict().is_namespace) return dict_method(obj, name);
+  if (obj.is_dict() && !obj.as_dict().is_namespace) return dict_method(in, obj, name);
   return Value::undefined("");
 }
 

@@ -1,20 +1,29 @@
 // Python semantics of Value: truthiness, str()/repr() (incl. float repr), equality and ordering.
 #include "chat/jinja/value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 
 namespace tf::chat::jinja {
 
+uint32_t value_depth(const Value& v) {
+  if (v.is_list()) return v.as_list().depth;
+  if (v.is_dict()) return v.as_dict().depth;
+  return 0;
+}
+
 Value Value::list(std::vector<Value> items) {
   auto l = std::make_shared<List>();
+  for (const auto& i : items) l->depth = std::max(l->depth, value_depth(i) + 1);
   l->items = std::move(items);
   return Value(std::move(l));
 }
 
 Value Value::tuple(std::vector<Value> items) {
   auto l = std::make_shared<List>();
+  for (const auto& i : items) l->depth = std::max(l->depth, value_depth(i) + 1);
   l->items = std::move(items);
   l->is_tuple = true;
   return Value(std::move(l));
@@ -51,7 +60,9 @@ Value value_from_json(const Json& j) {
     case nlohmann::json::value_t::object: {
       Value d = Value::dict();
       for (auto it = j.begin(); it != j.end(); ++it) {
-        d.as_dict().items.emplace_back(Value(it.key()), value_from_json(it.value()));
+        Value v = value_from_json(it.value());
+        d.as_dict().depth = std::max(d.as_dict().depth, value_depth(v) + 1);
+        d.as_dict().items.emplace_back(Value(it.key()), std::move(v));
       }
       return d;
     }
@@ -267,6 +278,7 @@ const Value* Dict::find(std::string_view key) const {
 }
 
 void Dict::set(Value key, Value value) {
+  depth = std::max(depth, value_depth(value) + 1);
   for (auto& [k, v] : items) {
     if (values_equal(k, key)) {
       v = std::move(value);

@@ -113,15 +113,19 @@ class Value {
       v_;
 };
 
+// Containers record their nesting depth so that deep nesting is refused before recursive
+// printing or destruction could exhaust the stack (see Interp::check_insert).
 struct List {
   std::vector<Value> items;
   bool is_tuple = false;
+  uint32_t depth = 1;
 };
 
 // Insertion-ordered like a Python dict; chat-template dicts are small, so lookup is a linear scan.
 struct Dict {
   std::vector<std::pair<Value, Value>> items;
   bool is_namespace = false;  // made by namespace(): allows `{% set ns.attr = ... %}`
+  uint32_t depth = 1;
 
   const Value* find(const Value& key) const;
   const Value* find(std::string_view key) const;
@@ -132,8 +136,11 @@ struct Dict {
 struct Callable {
   std::string name;
   std::function<Value(CallArgs&)> fn;
+  bool bound_method = false;  // holds its object strongly, so it must not be stored inside it
 };
 
+// 0 for scalars, else the container's recorded nesting depth.
+uint32_t value_depth(const Value& v);
 bool values_equal(const Value& a, const Value& b);
 // Python's <, for sorting and comparisons; throws JinjaError on unorderable types.
 bool value_less(const Value& a, const Value& b);

@@ -1,0 +1,50 @@
+// ApiError constructors and envelopes.
+#include "api/api_error.h"
+
+namespace tf::api {
+
+ApiError invalid_param(std::string param, std::string message) {
+  return {400, "invalid_request_error", std::move(message), std::move(param), std::nullopt};
+}
+
+ApiError bad_request(std::string message, std::optional<std::string> code) {
+  return {400, "invalid_request_error", std::move(message), std::nullopt, std::move(code)};
+}
+
+ApiError not_found(std::string message, std::optional<std::string> code) {
+  return {404, "invalid_request_error", std::move(message), std::nullopt, std::move(code)};
+}
+
+ApiError unauthorized(std::string message) {
+  return {401, "authentication_error", std::move(message), std::nullopt, "invalid_api_key"};
+}
+
+ApiError from_engine_error(const Error& e) {
+  switch (e.code) {
+    case ErrorCode::kInvalidArgument:
+      return bad_request(e.message);
+    case ErrorCode::kResourceExhausted:
+      return {503, "server_error", e.message, std::nullopt, "overloaded"};
+    default:
+      return {500, "server_error", e.message, std::nullopt, std::nullopt};
+  }
+}
+
+nlohmann::json openai_error_body(const ApiError& e) {
+  nlohmann::json err = {{"message", e.message}, {"type", e.type}};
+  err["param"] = e.param ? nlohmann::json(*e.param) : nlohmann::json(nullptr);
+  err["code"] = e.code ? nlohmann::json(*e.code) : nlohmann::json(nullptr);
+  return {{"error", err}};
+}
+
+nlohmann::json anthropic_error_body(const ApiError& e) {
+  std::string type = e.status == 401   ? "authentication_error"
+                     : e.status == 404 ? "not_found_error"
+                     : e.status == 413 ? "request_too_large"
+                     : e.status == 503 ? "overloaded_error"
+                     : e.status >= 500 ? "api_error"
+                                       : "invalid_request_error";
+  return {{"type", "error"}, {"error", {{"type", type}, {"message", e.message}}}};
+}
+
+}  // namespace tf::api

@@ -1,0 +1,36 @@
+// ApiError: an error as the HTTP APIs report it (status, type, message, the offending param), and
+// its rendering in OpenAI's and Anthropic's error envelopes.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/result.h"
+
+namespace tf::api {
+
+struct ApiError {
+  int status = 500;
+  std::string type = "server_error";  // OpenAI: invalid_request_error, authentication_error, ...
+  std::string message;
+  std::optional<std::string> param;
+  std::optional<std::string> code;    // e.g. context_length_exceeded, model_not_found
+};
+
+template <typename T>
+using ApiResult = Result<T, ApiError>;
+
+ApiError invalid_param(std::string param, std::string message);
+ApiError bad_request(std::string message, std::optional<std::string> code = std::nullopt);
+ApiError not_found(std::string message, std::optional<std::string> code = std::nullopt);
+ApiError unauthorized(std::string message);
+ApiError from_engine_error(const Error& e);
+
+// {"error": {"message", "type", "param", "code"}}
+nlohmann::json openai_error_body(const ApiError& e);
+// {"type": "error", "error": {"type", "message"}}
+nlohmann::json anthropic_error_body(const ApiError& e);
+
+}  // namespace tf::api

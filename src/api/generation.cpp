@@ -1,0 +1,96 @@
+// run_generation: the event loop between the engine's channel and an API encoder.
+#include "api/generation.h"
+
+#include <chrono>
+
+#include "api/text_filters.h"
+
+namespace tf::api {
+
+Outcome run_generation(engine::EngineClient& engine, const tokenizer::Tokenizer& tok,
+                       engine::Request request, const GenerationOptions& options,
+                       Responder& responder, const std::function<bool(const Delta&)>& on_delta) {
+  Outcome out;
+  const engine::RequestId id = request.id;
+  const std::vector<int32_t> prompt = request.prompt;
+  auto ch = engine.submit(std::move(request));
+  if (!ch) {
+    out.error = from_engine_error(ch.error());
+    return out;
+  }
+  tokenizer::IncrementalDetokenizer detok(tok);
+  for (int32_t t : prompt) detok.push(t);  // the reply's text continues the prompt's
+  StopMatcher stops(options.stop);
+  ReasoningSplitter reasoning("<think>", "</think>", options.start_in_reasoning);
+  bool cancelled = false;
+
+  // Text flows detokenizer -> stop strings -> reasoning split, so a stop string inside the
+  // reasoning also ends generation, as in vLLM.
+  auto emit = [&](std::string text, std::vector<TokenLogprobInfo> lps, bool final) {
+    Delta d;
+    std::string visible = stops.push(text);
+    if (final) visible += stops.flush();
+    if (options.split_reasoning) {
+      auto split = reasoning.push(visible);
+      if (final) {
+        auto rest = reasoning.flush();
+        split.reasoning += rest.reasoning;
+        split.content += rest.content;
+      }
+      d.content = std::move(split.content);
+      d.reasoning = std::move(split.reasoning);
+    } else {
+      d.content = std::move(visible);
+    }
+    d.logprobs = std::move(lps);
+    if (!d.empty() && !on_delta(d)) cancelled = true;
+  };
+
+  for (;;) {
+    auto ev = (*ch)->pop_for(std::chrono::milliseconds(100));
+    if (!ev) {
+      if ((*ch)->finished()) break;
+      if (!cancelled && !responder.alive()) cancelled = true;
+      if (cancelled) engine.cancel(id);
+      continue;
+    }
+    if (auto* t = std::get_if<engine::Tokens>(&*ev)) {
+      if (cancelled || stops.stopped()) continue;  // draining after a cancel we asked for
+      for (size_t i = 0; i < t->ids.size(); ++i) {
+        const int32_t tid = t->ids[i];
+        std::vector<TokenLogprobInfo> lps;
+        if (options.logprobs && i < t->logprobs.size()) {
+          TokenLogprobInfo info{tok.token_bytes(tid), t->logprobs[i].logprob, {}};
+          if (i < t->top_logprobs.size()) {
+            for (const auto& alt : t->top_logprobs[i]) {
+              info.top.push_back({tok.token_bytes(alt.id), alt.logprob});
+            }
+          }
+          lps.push_back(std::move(info));
+        }
+        std::string text = tok.is_eog(tid) ? std::string() : detok.push(tid);
+        emit(std::move(text), std::move(lps), false);
+        if (stops.stopped()) {
+          engine.cancel(id);  // a stop string ends the reply: free the stream's KV now
+          break;
+        }
+      }
+      if (cancelled) engine.cancel(id);
+    } else if (auto* f = std::get_if<engine::Finished>(&*ev)) {
+      out.usage = f->usage;
+      if (stops.stopped()) {
+        out.finish_reason = "stop";
+      } else if (cancelled || f->reason == engine::FinishReason::kCancelled) {
+        out.finish_reason = "cancelled";
+      } else if (f->reason == engine::FinishReason::kError) {
+        out.error = from_engine_error(f->error.value_or(Error{ErrorCode::kInternal, "unknown error"}));
+      } else {
+        emit(detok.flush(), {}, true);
+        out.finish_reason = f->reason == engine::FinishReason::kLength ? "length" : "stop";
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace tf::api

@@ -1,0 +1,151 @@
+// POST /v1/completions: text or token-id prompts, encoded as text_completion objects or chunks.
+#include <fmt/format.h>
+
+#include "api/generation.h"
+#include "api/json_util.h"
+#include "api/service.h"
+
+namespace tf::api {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+// OpenAI's legacy logprobs object: parallel arrays plus text offsets.
+struct LegacyLogprobs {
+  json tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array(),
+       text_offset = json::array();
+  void add(const std::vector<TokenLogprobInfo>& lps, int64_t& offset) {
+    for (const auto& lp : lps) {
+      tokens.push_back(lp.token);
+      token_logprobs.push_back(lp.logprob);
+      json top = json::object();
+      for (const auto& t : lp.top) top[t.token] = t.logprob;
+      top_logprobs.push_back(top);
+      text_offset.push_back(offset);
+      offset += static_cast<int64_t>(lp.token.size());
+    }
+  }
+  json to_json() const {
+    return {{"tokens", tokens},
+            {"token_logprobs", token_logprobs},
+            {"top_logprobs", top_logprobs},
+            {"text_offset", text_offset}};
+  }
+};
+
+json usage_json(const engine::Usage& u) {
+  return {{"prompt_tokens", u.prompt_tokens},
+          {"completion_tokens", u.completion_tokens},
+          {"total_tokens", u.prompt_tokens + u.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
+}
+
+}  // namespace
+
+void Service::completions(std::string_view body, Responder& r) {
+  auto j = parse_body(body);
+  if (!j) return send_error(r, j.error());
+  auto req = parse_completion_request(*j);
+  if (!req) return send_error(r, req.error());
+  if (auto e = check_model(req->common.model)) return send_error(r, *e);
+
+  std::vector<int32_t> prompt;
+  std::string prompt_text;
+  if (!req->token_prompts.empty()) {
+    prompt = req->token_prompts[0];
+    for (int32_t t : prompt) {
+      if (t >= tok_->vocab_size()) {
+        return send_error(r, invalid_param("prompt", fmt::format("token id {} is outside the vocabulary", t)));
+      }
+    }
+    prompt_text = tok_->decode(prompt, false);
+  } else {
+    prompt_text = req->text_prompts[0];
+    prompt = tok_->encode(prompt_text, true, true);
+  }
+  const int top = req->logprobs.value_or(-1);
+  auto ereq = make_request(req->common, prompt, top);
+  if (!ereq) return send_error(r, ereq.error());
+
+  GenerationOptions gen;
+  gen.stop = req->common.stop;
+  gen.logprobs = req->logprobs.has_value();
+
+  const std::string id = new_id("cmpl");
+  const int64_t created = unix_now();
+  const std::string echo = req->echo ? prompt_text : std::string();
+  int64_t offset = static_cast<int64_t>(echo.size());
+  auto chunk = [&](std::string text, json logprobs, json finish) {
+    json c = {{"id", id},
+              {"object", "text_completion"},
+              {"created", created},
+              {"model", model_.id},
+              {"system_fingerprint", fingerprint_},
+              {"choices", json::array({{{"text", std::move(text)},
+                                        {"index", 0},
+                                        {"logprobs", std::move(logprobs)},
+                                        {"finish_reason", std::move(finish)}}})}};
+    if (req->common.include_usage) c["usage"] = nullptr;
+    return c;
+  };
+
+  if (req->common.stream) {
+    bool started = false;
+    auto start = [&] {
+      if (started) return true;
+      started = true;
+      if (!r.begin_stream()) return false;
+      return echo.empty() || r.send_event(dump(chunk(echo, nullptr, nullptr)));
+    };
+    Outcome out = run_generation(*engine_, *tok_, std::move(*ereq), gen, r, [&](const Delta& d) {
+      if (!start()) return false;
+      json lp = nullptr;
+      if (gen.logprobs) {
+        LegacyLogprobs l;
+        l.add(d.logprobs, offset);
+        lp = l.to_json();
+      }
+      return r.send_event(dump(chunk(d.content, lp, nullptr)));
+    });
+    if (out.error && !started) return send_error(r, *out.error);
+    if (out.finish_reason == "cancelled" || !start()) return;
+    if (out.error) {
+      r.send_event(dump(openai_error_body(*out.error)));
+    } else {
+      r.send_event(dump(chunk("", nullptr, out.finish_reason)));
+      if (req->common.include_usage) {
+        json u = chunk("", nullptr, nullptr);
+        u["choices"] = json::array();
+        u["usage"] = usage_json(out.usage);
+        r.send_event(dump(u));
+      }
+    }
+    r.send_event("[DONE]");
+    return;
+  }
+
+  std::string text = echo;
+  LegacyLogprobs lps;
+  Outcome out = run_generation(*engine_, *tok_, std::move(*ereq), gen, r, [&](const Delta& d) {
+    text += d.content;
+    lps.add(d.logprobs, offset);
+    return true;
+  });
+  if (out.error) return send_error(r, *out.error);
+  if (out.finish_reason == "cancelled") return;
+  json choice = {{"text", text},
+                 {"index", 0},
+                 {"logprobs", gen.logprobs ? lps.to_json() : json(nullptr)},
+                 {"finish_reason", out.finish_reason}};
+  r.send(200, "application/json",
+         dump({{"id", id},
+               {"object", "text_completion"},
+               {"created", created},
+               {"model", model_.id},
+               {"system_fingerprint", fingerprint_},
+               {"choices", json::array({choice})},
+               {"usage", usage_json(out.usage)}}));
+}
+
+}  // namespace tf::api

@@ -1,0 +1,177 @@
+// Service: body parsing, model checks, prompt building and the request plumbing shared by the
+// OpenAI endpoints; the response encoders live in openai_chat.cpp and openai_completions.cpp.
+#include "api/service.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+namespace tf::api {
+
+using json = nlohmann::ordered_json;
+
+Service::Service(std::shared_ptr<engine::EngineClient> engine,
+                 std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
+                 std::optional<chat::ChatTemplate> chat_template, ModelInfo model,
+                 Defaults defaults, uint64_t seed_salt)
+    : engine_(std::move(engine)),
+      tok_(std::move(tokenizer)),
+      template_(std::move(chat_template)),
+      model_(std::move(model)),
+      defaults_(defaults),
+      seed_salt_(seed_salt) {
+  fingerprint_ = fmt::format("tf-{:08x}", static_cast<uint32_t>(std::hash<std::string>{}(model_.id)));
+  // Reasoning is split only for vocabularies that have the tags as single tokens.
+  has_think_tokens_ = tok_->encode("<think>", false, true).size() == 1 &&
+                      tok_->encode("</think>", false, true).size() == 1;
+}
+
+void Service::send_error(Responder& r, const ApiError& e) {
+  r.send(e.status, "application/json",
+         openai_error_body(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+ApiResult<json> Service::parse_body(std::string_view body) const {
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return bad_request("the request body is not valid JSON");
+  }
+  if (!j.is_object()) return bad_request("the request body must be a JSON object");
+  return j;
+}
+
+std::optional<ApiError> Service::check_model(const std::string& name) const {
+  if (name.empty() || name == model_.id) return std::nullopt;
+  for (const auto& a : model_.aliases) {
+    if (name == a) return std::nullopt;
+  }
+  return not_found(fmt::format("The model '{}' does not exist; this server serves '{}'", name,
+                               model_.id),
+                   "model_not_found");
+}
+
+ApiResult<engine::Request> Service::make_request(const CommonFields& c,
+                                                 std::vector<int32_t> prompt, int logprobs) {
+  const int64_t ctx = engine_->context();
+  const int64_t n = static_cast<int64_t>(prompt.size());
+  if (n == 0) return invalid_param("prompt", "the prompt is empty");
+  if (n >= ctx) {
+    return ApiError{400, "invalid_request_error",
+                    fmt::format("This model's maximum context length is {} tokens. However, your "
+                                "prompt has {} tokens.",
+                                ctx, n),
+                    "messages", "context_length_exceeded"};
+  }
+  int64_t max_tokens = c.max_tokens ? *c.max_tokens
+                                    : (defaults_.max_tokens > 0 ? defaults_.max_tokens : ctx - n);
+  if (c.max_tokens && n + max_tokens > ctx) {
+    return ApiError{400, "invalid_request_error",
+                    fmt::format("This model's maximum context length is {} tokens. However, you "
+                                "requested {} tokens ({} in the prompt, {} for the completion).",
+                                ctx, n + max_tokens, n, max_tokens),
+                    "max_tokens", "context_length_exceeded"};
+  }
+  engine::Request req;
+  req.id = next_id_++;
+  req.prompt = std::move(prompt);
+  req.max_tokens = static_cast<int>(std::min<int64_t>(max_tokens, ctx - n));
+  req.ignore_eos = c.ignore_eos;
+  req.logprobs = logprobs;
+  const auto& s = c.sampling;
+  auto& p = req.sampling;
+  p.temperature = s.temperature.value_or(defaults_.temperature);
+  p.top_p = s.top_p.value_or(defaults_.top_p);
+  p.top_k = s.top_k.value_or(defaults_.top_k);
+  p.min_p = s.min_p.value_or(defaults_.min_p);
+  p.repetition_penalty = s.repetition_penalty.value_or(defaults_.repetition_penalty);
+  p.presence_penalty = s.presence_penalty.value_or(0.0f);
+  p.frequency_penalty = s.frequency_penalty.value_or(0.0f);
+  const int vocab = tok_->vocab_size();
+  for (const auto& [id, bias] : s.logit_bias) {
+    if (id >= vocab) {
+      return invalid_param("logit_bias", fmt::format("token id {} is outside the vocabulary", id));
+    }
+  }
+  p.logit_bias = s.logit_bias;
+  if (s.seed) req.seed = static_cast<uint64_t>(*s.seed);
+  return req;
+}
+
+ApiResult<std::string> Service::render_chat(const ChatRequest& req) const {
+  if (!template_) {
+    return bad_request("this model has no chat template; use /v1/completions");
+  }
+  chat::RenderOptions opt;
+  opt.tools = req.tools;
+  opt.add_generation_prompt = req.add_generation_prompt;
+  opt.kwargs = req.chat_template_kwargs;
+  auto text = template_->render(req.messages, opt);
+  if (!text) return bad_request("the chat template failed: " + text.error().message);
+  return *text;
+}
+
+std::string Service::new_id(std::string_view prefix) {
+  return fmt::format("{}-{:016x}", prefix, next_id_.fetch_add(1) * 0x9E3779B97F4A7C15ull);
+}
+
+void Service::models(Responder& r) const {
+  json data = json::array();
+  auto entry = [&](const std::string& id) {
+    return json{{"id", id}, {"object", "model"}, {"created", model_.created},
+                {"owned_by", "tensorfold"}, {"max_model_len", engine_->context()}};
+  };
+  data.push_back(entry(model_.id));
+  for (const auto& a : model_.aliases) data.push_back(entry(a));
+  r.send(200, "application/json", json{{"object", "list"}, {"data", data}}.dump());
+}
+
+void Service::health(Responder& r) const {
+  r.send(200, "application/json", R"({"status":"ok"})");
+}
+
+void Service::tokenize(std::string_view body, Responder& r) const {
+  auto j = parse_body(body);
+  if (!j) return send_error(r, j.error());
+  bool add_special = true;
+  std::string text;
+  if (auto it = j->find("add_special_tokens"); it != j->end()) {
+    if (!it->is_boolean()) return send_error(r, invalid_param("add_special_tokens", "'add_special_tokens' must be a boolean"));
+    add_special = it->get<bool>();
+  }
+  if (j->contains("messages")) {
+    auto req = parse_chat_request(*j);
+    if (!req) return send_error(r, req.error());
+    auto rendered = render_chat(*req);
+    if (!rendered) return send_error(r, rendered.error());
+    text = *rendered;
+    add_special = false;  // the template writes its own BOS
+  } else if (auto it = j->find("prompt"); it != j->end() && it->is_string()) {
+    text = it->get<std::string>();
+  } else {
+    return send_error(r, invalid_param("prompt", "'prompt' (a string) or 'messages' is required"));
+  }
+  auto ids = tok_->encode(text, add_special, true);
+  r.send(200, "application/json",
+         json{{"count", ids.size()}, {"max_model_len", engine_->context()}, {"tokens", ids}}.dump());
+}
+
+void Service::detokenize(std::string_view body, Responder& r) const {
+  auto j = parse_body(body);
+  if (!j) return send_error(r, j.error());
+  auto it = j->find("tokens");
+  if (it == j->end() || !it->is_array()) {
+    return send_error(r, invalid_param("tokens", "'tokens' must be an array of token ids"));
+  }
+  std::vector<int32_t> ids;
+  for (const auto& t : *it) {
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= tok_->vocab_size()) {
+      return send_error(r, invalid_param("tokens", "'tokens' must hold ids within the vocabulary"));
+    }
+    ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
+  }
+  r.send(200, "application/json",
+         json{{"prompt", tok_->decode(ids, false)}}.dump(-1, ' ', false,
+                                                         nlohmann::json::error_handler_t::replace));
+}
+
+}  // namespace tf::api

@@ -1,0 +1,76 @@
+// The OpenAI-compatible service: request handlers that turn HTTP bodies into engine requests and
+// engine events into OpenAI responses. Pure of sockets: the server passes bodies and a Responder.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api/api_error.h"
+#include "api/openai_request.h"
+#include "api/responder.h"
+#include "chat/chat_template.h"
+#include "engine/engine_client.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tf::api {
+
+struct ModelInfo {
+  std::string id;                    // the served name
+  std::vector<std::string> aliases;  // other names requests may use
+  int64_t created = 0;               // unix seconds
+};
+
+// Defaults applied when a request leaves a field unset (generation_config.json, then flags).
+struct Defaults {
+  float temperature = 1.0f;
+  float top_p = 1.0f;
+  int top_k = 0;
+  float min_p = 0.0f;
+  float repetition_penalty = 1.0f;
+  int max_tokens = 0;  // 0: up to the context limit
+};
+
+class Service {
+ public:
+  Service(std::shared_ptr<engine::EngineClient> engine,
+          std::shared_ptr<const tokenizer::Tokenizer> tokenizer,
+          std::optional<chat::ChatTemplate> chat_template, ModelInfo model, Defaults defaults,
+          uint64_t seed_salt);
+
+  void models(Responder& r) const;
+  void health(Responder& r) const;
+  void chat_completions(std::string_view body, Responder& r);
+  void completions(std::string_view body, Responder& r);
+  void tokenize(std::string_view body, Responder& r) const;
+  void detokenize(std::string_view body, Responder& r) const;
+
+  const ModelInfo& model() const { return model_; }
+  static void send_error(Responder& r, const ApiError& e);
+
+ private:
+  ApiResult<nlohmann::ordered_json> parse_body(std::string_view body) const;
+  std::optional<ApiError> check_model(const std::string& name) const;
+  // Builds the engine request common to both endpoints (sampling defaults, limits).
+  ApiResult<engine::Request> make_request(const CommonFields& c, std::vector<int32_t> prompt,
+                                          int logprobs);
+  ApiResult<std::string> render_chat(const ChatRequest& req) const;
+  std::string new_id(std::string_view prefix);
+
+  std::shared_ptr<engine::EngineClient> engine_;
+  std::shared_ptr<const tokenizer::Tokenizer> tok_;
+  std::optional<chat::ChatTemplate> template_;
+  ModelInfo model_;
+  Defaults defaults_;
+  uint64_t seed_salt_;
+  std::string fingerprint_;
+  bool has_think_tokens_ = false;
+  std::atomic<uint64_t> next_id_{1};
+};
+
+}  // namespace tf::api

@@ -1,0 +1,233 @@
+// Normalizer steps (see normalizers.h). Unicode data (forms, categories, case) comes from
+// utf8proc; text that is not valid UTF-8 passes the Unicode steps unchanged rather than failing.
+#include "tokenizer/normalizers.h"
+
+#include <utf8proc.h>
+
+#include <cstdlib>
+
+#include "tokenizer/utf8_util.h"
+
+namespace tf::tokenizer {
+namespace {
+
+std::string unicode_form(std::string_view s, int options) {
+  if (s.empty()) return {};
+  utf8proc_uint8_t* out = nullptr;
+  utf8proc_ssize_t n =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
+                   static_cast<utf8proc_ssize_t>(s.size()), &out,
+                   static_cast<utf8proc_option_t>(options | UTF8PROC_STABLE));
+  if (n < 0) return std::string(s);
+  std::string r(reinterpret_cast<const char*>(out), static_cast<size_t>(n));
+  std::free(out);
+  return r;
+}
+
+// Calls fn(code point) for each character; invalid bytes pass through as themselves via
+// raw(byte) so that hostile input survives unchanged.
+template <typename CharFn, typename RawFn>
+void for_each_char(std::string_view s, CharFn fn, RawFn raw) {
+  for (size_t pos = 0; pos < s.size();) {
+    utf8proc_int32_t cp = 0;
+    size_t n = utf8_char_length(s, pos);
+    if (n == 0) {
+      raw(s[pos]);
+      ++pos;
+      continue;
+    }
+    utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(s.data() + pos),
+                     static_cast<utf8proc_ssize_t>(n), &cp);
+    fn(static_cast<uint32_t>(cp));
+    pos += n;
+  }
+}
+
+// Rust's char::to_lowercase: the simple mapping, except U+0130 whose full lowercase is two chars.
+void append_lower(std::string& out, uint32_t cp) {
+  if (cp == 0x130) {
+    out.append("i\xCC\x87");
+    return;
+  }
+  append_utf8(out, static_cast<uint32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(cp))));
+}
+
+utf8proc_category_t category(uint32_t cp) {
+  return utf8proc_category(static_cast<utf8proc_int32_t>(cp));
+}
+
+bool is_other(uint32_t cp) {  // Cc, Cf, Cs, Co, Cn
+  auto c = category(cp);
+  return c == UTF8PROC_CATEGORY_CC || c == UTF8PROC_CATEGORY_CF || c == UTF8PROC_CATEGORY_CS ||
+         c == UTF8PROC_CATEGORY_CO || c == UTF8PROC_CATEGORY_CN;
+}
+
+// BertNormalizer decomposes first; the StripAccents normalizer only drops the marks.
+std::string strip_accents(std::string_view s, bool decompose) {
+  std::string nfd = decompose ? unicode_form(s, UTF8PROC_DECOMPOSE) : std::string(s), out;
+  out.reserve(nfd.size());
+  for_each_char(
+      nfd,
+      [&](uint32_t cp) {
+        if (category(cp) != UTF8PROC_CATEGORY_MN) append_utf8(out, cp);
+      },
+      [&](char c) { out.push_back(c); });
+  return out;
+}
+
+std::string lowercase(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for_each_char(s, [&](uint32_t cp) { append_lower(out, cp); }, [&](char c) { out.push_back(c); });
+  return out;
+}
+
+// HF BertNormalizer: drop NUL, U+FFFD and control characters, turn whitespace into spaces, pad
+// CJK ideographs with spaces; then strip accents and lowercase when asked.
+std::string bert_normalize(const NormalizerStep& n, std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 8);
+  for_each_char(
+      s,
+      [&](uint32_t cp) {
+        if (n.clean_text) {
+          bool tab_or_newline = cp == '\t' || cp == '\n' || cp == '\r';
+          if (!tab_or_newline && (cp == 0 || cp == 0xFFFD || is_other(cp))) return;
+          if (is_unicode_whitespace(cp)) cp = ' ';
+        }
+        if (n.handle_chinese_chars && is_chinese_char(cp)) {
+          out.push_back(' ');
+          append_utf8(out, cp);
+          out.push_back(' ');
+          return;
+        }
+        append_utf8(out, cp);
+      },
+      [&](char c) { out.push_back(c); });
+  if (n.strip_accents) out = strip_accents(out, true);
+  if (n.lowercase) out = lowercase(out);
+  return out;
+}
+
+size_t ws_prefix(std::string_view s) {
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t n = utf8_char_length(s, pos);
+    utf8proc_int32_t cp = 0;
+    if (n == 0) break;
+    utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(s.data() + pos),
+                     static_cast<utf8proc_ssize_t>(n), &cp);
+    if (!is_unicode_whitespace(static_cast<uint32_t>(cp))) break;
+    pos += n;
+  }
+  return pos;
+}
+
+size_t ws_suffix(std::string_view s) {
+  size_t end = s.size();
+  while (end > 0) {
+    size_t begin = end - 1;
+    while (begin > 0 && (static_cast<uint8_t>(s[begin]) & 0xC0) == 0x80) --begin;
+    if (utf8_char_length(s, begin) != end - begin) break;
+    utf8proc_int32_t cp = 0;
+    utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(s.data() + begin),
+                     static_cast<utf8proc_ssize_t>(end - begin), &cp);
+    if (!is_unicode_whitespace(static_cast<uint32_t>(cp))) break;
+    end = begin;
+  }
+  return s.size() - end;
+}
+
+}  // namespace
+
+void replace_all(std::string& s, std::string_view from, std::string_view to) {
+  if (from.empty()) return;
+  std::string out;
+  size_t pos = 0;
+  while (true) {
+    size_t hit = s.find(from, pos);
+    if (hit == std::string::npos) break;
+    out.append(s, pos, hit - pos).append(to);
+    pos = hit + from.size();
+  }
+  if (pos == 0) return;
+  out.append(s, pos, std::string::npos);
+  s = std::move(out);
+}
+
+bool is_chinese_char(uint32_t cp) {
+  return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) ||
+         (cp >= 0x20000 && cp <= 0x2A6DF) || (cp >= 0x2A700 && cp <= 0x2B73F) ||
+         (cp >= 0x2B740 && cp <= 0x2B81F) || (cp >= 0x2B920 && cp <= 0x2CEAF) ||
+         (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
+}
+
+bool is_unicode_whitespace(uint32_t cp) {
+  return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+         cp == 0x205F || cp == 0x3000;
+}
+
+bool is_bert_punctuation(uint32_t cp) {
+  if (cp < 0x80) {
+    return (cp >= 33 && cp <= 47) || (cp >= 58 && cp <= 64) || (cp >= 91 && cp <= 96) ||
+           (cp >= 123 && cp <= 126);
+  }
+  auto c = category(cp);
+  return c >= UTF8PROC_CATEGORY_PC && c <= UTF8PROC_CATEGORY_PO;
+}
+
+std::string normalize(const std::vector<NormalizerStep>& steps, std::string_view text) {
+  std::string s(text);
+  for (const auto& n : steps) {
+    switch (n.kind) {
+      case NormalizerStep::Kind::kNfc:
+        s = unicode_form(s, UTF8PROC_COMPOSE);
+        break;
+      case NormalizerStep::Kind::kNfd:
+        s = unicode_form(s, UTF8PROC_DECOMPOSE);
+        break;
+      case NormalizerStep::Kind::kNfkc:
+        s = unicode_form(s, UTF8PROC_COMPOSE | UTF8PROC_COMPAT);
+        break;
+      case NormalizerStep::Kind::kNfkd:
+        s = unicode_form(s, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT);
+        break;
+      case NormalizerStep::Kind::kPrepend:
+        if (!s.empty()) s.insert(0, n.content);
+        break;
+      case NormalizerStep::Kind::kReplace:
+        replace_all(s, n.pattern, n.content);
+        break;
+      case NormalizerStep::Kind::kReplaceRegex: {
+        std::string out;
+        size_t last = 0;
+        for (auto [b, e] : n.regex->find_all(s)) {
+          out.append(s, last, b - last).append(n.content);
+          last = e;
+        }
+        out.append(s, last, std::string::npos);
+        s = std::move(out);
+        break;
+      }
+      case NormalizerStep::Kind::kStrip: {
+        size_t b = n.left ? ws_prefix(s) : 0;
+        size_t e = n.right ? ws_suffix(std::string_view(s).substr(b)) : 0;
+        s = s.substr(b, s.size() - b - e);
+        break;
+      }
+      case NormalizerStep::Kind::kLowercase:
+        s = lowercase(s);
+        break;
+      case NormalizerStep::Kind::kStripAccents:
+        s = strip_accents(s, false);
+        break;
+      case NormalizerStep::Kind::kBert:
+        s = bert_normalize(n, s);
+        break;
+    }
+  }
+  return s;
+}
+
+}  // namespace tf::tokenizer

@@ -1,0 +1,39 @@
+// Pre-tokenizer steps: how HF tokenizers (and llama.cpp's presets) cut normalized text into the
+// words the model encodes. Whitespace, Punctuation, Digits, BertPreTokenizer and the like are
+// all regex splits with a behaviour; ByteLevel and Metaspace also rewrite the text.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tokenizer/pretokenize.h"
+
+namespace tf::tokenizer {
+
+struct PreTokenizerStep {
+  enum class Kind { kSplit, kByteLevel, kMetaspace } kind = Kind::kSplit;
+  std::shared_ptr<const Regex> regex;  // kSplit; kByteLevel when use_regex
+  SplitBehavior behavior = SplitBehavior::kIsolated;
+  bool invert = false;
+  bool add_prefix_space = false;             // kByteLevel
+  std::string replacement = "\xE2\x96\x81";  // kMetaspace
+  enum class Prepend { kAlways, kFirst, kNever } prepend = Prepend::kAlways;
+  bool split = true;  // kMetaspace
+};
+
+// A kSplit step for `pattern` (PCRE2 syntax).
+Result<PreTokenizerStep> split_step(std::string_view pattern, SplitBehavior behavior,
+                                    bool invert = false);
+
+// The words of `text`; at_start: `text` begins the input (Metaspace's "first" scheme).
+std::vector<std::string> pre_tokenize(const std::vector<PreTokenizerStep>& steps, std::string text,
+                                      bool at_start);
+
+// Patterns behind HF's fixed pre-tokenizers.
+inline constexpr const char* kWhitespacePattern = R"(\w+|[^\w\s]+)";  // kept, the rest removed
+inline constexpr const char* kWhitespaceSplitPattern = R"(\s+)";
+// Unicode punctuation plus ASCII punctuation (which includes symbols such as $ + < = > ^ ` | ~).
+inline constexpr const char* kPunctuationPattern = R"([\p{P}!-/:-@\[-`{-~])";
+
+}  // namespace tf::tokenizer

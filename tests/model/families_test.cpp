@@ -1,0 +1,240 @@
+// Every model family against transformers: the committed tiny fixtures (tools/make_fixtures.py)
+// hold transformers' float32 logits for 3 prompts and 16 greedy steps; the engine must match every
+// position within kTolerance and every greedy token exactly. Also: loading refuses bad checkpoints
+// by name, and chunked prefill through a scattered block table gives bit-identical logits.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "checkpoint/checkpoint.h"
+#include "model/model.h"
+
+namespace tf {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// f32 fixtures: transformers' f32 eager logits. bf16 fixtures: transformers' f32 compute over the
+// same bf16 weights (the engine widens bf16 weights and computes in f32), so the same bound holds.
+constexpr float kTolerance = 1e-3f;
+
+const char* const kFixtures[] = {"llama",   "llama31", "llama_linear", "llama_yarn",
+                                 "mistral", "qwen2",   "qwen3",        "qwen3_moe",
+                                 "gemma3",  "phi3",    "llama_bf16",   "qwen3_bf16"};
+
+fs::path fixtures_dir() { return fs::path(TF_SOURCE_DIR) / "tests" / "fixtures" / "models"; }
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+struct Reference {
+  json index;
+  std::vector<float> data;
+  const float* at(const json& entry) const { return data.data() + entry["offset"].get<size_t>(); }
+};
+
+Reference load_reference(const fs::path& dir) {
+  Reference r;
+  r.index = json::parse(read_text(dir / "reference.json"));
+  const std::string bin = read_text(dir / r.index["bin"].get<std::string>());
+  r.data.resize(bin.size() / sizeof(float));
+  std::memcpy(r.data.data(), bin.data(), r.data.size() * sizeof(float));
+  EXPECT_EQ(r.data.size(), r.index["bin_floats"].get<size_t>());
+  return r;
+}
+
+float max_abs_diff(const float* a, const float* b, size_t n) {
+  float m = 0.0f;
+  for (size_t i = 0; i < n; ++i) m = std::max(m, std::abs(a[i] - b[i]));
+  return m;
+}
+
+int32_t argmax(const float* x, int64_t n) {
+  return static_cast<int32_t>(std::max_element(x, x + n) - x);
+}
+
+std::unique_ptr<model::Model> load(const fs::path& dir,
+                                   std::shared_ptr<checkpoint::Checkpoint>* c) {
+  auto ckpt = checkpoint::Checkpoint::open(dir.string());
+  EXPECT_TRUE(ckpt.ok()) << ckpt.error().message;
+  if (!ckpt) return nullptr;
+  *c = *ckpt;
+  auto m = model::load_model(*ckpt, {2});
+  EXPECT_TRUE(m.ok()) << m.error().message;
+  return m ? std::move(*m) : nullptr;
+}
+
+TEST(Fixtures, DirectoryIsPresent) {
+  // The fixtures are committed; their absence is a broken checkout, not a reason to skip.
+  ASSERT_TRUE(fs::is_directory(fixtures_dir())) << fixtures_dir() << " is missing";
+  for (const char* name : kFixtures) {
+    EXPECT_TRUE(fs::exists(fixtures_dir() / name / "reference.json")) << name;
+  }
+}
+
+class FamilyFixture : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(FamilyFixture, MatchesTransformers) {
+  const fs::path dir = fixtures_dir() / GetParam();
+  ASSERT_TRUE(fs::exists(dir / "config.json")) << dir << " is missing";
+  std::shared_ptr<checkpoint::Checkpoint> ckpt;
+  auto m = load(dir, &ckpt);
+  ASSERT_TRUE(m);
+  const Reference ref = load_reference(dir);
+  const int64_t vocab = m->config().vocab_size;
+  float worst_prompt = 0.0f, worst_step = 0.0f;
+  for (const json& p : ref.index["prompts"]) {
+    const auto tokens = p["tokens"].get<std::vector<int32_t>>();
+    const auto greedy = p["greedy"].get<std::vector<int32_t>>();
+    const int64_t len = static_cast<int64_t>(tokens.size());
+    ASSERT_EQ(p["logits"]["shape"][0].get<int64_t>(), len);
+    ASSERT_EQ(p["logits"]["shape"][1].get<int64_t>(), vocab);
+    model::KvCache kv(m->config(), (len + 32) / model::KvCache::kDefaultBlockSize + 1);
+    std::vector<float> logits(len * vocab);
+    ASSERT_TRUE(m->forward(tokens, 0, kv, logits.data(), len).ok());
+    const float* want = ref.at(p["logits"]);
+    for (int64_t r = 0; r < len; ++r) {
+      float e = max_abs_diff(&logits[r * vocab], want + r * vocab, vocab);
+      worst_prompt = std::max(worst_prompt, e);
+      EXPECT_LE(e, kTolerance) << GetParam() << " prompt of " << len << ", position " << r;
+    }
+    // Greedy: each step's logits and token; the reference token is fed on, so one miss does not
+    // hide the steps after it.
+    const float* want_steps = ref.at(p["greedy_logits"]);
+    std::vector<float> step(logits.end() - vocab, logits.end());
+    for (size_t i = 0; i < greedy.size(); ++i) {
+      if (i > 0) {
+        const int32_t prev = greedy[i - 1];
+        ASSERT_TRUE(m->forward(std::span<const int32_t>(&prev, 1),
+                               len + static_cast<int64_t>(i) - 1, kv, step.data())
+                        .ok());
+      }
+      float e = max_abs_diff(step.data(), want_steps + i * vocab, vocab);
+      worst_step = std::max(worst_step, e);
+      EXPECT_LE(e, kTolerance) << GetParam() << " prompt of " << len << ", greedy step " << i;
+      EXPECT_EQ(argmax(step.data(), vocab), greedy[i])
+          << GetParam() << " prompt of " << len << ", greedy step " << i;
+    }
+  }
+  std::printf("[ fixture ] %-13s max-abs prompt %.3g, greedy steps %.3g (transformers %s)\n",
+              GetParam(), worst_prompt, worst_step,
+              ref.index["transformers"].get<std::string>().c_str());
+}
+
+// Chunked prefill through a scattered block table reproduces whole-prompt logits bit for bit
+// (sliding windows and MoE routing included).
+TEST_P(FamilyFixture, ChunkedPrefillIsExact) {
+  const fs::path dir = fixtures_dir() / GetParam();
+  std::shared_ptr<checkpoint::Checkpoint> ckpt;
+  auto m = load(dir, &ckpt);
+  ASSERT_TRUE(m);
+  const Reference ref = load_reference(dir);
+  const auto tokens = ref.index["prompts"].back()["tokens"].get<std::vector<int32_t>>();
+  const int64_t len = static_cast<int64_t>(tokens.size()), vocab = m->config().vocab_size;
+  const int64_t blocks = len / model::KvCache::kDefaultBlockSize + 1;
+  model::KvCache whole_kv(m->config(), blocks);
+  std::vector<float> whole(len * vocab);
+  ASSERT_TRUE(m->forward(tokens, 0, whole_kv, whole.data(), len).ok());
+
+  model::KvCache kv(m->config(), blocks + 2);
+  std::vector<int32_t> table;
+  for (int64_t b = 0; b < blocks; ++b) table.push_back(static_cast<int32_t>(blocks + 1 - b));
+  std::vector<float> chunked(len * vocab);
+  for (int64_t pos = 0; pos < len; pos += 7) {
+    const int64_t n = std::min<int64_t>(7, len - pos);
+    model::SeqChunk c{std::span<const int32_t>(tokens).subspan(pos, n), pos, table, n};
+    ASSERT_TRUE(
+        m->forward(std::span<const model::SeqChunk>(&c, 1), kv, &chunked[pos * vocab]).ok());
+  }
+  EXPECT_EQ(max_abs_diff(whole.data(), chunked.data(), whole.size()), 0.0f) << GetParam();
+}
+
+INSTANTIATE_TEST_SUITE_P(All, FamilyFixture, ::testing::ValuesIn(kFixtures),
+                         [](const auto& info) { return std::string(info.param); });
+
+// A copy of a fixture with its config edited, for the refusal tests.
+fs::path edited_copy(const std::string& name, const std::function<void(json&)>& edit) {
+  const fs::path src = fixtures_dir() / name;
+  const fs::path dst =
+      fs::temp_directory_path() /
+      ("tf_family_" + name + "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  fs::remove_all(dst);
+  fs::create_directories(dst);
+  fs::copy_file(src / "model.safetensors", dst / "model.safetensors");
+  json cfg = json::parse(read_text(src / "config.json"));
+  edit(cfg);
+  std::ofstream(dst / "config.json") << cfg.dump(1);
+  return dst;
+}
+
+std::string load_error(const fs::path& dir) {
+  auto ckpt = checkpoint::Checkpoint::open(dir.string());
+  if (!ckpt) return ckpt.error().message;
+  auto m = model::load_model(*ckpt, {1});
+  return m ? "" : m.error().message;
+}
+
+TEST(FamilyLoading, UnknownArchitectureIsRefusedByName) {
+  const fs::path dir = edited_copy("llama", [](json& c) {
+    c["model_type"] = "mamba2";
+    c["architectures"] = {"Mamba2ForCausalLM"};
+  });
+  const std::string err = load_error(dir);
+  EXPECT_NE(err.find("Mamba2ForCausalLM"), std::string::npos) << err;
+  fs::remove_all(dir);
+}
+
+TEST(FamilyLoading, MissingTensorIsRefusedByName) {
+  // A Qwen2 checkpoint read as Qwen3 lacks the q/k head norms.
+  const fs::path dir = edited_copy("qwen2", [](json& c) { c["model_type"] = "qwen3"; });
+  const std::string err = load_error(dir);
+  EXPECT_NE(err.find("model.layers.0.self_attn.q_norm.weight"), std::string::npos) << err;
+  fs::remove_all(dir);
+}
+
+TEST(FamilyLoading, MisshapenTensorIsRefusedByName) {
+  const fs::path dir = edited_copy("phi3", [](json& c) { c["intermediate_size"] = 96; });
+  const std::string err = load_error(dir);
+  EXPECT_NE(err.find("model.layers.0.mlp.gate_up_proj.weight"), std::string::npos) << err;
+  EXPECT_NE(err.find("shape"), std::string::npos) << err;
+  fs::remove_all(dir);
+}
+
+TEST(FamilyLoading, MoeReadsOnlyRoutedExperts) {
+  std::shared_ptr<checkpoint::Checkpoint> ckpt;
+  auto m = load(fixtures_dir() / "qwen3_moe", &ckpt);
+  ASSERT_TRUE(m);
+  const auto& c = m->config();
+  model::KvCache kv(c, 2);
+  std::vector<float> logits(c.vocab_size);
+  const int32_t tok = 5;
+  ASSERT_TRUE(m->forward(std::span<const int32_t>(&tok, 1), 0, kv, logits.data()).ok());
+  // One token routes to top_k experts per MoE layer: it reads what weight_bytes() promises, and
+  // never the (num_experts - top_k) experts it did not pick.
+  EXPECT_EQ(m->bytes_read_last_step(), m->weight_bytes());
+  size_t all = 0, experts = 0;
+  for (const auto& name : ckpt->tensor_names()) {
+    all += ckpt->find(name)->nbytes();
+    if (name.find(".experts.") != std::string::npos) experts += ckpt->find(name)->nbytes();
+  }
+  const size_t unrouted = experts / c.num_experts * (c.num_experts - c.num_experts_per_tok);
+  EXPECT_LE(m->bytes_read_last_step(), all - unrouted);
+}
+
+}  // namespace
+}  // namespace tf
