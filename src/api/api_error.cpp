@@ -30,14 +30,14 @@ ApiError from_engine_error(const Error& e) {
   }
 }
 
-nlohmann::json openai_error_body(const ApiError& e) {
-  nlohmann::json err = {{"message", e.message}, {"type", e.type}};
-  err["param"] = e.param ? nlohmann::json(*e.param) : nlohmann::json(nullptr);
-  err["code"] = e.code ? nlohmann::json(*e.code) : nlohmann::json(nullptr);
+nlohmann::ordered_json openai_error_body(const ApiError& e) {
+  nlohmann::ordered_json err = {{"message", e.message}, {"type", e.type}};
+  err["param"] = e.param ? nlohmann::ordered_json(*e.param) : nlohmann::ordered_json(nullptr);
+  err["code"] = e.code ? nlohmann::ordered_json(*e.code) : nlohmann::ordered_json(nullptr);
   return {{"error", err}};
 }
 
-nlohmann::json anthropic_error_body(const ApiError& e) {
+nlohmann::ordered_json anthropic_error_body(const ApiError& e) {
   std::string type = e.status == 401   ? "authentication_error"
                      : e.status == 404 ? "not_found_error"
                      : e.status == 413 ? "request_too_large"

@@ -29,8 +29,8 @@ ApiError unauthorized(std::string message);
 ApiError from_engine_error(const Error& e);
 
 // {"error": {"message", "type", "param", "code"}}
-nlohmann::json openai_error_body(const ApiError& e);
+nlohmann::ordered_json openai_error_body(const ApiError& e);
 // {"type": "error", "error": {"type", "message"}}
-nlohmann::json anthropic_error_body(const ApiError& e);
+nlohmann::ordered_json anthropic_error_body(const ApiError& e);
 
 }  // namespace tf::api

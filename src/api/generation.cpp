@@ -80,8 +80,10 @@ Outcome run_generation(engine::EngineClient& engine, const tokenizer::Tokenizer&
       out.usage = f->usage;
       if (stops.stopped()) {
         out.finish_reason = "stop";
-      } else if (cancelled || f->reason == engine::FinishReason::kCancelled) {
+      } else if (cancelled) {
         out.finish_reason = "cancelled";
+      } else if (f->reason == engine::FinishReason::kCancelled) {  // by the server, not the client
+        out.error = ApiError{503, "server_error", "the server is shutting down", {}, "shutting_down"};
       } else if (f->reason == engine::FinishReason::kError) {
         out.error = from_engine_error(f->error.value_or(Error{ErrorCode::kInternal, "unknown error"}));
       } else {

@@ -9,5 +9,6 @@ namespace tf::cli {
 // Registers a subcommand; the returned function runs it and yields the process exit code.
 std::function<int()> add_info_command(CLI::App& app);
 std::function<int()> add_run_command(CLI::App& app);
+std::function<int()> add_serve_command(CLI::App& app);
 
 }  // namespace tf::cli

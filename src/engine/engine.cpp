@@ -48,13 +48,15 @@ Engine::Engine(std::shared_ptr<model::Model> model, EngineOptions options)
   thread_ = std::thread([this] { loop(); });
 }
 
-Engine::~Engine() {
+Engine::~Engine() { stop(); }
+
+void Engine::stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 Result<std::shared_ptr<Channel>> Engine::submit(Request request) {

@@ -50,6 +50,9 @@ class Engine final : public EngineClient {
  public:
   Engine(std::shared_ptr<model::Model> model, EngineOptions options);
   ~Engine();
+  // Ends the loop: every request still held finishes with kCancelled; later submits fail.
+  // Idempotent; the destructor calls it.
+  void stop();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 

@@ -17,23 +17,108 @@ using namespace hf;  // NOLINT(google-build-using-namespace): this file's own he
 // Ids above this are refused: a hostile file must not make us allocate gigabytes of holes.
 constexpr int64_t kMaxTokenId = 1 << 24;
 
+// model.vocab and model.merges, taken out of the JSON while it is parsed: building them as DOM
+// nodes (a std::map of 150k keys, then iterating it) was most of the load time of big files.
+struct ModelTables {
+  std::vector<std::pair<std::string, int64_t>> vocab;  // BPE / WordPiece {"token": id}
+  std::vector<std::pair<std::string, double>> scored;  // Unigram [["piece", score], ...]
+  std::vector<std::pair<std::string, std::string>> merges;
+  bool malformed = false;  // an entry of the wrong shape
+};
+
+// A parser callback that moves the entries of model.vocab and model.merges into `t` and drops
+// them from the DOM (the containers themselves stay, so their type can still be checked).
+class TableCapture {
+ public:
+  explicit TableCapture(ModelTables& t) : t_(t) {}
+  bool operator()(int depth, json::parse_event_t event, json& parsed) {
+    using E = json::parse_event_t;
+    if (event == E::key && depth <= 2) {
+      (depth == 1 ? top_key_ : model_key_) = parsed.get<std::string>();
+      if (depth == 1) model_key_.clear();
+      return true;
+    }
+    if (depth != 3 || top_key_ != "model") return true;
+    if (model_key_ == "vocab") {
+      if (event == E::key) {
+        key_ = parsed.get<std::string>();
+        has_key_ = true;
+        return false;
+      }
+      if (event == E::value) {
+        if (!has_key_ || !parsed.is_number_integer()) {
+          t_.malformed = true;
+          return false;
+        }
+        t_.vocab.emplace_back(std::move(key_), parsed.get<int64_t>());
+        has_key_ = false;
+        return false;
+      }
+      if (event == E::object_end) {
+        t_.malformed = true;
+        return false;
+      }
+      if (event == E::array_end) {
+        if (has_key_ || parsed.size() != 2 || !parsed[0].is_string() || !parsed[1].is_number()) {
+          t_.malformed = true;
+        } else {
+          t_.scored.emplace_back(parsed[0].get<std::string>(), parsed[1].get<double>());
+        }
+        return false;
+      }
+    } else if (model_key_ == "merges") {
+      if (event == E::value) {
+        if (!parsed.is_string()) {
+          t_.malformed = true;
+          return false;
+        }
+        const auto& s = parsed.get_ref<const std::string&>();
+        size_t sp = s.find(' ');
+        if (sp == std::string::npos) {
+          t_.malformed = true;
+        } else {
+          t_.merges.emplace_back(s.substr(0, sp), s.substr(sp + 1));
+        }
+        return false;
+      }
+      if (event == E::object_end) {
+        t_.malformed = true;
+        return false;
+      }
+      if (event == E::array_end) {
+        if (parsed.size() != 2 || !parsed[0].is_string() || !parsed[1].is_string()) {
+          t_.malformed = true;
+        } else {
+          t_.merges.emplace_back(parsed[0].get<std::string>(), parsed[1].get<std::string>());
+        }
+        return false;
+      }
+    }
+    return true;
+  }
+
+ private:
+  ModelTables& t_;
+  std::string top_key_, model_key_, key_;
+  bool has_key_ = false;  // a vocab key waits for its id
+};
+
 // {"token": id, ...} -> tokens by id.
-Result<std::vector<std::string>> vocab_by_id(const json& vocab) {
-  if (!vocab.is_object()) return bad("model.vocab is not an object");
+Result<std::vector<std::string>> vocab_by_id(const json& m, ModelTables& t) {
+  if (!m.at("vocab").is_object()) return bad("model.vocab is not an object");
   std::vector<std::string> tokens;
-  tokens.reserve(vocab.size());
-  for (const auto& [tok, idv] : vocab.items()) {
-    int64_t id = idv.get<int64_t>();
+  tokens.reserve(t.vocab.size());
+  for (auto& [tok, id] : t.vocab) {
     if (id < 0 || id >= kMaxTokenId) return bad("token id out of range");
     if (static_cast<size_t>(id) >= tokens.size()) tokens.resize(id + 1);
-    tokens[id] = tok;
+    tokens[id] = std::move(tok);
   }
   return tokens;
 }
 
-Result<std::shared_ptr<const Model>> bpe_model(const json& m) {
+Result<std::shared_ptr<const Model>> bpe_model(const json& m, ModelTables& t) {
   auto model = std::make_shared<BpeModel>();
-  TF_ASSIGN_OR_RETURN(auto tokens, vocab_by_id(m.at("vocab")));
+  TF_ASSIGN_OR_RETURN(auto tokens, vocab_by_id(m, t));
   model->set_vocab(std::move(tokens));
   model->set_byte_fallback(opt_bool(m, "byte_fallback", false));
   model->set_ignore_merges(opt_bool(m, "ignore_merges", false));
@@ -43,48 +128,36 @@ Result<std::shared_ptr<const Model>> bpe_model(const json& m) {
   if (m.contains("unk_token") && m.at("unk_token").is_string()) {
     model->set_unk(model->find(m.at("unk_token").get<std::string>()));
   }
-  const json& merges = opt_array(m, "merges");
-  model->reserve_merges(merges.size());
+  if (m.contains("merges") && !m.at("merges").is_array()) return bad("merges is not an array");
+  model->reserve_merges(t.merges.size());
   int rank = 0;
-  for (const auto& merge : merges) {
-    if (merge.is_string()) {
-      const auto& s = merge.get_ref<const std::string&>();
-      size_t sp = s.find(' ');
-      if (sp == std::string::npos) return bad("merge without a space");
-      model->add_merge(std::string_view(s).substr(0, sp), std::string_view(s).substr(sp + 1),
-                       rank++);
-    } else {
-      model->add_merge(merge.at(0).get_ref<const std::string&>(),
-                       merge.at(1).get_ref<const std::string&>(), rank++);
-    }
-  }
+  for (const auto& [a, b] : t.merges) model->add_merge(a, b, rank++);
   return std::shared_ptr<const Model>(std::move(model));
 }
 
-Result<std::shared_ptr<const Model>> unigram_model(const json& m) {
-  const json& vocab = m.at("vocab");
-  if (!vocab.is_array()) return bad("Unigram vocab is not an array");
-  if (vocab.size() >= static_cast<size_t>(kMaxTokenId)) return bad("Unigram vocab too large");
+Result<std::shared_ptr<const Model>> unigram_model(const json& m, ModelTables& t) {
+  if (!m.at("vocab").is_array()) return bad("Unigram vocab is not an array");
+  size_t n = t.scored.size();
+  if (n >= static_cast<size_t>(kMaxTokenId)) return bad("Unigram vocab too large");
   std::vector<std::string> tokens;
   std::vector<double> scores;
-  tokens.reserve(vocab.size());
-  scores.reserve(vocab.size());
-  for (const auto& entry : vocab) {
-    tokens.push_back(entry.at(0).get<std::string>());
-    scores.push_back(entry.at(1).get<double>());
+  tokens.reserve(n);
+  scores.reserve(n);
+  for (auto& [piece, score] : t.scored) {
+    tokens.push_back(std::move(piece));
+    scores.push_back(score);
   }
   auto model = std::make_shared<UnigramModel>();
   int64_t unk = opt_int(m, "unk_id", -1);
   model->set_vocab(std::move(tokens), std::move(scores));
-  model->set_unk(unk >= 0 && unk < static_cast<int64_t>(vocab.size()) ? static_cast<TokenId>(unk)
-                                                                         : -1);
+  model->set_unk(unk >= 0 && unk < static_cast<int64_t>(n) ? static_cast<TokenId>(unk) : -1);
   model->set_byte_fallback(opt_bool(m, "byte_fallback", false));
   return std::shared_ptr<const Model>(std::move(model));
 }
 
-Result<std::shared_ptr<const Model>> wordpiece_model(const json& m) {
+Result<std::shared_ptr<const Model>> wordpiece_model(const json& m, ModelTables& t) {
   auto model = std::make_shared<WordPieceModel>();
-  TF_ASSIGN_OR_RETURN(auto tokens, vocab_by_id(m.at("vocab")));
+  TF_ASSIGN_OR_RETURN(auto tokens, vocab_by_id(m, t));
   model->set_vocab(std::move(tokens));
   model->set_affixes("", opt_string(m, "continuing_subword_prefix", "##"));
   model->set_max_input_chars_per_word(
@@ -118,7 +191,8 @@ void apply_flag(const json& cfg, const char* key, TokenId id, std::vector<TokenI
   if (!want && has) ids.erase(front ? ids.begin() : ids.end() - 1);
 }
 
-Result<std::shared_ptr<Tokenizer>> build(const json& j, const json& cfg) {
+Result<std::shared_ptr<Tokenizer>> build(const json& j, const json& cfg, ModelTables& t) {
+  if (t.malformed) return bad("malformed model.vocab or model.merges entry");
   const json& m = j.at("model");
   std::string type = opt_string(m, "type", "");
   if (type.empty()) {  // old files omit the type; the fields tell the model apart
@@ -126,13 +200,13 @@ Result<std::shared_ptr<Tokenizer>> build(const json& j, const json& cfg) {
   }
   PipelineConfig c;
   if (type == "BPE") {
-    TF_ASSIGN_OR_RETURN(c.model, bpe_model(m));
+    TF_ASSIGN_OR_RETURN(c.model, bpe_model(m, t));
   } else if (type == "Unigram") {
     c.kind = "unigram-hf";
-    TF_ASSIGN_OR_RETURN(c.model, unigram_model(m));
+    TF_ASSIGN_OR_RETURN(c.model, unigram_model(m, t));
   } else if (type == "WordPiece") {
     c.kind = "wordpiece-hf";
-    TF_ASSIGN_OR_RETURN(c.model, wordpiece_model(m));
+    TF_ASSIGN_OR_RETURN(c.model, wordpiece_model(m, t));
   } else {
     return unsupported("model", type);
   }
@@ -167,7 +241,9 @@ Result<std::shared_ptr<Tokenizer>> build(const json& j, const json& cfg) {
 Result<std::shared_ptr<Tokenizer>> from_json_impl(std::string_view text, std::string_view config,
                                                   const std::string& name) {
   try {
-    json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+    ModelTables tables;
+    json j = json::parse(text.begin(), text.end(), TableCapture(tables),
+                         /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object()) {
       return make_error(ErrorCode::kCorrupt, "{}: not a JSON object", name);
     }
@@ -178,7 +254,7 @@ Result<std::shared_ptr<Tokenizer>> from_json_impl(std::string_view text, std::st
         return make_error(ErrorCode::kCorrupt, "{}: tokenizer_config.json is not an object", name);
       }
     }
-    auto r = build(j, cfg);
+    auto r = build(j, cfg, tables);
     if (!r.ok()) return r.error().with_context(name);
     return r;
   } catch (const std::exception& e) {

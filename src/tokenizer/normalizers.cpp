@@ -56,20 +56,27 @@ utf8proc_category_t category(uint32_t cp) {
   return utf8proc_category(static_cast<utf8proc_int32_t>(cp));
 }
 
-bool is_other(uint32_t cp) {  // Cc, Cf, Cs, Co, Cn
+// HF's is_other (the unicode_categories crate): Cc, Cf, Cs, Co. Unassigned code points (Cn) are
+// not in its tables, so BertNormalizer keeps them.
+bool is_other(uint32_t cp) {
   auto c = category(cp);
   return c == UTF8PROC_CATEGORY_CC || c == UTF8PROC_CATEGORY_CF || c == UTF8PROC_CATEGORY_CS ||
-         c == UTF8PROC_CATEGORY_CO || c == UTF8PROC_CATEGORY_CN;
+         c == UTF8PROC_CATEGORY_CO;
 }
 
-// BertNormalizer decomposes first; the StripAccents normalizer only drops the marks.
-std::string strip_accents(std::string_view s, bool decompose) {
-  std::string nfd = decompose ? unicode_form(s, UTF8PROC_DECOMPOSE) : std::string(s), out;
+// BertNormalizer decomposes, then drops nonspacing marks (Mn); the StripAccents normalizer does
+// not decompose and drops every combining mark (Mn, Mc, Me), as HF does.
+std::string strip_accents(std::string_view s, bool bert) {
+  std::string nfd = bert ? unicode_form(s, UTF8PROC_DECOMPOSE) : std::string(s), out;
   out.reserve(nfd.size());
   for_each_char(
       nfd,
       [&](uint32_t cp) {
-        if (category(cp) != UTF8PROC_CATEGORY_MN) append_utf8(out, cp);
+        auto c = category(cp);
+        bool mark = bert ? c == UTF8PROC_CATEGORY_MN
+                         : c == UTF8PROC_CATEGORY_MN || c == UTF8PROC_CATEGORY_MC ||
+                               c == UTF8PROC_CATEGORY_ME;
+        if (!mark) append_utf8(out, cp);
       },
       [&](char c) { out.push_back(c); });
   return out;

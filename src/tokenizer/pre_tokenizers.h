@@ -31,7 +31,15 @@ std::vector<std::string> pre_tokenize(const std::vector<PreTokenizerStep>& steps
                                       bool at_start);
 
 // Patterns behind HF's fixed pre-tokenizers.
-inline constexpr const char* kWhitespacePattern = R"(\w+|[^\w\s]+)";  // kept, the rest removed
+// HF Whitespace keeps the matches of \w+|[^\w\s]+ with Rust's \w (Alphabetic, marks, decimal
+// digits, connector punctuation, joiners), not PCRE's: a ZWJ splits emoji sequences, and the
+// circled and squared letters (symbols with the Alphabetic property) are word characters.
+#define TF_RUST_WORD_CLASS \
+  R"(\p{L}\p{Nl}\p{M}\p{Nd}\p{Pc}\x{200C}\x{200D}\x{24B6}-\x{24E9}\x{1F130}-\x{1F149})" \
+  R"(\x{1F150}-\x{1F169}\x{1F170}-\x{1F189})"
+inline constexpr const char* kWhitespacePattern =
+    "[" TF_RUST_WORD_CLASS "]+|[^" TF_RUST_WORD_CLASS R"(\s]+)";
+#undef TF_RUST_WORD_CLASS
 inline constexpr const char* kWhitespaceSplitPattern = R"(\s+)";
 // Unicode punctuation plus ASCII punctuation (which includes symbols such as $ + < = > ^ ` | ~).
 inline constexpr const char* kPunctuationPattern = R"([\p{P}!-/:-@\[-`{-~])";

@@ -21,7 +21,10 @@ nlohmann::json load_json(const std::string& path) {
 
 std::string join(const std::vector<TokenId>& ids) {
   std::string s;
-  for (size_t i = 0; i < ids.size(); ++i) s += (i ? " " : "") + std::to_string(ids[i]);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) s += ' ';
+    s += std::to_string(ids[i]);
+  }
   return s;
 }
 

@@ -43,7 +43,10 @@ std::vector<std::pair<std::string, std::vector<TokenId>>> read_cases(const std::
 
 std::string show(const std::vector<TokenId>& ids) {
   std::string s;
-  for (TokenId id : ids) s += " " + std::to_string(id);
+  for (TokenId id : ids) {
+    s += ' ';
+    s += std::to_string(id);
+  }
   return s;
 }
 

@@ -1,0 +1,172 @@
+// `tensorfold serve [MODEL]`: loads a model and serves the OpenAI-compatible API over HTTP until
+// SIGINT/SIGTERM; with no MODEL it serves the default model that scripts/setup fetched.
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "api/service.h"
+#include "checkpoint/checkpoint.h"
+#include "cli/commands.h"
+#include "cli/serve_setup.h"
+#include "engine/engine.h"
+#include "model/model.h"
+#include "server/http_server.h"
+#include "tokenizer/from_checkpoint.h"
+
+namespace tf::cli {
+namespace {
+
+struct ServeArgs {
+  std::string model;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string name;
+  std::vector<std::string> aliases;
+  int64_t context = 0;
+  int max_tokens = 0;
+  std::optional<float> temperature, top_p, min_p, repeat_penalty;
+  std::optional<int> top_k;
+  int parallel = 16;
+  int64_t max_batch_tokens = 256;
+  double kv_gib = 1.0;
+  int threads = 0;
+  std::vector<std::string> api_keys;
+  size_t max_body_mib = 8;
+};
+
+int fail(const Error& e) {
+  fmt::print(stderr, "error: {}\n", e.message);
+  return 1;
+}
+
+int serve(ServeArgs a) {
+  if (a.model.empty()) a.model = default_model_path();
+  if (const char* k = std::getenv("TENSORFOLD_API_KEY"); k && *k && a.api_keys.empty()) {
+    a.api_keys.push_back(k);
+  }
+  // Block the signals before any thread starts, so a dedicated thread can wait for them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto ckpt = checkpoint::Checkpoint::open(a.model);
+  if (!ckpt) return fail(ckpt.error());
+  if (auto s = model::check_supported((*ckpt)->config()); !s.ok()) {
+    return fail(s.error().with_context(a.model));
+  }
+  auto tok = tokenizer::tokenizer_for(**ckpt);
+  if (!tok) return fail(tok.error());
+  auto chat_template = load_chat_template(**ckpt);
+  auto loaded = model::load_model(*ckpt, {a.threads});
+  if (!loaded) return fail(loaded.error());
+  prefault_weights(**ckpt);
+
+  engine::EngineOptions eo;
+  eo.max_parallel = a.parallel;
+  eo.max_batch_tokens = a.max_batch_tokens;
+  eo.kv_budget_bytes = static_cast<int64_t>(a.kv_gib * (1 << 30));
+  eo.context = a.context;
+  eo.seed_salt = std::random_device{}() | static_cast<uint64_t>(std::random_device{}()) << 32;
+  for (int32_t id = 0; id < (*tok)->vocab_size(); ++id) {
+    if ((*tok)->is_eog(id)) eo.eog_ids.push_back(id);
+  }
+  auto engine = std::make_shared<engine::Engine>(std::shared_ptr<model::Model>(std::move(*loaded)), eo);
+
+  api::Defaults defaults = generation_defaults(**ckpt);
+  if (a.temperature) defaults.temperature = *a.temperature;
+  if (a.top_p) defaults.top_p = *a.top_p;
+  if (a.top_k) defaults.top_k = *a.top_k;
+  if (a.min_p) defaults.min_p = *a.min_p;
+  if (a.repeat_penalty) defaults.repetition_penalty = *a.repeat_penalty;
+  defaults.max_tokens = a.max_tokens;
+  api::ModelInfo info{a.name.empty() ? std::filesystem::path(a.model).filename().string() : a.name,
+                      a.aliases,
+                      std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count()};
+  auto service = std::make_shared<api::Service>(engine, *tok, std::move(chat_template), info,
+                                                defaults, eo.seed_salt);
+
+  server::ServerOptions so;
+  so.host = a.host;
+  so.port = static_cast<uint16_t>(a.port);
+  so.api_keys = a.api_keys;
+  so.max_body_bytes = a.max_body_mib << 20;
+  server::HttpServer http(so, service);
+  if (auto s = http.listen(); !s.ok()) return fail(s.error());
+
+  const auto& cfg = engine->model().config();
+  const auto st = engine->stats();
+  fmt::print("tensorfold: serving '{}' ({}, {} layers) on http://{}:{}/v1 | backend cpu, {} "
+             "threads | context {} | KV pool {:.0f} MiB ({} blocks) | {} streams{}\n",
+             info.id, cfg.architecture, cfg.num_layers, a.host, http.port(),
+             a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency()),
+             engine->context(), a.kv_gib * 1024, st.total_blocks, a.parallel,
+             a.api_keys.empty() ? "" : " | API key required");
+  std::fflush(stdout);
+
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    fmt::print(stderr, "\ntensorfold: {} received, finishing open requests\n",
+               sig == SIGINT ? "SIGINT" : "SIGTERM");
+    http.stop();
+  });
+  std::atomic<bool> done{false};
+  std::thread meter;
+  if (isatty(STDOUT_FILENO)) meter = std::thread([&] { live_meter(*engine, done); });
+  http.run();
+  // Requests still open after the grace period end now, each with a final event.
+  engine->stop();
+  done = true;
+  if (meter.joinable()) meter.join();
+  if (waiter.joinable()) {
+    pthread_kill(waiter.native_handle(), SIGTERM);  // wakes sigwait when we stopped otherwise
+    waiter.join();
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> add_serve_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("serve", "Serve a model over the OpenAI-compatible HTTP API");
+  auto a = std::make_shared<ServeArgs>();
+  cmd->add_option("model", a->model, "A .gguf file or HF directory (default: the setup's model)");
+  cmd->add_option("--host", a->host, "Address to listen on");
+  cmd->add_option("--port", a->port, "Port (0: any free port)")->check(CLI::Range(0, 65535));
+  cmd->add_option("--name", a->name, "Model name clients use (default: the file name)");
+  cmd->add_option("--alias", a->aliases, "Other names accepted for the model");
+  cmd->add_option("--context", a->context, "Context length (default: the model's)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-tokens", a->max_tokens, "Default max tokens per reply (0: to the context)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--temperature", a->temperature, "Default temperature")->check(CLI::Range(0.0, 2.0));
+  cmd->add_option("--top-p", a->top_p, "Default top-p")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--top-k", a->top_k, "Default top-k (0: off)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--min-p", a->min_p, "Default min-p")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--repeat-penalty", a->repeat_penalty, "Default repetition penalty")
+      ->check(CLI::Range(0.01, 10.0));
+  cmd->add_option("--parallel", a->parallel, "Streams decoded at once")->check(CLI::Range(1, 4096));
+  cmd->add_option("--max-batch-tokens", a->max_batch_tokens, "Rows per engine step")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--kv-gib", a->kv_gib, "KV cache pool size in GiB")->check(CLI::Range(0.001, 4096.0));
+  cmd->add_option("--threads", a->threads, "Compute threads (0: all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--api-key", a->api_keys, "Require this key (also TENSORFOLD_API_KEY)");
+  cmd->add_option("--max-body-mib", a->max_body_mib, "Largest request body accepted")
+      ->check(CLI::Range(1, 1024));
+  return [a] { return serve(*a); };
+}
+
+}  // namespace tf::cli

@@ -1,0 +1,127 @@
+// serve's start-up helpers.
+#include "cli/serve_setup.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+namespace tf::cli {
+namespace fs = std::filesystem;
+
+std::string default_model_path() {
+  const char* home = std::getenv("TENSORFOLD_HOME");
+  const char* user_home = std::getenv("HOME");
+  std::string base = home && *home ? home : std::string(user_home ? user_home : ".") + "/.cache/tensorfold";
+  return base + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+}
+
+namespace {
+std::optional<std::string> read_file(const fs::path& p) {
+  std::ifstream in(p);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+std::optional<chat::ChatTemplate> load_chat_template(const checkpoint::Checkpoint& ckpt) {
+  Result<chat::ChatTemplate> t = make_error(ErrorCode::kNotFound, "no chat template");
+  if (const auto* g = ckpt.gguf()) {
+    auto src = g->get_string("tokenizer.chat_template");
+    if (src) {
+      auto token = [&](const char* key) -> std::string {
+        auto id = g->get_int(key);
+        auto tokens = g->find("tokenizer.ggml.tokens");
+        if (!id || !tokens || !tokens->is_array()) return "";
+        const auto& arr = *std::get<std::shared_ptr<checkpoint::GgufArray>>(tokens->v);
+        if (*id < 0 || *id >= static_cast<int64_t>(arr.size())) return "";
+        return std::get<std::string>(arr[*id].v);
+      };
+      t = chat::ChatTemplate::from_string(*src, token("tokenizer.ggml.bos_token_id"),
+                                          token("tokenizer.ggml.eos_token_id"));
+    }
+  } else {
+    const fs::path dir = ckpt.dir();
+    if (auto cfg = read_file(dir / "tokenizer_config.json")) {
+      t = chat::ChatTemplate::from_tokenizer_config(*cfg);
+    }
+    if (auto jinja = read_file(dir / "chat_template.jinja"); jinja && !t) {
+      t = chat::ChatTemplate::from_string(*jinja);
+    }
+  }
+  if (!t) {
+    fmt::print(stderr, "warning: {}: {}; /v1/chat/completions will refuse requests\n", ckpt.path(),
+               t.error().message);
+    return std::nullopt;
+  }
+  return std::move(*t);
+}
+
+api::Defaults generation_defaults(const checkpoint::Checkpoint& ckpt) {
+  api::Defaults d;
+  if (ckpt.gguf()) return d;
+  auto text = read_file(fs::path(ckpt.dir()) / "generation_config.json");
+  if (!text) return d;
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (!j.is_object()) return d;
+  auto num = [&](const char* k, auto& out) {
+    if (j.contains(k) && j[k].is_number()) out = j[k].get<std::decay_t<decltype(out)>>();
+  };
+  num("temperature", d.temperature);
+  num("top_p", d.top_p);
+  num("top_k", d.top_k);
+  num("min_p", d.min_p);
+  num("repetition_penalty", d.repetition_penalty);
+  // do_sample false means greedy in transformers.
+  if (j.contains("do_sample") && j["do_sample"].is_boolean() && !j["do_sample"].get<bool>()) {
+    d.temperature = 0.0f;
+  }
+  return d;
+}
+
+void prefault_weights(const checkpoint::Checkpoint& ckpt) {
+  const bool tty = isatty(STDERR_FILENO);
+  size_t total = 0, done = 0;
+  auto names = ckpt.tensor_names();
+  for (const auto& n : names) total += ckpt.find(n)->nbytes();
+  volatile uint8_t sink = 0;
+  int last = -1;
+  for (const auto& n : names) {
+    const Tensor* t = ckpt.find(n);
+    const auto* p = static_cast<const uint8_t*>(t->data);
+    for (size_t off = 0; off < t->nbytes(); off += 4096) sink = sink ^ p[off];
+    done += t->nbytes();
+    int pct = total ? static_cast<int>(100 * done / total) : 100;
+    if (tty && pct != last) {
+      last = pct;
+      int bars = pct / 4;
+      fmt::print(stderr, "\rloading weights [{:<25}] {:3}% {:.0f} MiB", std::string(bars, '#'), pct,
+                 done / 1048576.0);
+    }
+  }
+  if (tty) fmt::print(stderr, "\n");
+}
+
+void live_meter(const engine::Engine& engine, const std::atomic<bool>& done) {
+  int64_t last = engine.stats().generated_tokens;
+  while (!done.load()) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    auto s = engine.stats();
+    fmt::print("\r{:7.1f} tok/s | {:3} running | {:3} waiting | KV {:3.0f}% used   ",
+               static_cast<double>(s.generated_tokens - last), s.running, s.waiting,
+               s.total_blocks ? 100.0 * (s.total_blocks - s.free_blocks) / s.total_blocks : 0.0);
+    std::fflush(stdout);
+    last = s.generated_tokens;
+  }
+}
+
+}  // namespace tf::cli

@@ -1,0 +1,28 @@
+// Start-up helpers for `serve`: the default model's path, the chat template and generation
+// defaults a checkpoint ships, paging weights in with a progress bar, and the live meter.
+#pragma once
+
+#include <atomic>
+#include <optional>
+#include <string>
+
+#include "api/service.h"
+#include "chat/chat_template.h"
+#include "checkpoint/checkpoint.h"
+#include "engine/engine.h"
+
+namespace tf::cli {
+
+std::string default_model_path();
+// GGUF `tokenizer.chat_template`, or tokenizer_config.json (or chat_template.jinja) beside an HF
+// model; nullopt (with a warning) when there is none or it does not parse.
+std::optional<chat::ChatTemplate> load_chat_template(const checkpoint::Checkpoint& ckpt);
+// HF generation_config.json's sampling defaults; the API's defaults otherwise.
+api::Defaults generation_defaults(const checkpoint::Checkpoint& ckpt);
+// Touches every page of the mapped weights so the first request does not pay for page faults;
+// draws a progress bar on stderr when it is a terminal.
+void prefault_weights(const checkpoint::Checkpoint& ckpt);
+// One live line of throughput on stdout, refreshed every second until `done`.
+void live_meter(const engine::Engine& engine, const std::atomic<bool>& done);
+
+}  // namespace tf::cli
