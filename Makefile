@@ -21,11 +21,11 @@ fuzz: setup
 	@scripts/run_fuzz
 
 test: unit-test fuzz
+	@TF_BIN=$(BUILD_DIR)/bin/tensorfold python3 -m pytest -q tests/integration
 
-# Until the HTTP server lands (issue F5), `serve` runs one chat prompt on the default model.
+# Serves the default model on http://127.0.0.1:8080/v1 (SERVE_ARGS adds flags, e.g. --api-key).
 serve: build
-	@$(BUILD_DIR)/bin/tensorfold run $(DEFAULT_MODEL) --chat \
-	  -p "$${PROMPT:-What is the capital of France?}" -n 64
+	@$(BUILD_DIR)/bin/tensorfold serve $(DEFAULT_MODEL) --port 8080 $(SERVE_ARGS)
 
 clean:
 	rm -rf build

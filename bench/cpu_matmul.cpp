@@ -1,5 +1,6 @@
-// Decode-shaped (M=1) CPU matmul throughput: GB/s of weight bytes streamed per dtype, for
-// SmolLM2-135M-like shapes, on 1 and 2 threads; "cold" rotates copies larger than the LLC.
+// CPU matmul throughput for SmolLM2-135M-like shapes. Decode (M=1): GB/s of weight bytes streamed
+// per dtype on 1 and 2 threads; "cold" rotates copies larger than the LLC. Prefill (M=64, 256):
+// GFLOP/s (2 M N K per call) on 2 threads, hot weights. Usage: cpu_matmul [dtype...] (default all).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -49,14 +50,15 @@ std::vector<uint8_t> make_weights(DType t, int64_t n, int64_t k) {
 
 // Seconds per matmul, cycling over `copies` so that each call streams from where they live.
 double time_matmul(const std::vector<std::vector<uint8_t>>& copies, DType t, int64_t n, int64_t k,
-                   tf::ThreadPool* pool) {
-  std::vector<float> x(k, 0.5f), y(n);
+                   tf::ThreadPool* pool, int64_t m = 1) {
+  std::vector<float> x(static_cast<size_t>(m * k)), y(static_cast<size_t>(m * n));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.25f + 0.001f * static_cast<float>(i % 512);
   int64_t iters = 0;
   const auto start = Clock::now();
   double elapsed = 0;
   while (elapsed < 0.3 || iters < 5) {
     tf::Tensor w{t, {n, k}, copies[iters % copies.size()].data()};
-    tf::backend::cpu::matmul(w, x.data(), 1, y.data(), pool);
+    tf::backend::cpu::matmul(w, x.data(), m, y.data(), pool);
     ++iters;
     elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   }
@@ -65,10 +67,19 @@ double time_matmul(const std::vector<std::vector<uint8_t>>& copies, DType t, int
 
 }  // namespace
 
-int main() {
-  const DType types[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,
-                         DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
-                         DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+int main(int argc, char** argv) {
+  std::vector<DType> types = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,
+                              DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
+                              DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+  if (argc > 1) {
+    std::vector<DType> picked;
+    for (int a = 1; a < argc; ++a) {
+      for (DType t : types) {
+        if (tf::dtype_name(t) == argv[a]) picked.push_back(t);
+      }
+    }
+    types = picked;
+  }
   struct Shape {
     int64_t n, k;
   };
@@ -93,6 +104,23 @@ int main() {
           const double sec = time_matmul(*copies, t, s.n, s.k, pool);
           std::printf(" %7.2f GB/s", mb / sec / 1e9);
         }
+      }
+      std::printf("\n");
+    }
+  }
+  // Prefill: the weights stay hot, so this measures the kernels, not memory.
+  const Shape prefill_shapes[] = {{576, 1536}, {1536, 576}};
+  std::printf("\n%-6s %-12s %15s %15s\n", "dtype", "N x K", "M=64 2t", "M=256 2t");
+  for (const Shape& s : prefill_shapes) {
+    for (DType t : types) {
+      if (s.k % tf::dtype_info(t).block_size != 0) continue;
+      std::vector<std::vector<uint8_t>> hot{make_weights(t, s.n, s.k)};
+      char dims[32];
+      std::snprintf(dims, sizeof(dims), "%ldx%ld", static_cast<long>(s.n), static_cast<long>(s.k));
+      std::printf("%-6s %-12s", std::string(tf::dtype_name(t)).c_str(), dims);
+      for (int64_t m : {64, 256}) {
+        const double sec = time_matmul(hot, t, s.n, s.k, &pool2, m);
+        std::printf(" %7.2f GFLOP/s", 2.0 * static_cast<double>(m * s.n * s.k) / sec / 1e9);
       }
       std::printf("\n");
     }

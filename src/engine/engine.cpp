@@ -87,6 +87,10 @@ Result<std::shared_ptr<Channel>> Engine::submit(Request request) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return make_error(ErrorCode::kResourceExhausted, "the engine is shutting down");
+    if (static_cast<int64_t>(inbox_.size()) + stats_.waiting >= opt_.max_queue) {
+      return make_error(ErrorCode::kResourceExhausted, "the queue is full ({} requests waiting)",
+                        opt_.max_queue);
+    }
     inbox_.push_back(std::move(seq));
   }
   cv_.notify_all();
@@ -138,6 +142,8 @@ void Engine::drain_inbox() {
     std::lock_guard<std::mutex> lock(mu_);
     inbox.swap(inbox_);
     cancels.swap(cancels_);
+    // Counted as waiting at once, so submit's queue limit never misses requests in transit.
+    stats_.waiting += static_cast<int64_t>(inbox.size());
   }
   for (auto& s : inbox) {
     s->arrival = next_arrival_++;

@@ -30,9 +30,17 @@ int parse_byte_token(std::string_view s) {
 
 // HF's WordPiece decoder cleanup (transformers' clean_up_tokenization).
 void cleanup(std::string& s) {
-  for (auto [from, to] : {std::pair{" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","},
-                          {" ' ", "'"}, {" n't", "n't"}, {" 'm", "'m"}, {" do not", " don't"},
-                          {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}}) {
+  for (auto [from, to] : {std::pair{" .", "."},
+                          {" ?", "?"},
+                          {" !", "!"},
+                          {" ,", ","},
+                          {" ' ", "'"},
+                          {" n't", "n't"},
+                          {" 'm", "'m"},
+                          {" do not", " don't"},
+                          {" 's", "'s"},
+                          {" 've", "'ve"},
+                          {" 're", "'re"}}) {
     replace_all(s, from, to);
   }
 }

@@ -22,9 +22,9 @@ struct DecoderStep {
     kWordPiece,
     kBpeSuffix,
   } kind = Kind::kFuse;
-  std::string pattern, content;  // kReplace; kStrip uses content (one character)
-  std::shared_ptr<const Regex> regex;  // kReplaceRegex
-  int start = 0, stop = 0;             // kStrip
+  std::string pattern, content;              // kReplace; kStrip uses content (one character)
+  std::shared_ptr<const Regex> regex;        // kReplaceRegex
+  int start = 0, stop = 0;                   // kStrip
   std::string replacement = "\xE2\x96\x81";  // kMetaspace
   bool strip_first = true;                   // kMetaspace: prepend_scheme != never
   std::string prefix = "##";                 // kWordPiece; kBpeSuffix: the suffix

@@ -12,7 +12,8 @@ std::string IncrementalDetokenizer::push(TokenId id) {
     // The first text of a sequence: drop the space the tokenizer prefixed at encode time
     // (SentencePiece's add_space_prefix, a Metaspace prepend), exactly when decode() would.
     std::string whole = tok_.decode(std::span<const TokenId>(&id, 1), skip_special_);
-    if (bytes.size() == whole.size() + 1 && bytes[0] == ' ' && bytes.compare(1, whole.size(), whole) == 0) {
+    if (bytes.size() == whole.size() + 1 && bytes[0] == ' ' &&
+        bytes.compare(1, whole.size(), whole) == 0) {
       bytes.erase(0, 1);
     }
   }

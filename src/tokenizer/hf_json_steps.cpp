@@ -62,8 +62,10 @@ Result<void> add_normalizer(int depth, const json& n, PipelineConfig& c) {
     for (const auto& s : n.at("normalizers")) TF_RETURN_IF_ERROR(add_normalizer(depth + 1, s, c));
     return {};
   } else if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD") {
-    step.kind = type == "NFC" ? K::kNfc : type == "NFD" ? K::kNfd : type == "NFKC" ? K::kNfkc
-                                                                                   : K::kNfkd;
+    step.kind = type == "NFC"    ? K::kNfc
+                : type == "NFD"  ? K::kNfd
+                : type == "NFKC" ? K::kNfkc
+                                 : K::kNfkd;
   } else if (type == "Prepend") {
     step.kind = K::kPrepend;
     step.content = n.at("prepend").get<std::string>();
@@ -122,7 +124,8 @@ Result<void> add_pre_tokenizer(int depth, const json& p, PipelineConfig& c) {
     return push_split(c, kWhitespaceSplitPattern, SplitBehavior::kRemoved);
   }
   if (type == "Punctuation") {
-    return push_split(c, kPunctuationPattern, parse_behavior(opt_string(p, "behavior", "Isolated")));
+    return push_split(c, kPunctuationPattern,
+                      parse_behavior(opt_string(p, "behavior", "Isolated")));
   }
   if (type == "BertPreTokenizer") {
     TF_RETURN_IF_ERROR(push_split(c, kWhitespaceSplitPattern, SplitBehavior::kRemoved));

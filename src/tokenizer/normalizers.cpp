@@ -14,10 +14,9 @@ namespace {
 std::string unicode_form(std::string_view s, int options) {
   if (s.empty()) return {};
   utf8proc_uint8_t* out = nullptr;
-  utf8proc_ssize_t n =
-      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
-                   static_cast<utf8proc_ssize_t>(s.size()), &out,
-                   static_cast<utf8proc_option_t>(options | UTF8PROC_STABLE));
+  utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
+                                    static_cast<utf8proc_ssize_t>(s.size()), &out,
+                                    static_cast<utf8proc_option_t>(options | UTF8PROC_STABLE));
   if (n < 0) return std::string(s);
   std::string r(reinterpret_cast<const char*>(out), static_cast<size_t>(n));
   std::free(out);
@@ -85,7 +84,8 @@ std::string strip_accents(std::string_view s, bool bert) {
 std::string lowercase(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for_each_char(s, [&](uint32_t cp) { append_lower(out, cp); }, [&](char c) { out.push_back(c); });
+  for_each_char(
+      s, [&](uint32_t cp) { append_lower(out, cp); }, [&](char c) { out.push_back(c); });
   return out;
 }
 

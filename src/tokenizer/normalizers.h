@@ -25,20 +25,20 @@ struct NormalizerStep {
     kStripAccents,
     kBert,
   } kind = Kind::kNfc;
-  std::string pattern, content;            // kReplace; kPrepend uses content
-  std::shared_ptr<const Regex> regex;      // kReplaceRegex
-  bool left = true, right = true;          // kStrip
-  bool clean_text = true;                  // kBert
-  bool handle_chinese_chars = true;        // kBert
-  bool strip_accents = true;               // kBert
-  bool lowercase = true;                   // kBert
+  std::string pattern, content;        // kReplace; kPrepend uses content
+  std::shared_ptr<const Regex> regex;  // kReplaceRegex
+  bool left = true, right = true;      // kStrip
+  bool clean_text = true;              // kBert
+  bool handle_chinese_chars = true;    // kBert
+  bool strip_accents = true;           // kBert
+  bool lowercase = true;               // kBert
 };
 
 std::string normalize(const std::vector<NormalizerStep>& steps, std::string_view text);
 
 // Text helpers shared with the pre-tokenizers and the WordPiece GGUF path.
 void replace_all(std::string& s, std::string_view from, std::string_view to);
-bool is_chinese_char(uint32_t cp);  // the CJK ranges BERT isolates
+bool is_chinese_char(uint32_t cp);        // the CJK ranges BERT isolates
 bool is_unicode_whitespace(uint32_t cp);  // Rust's char::is_whitespace
 bool is_bert_punctuation(uint32_t cp);    // ASCII punctuation or Unicode category P*
 

@@ -13,8 +13,7 @@ bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.
 
 }  // namespace
 
-Result<PreTokenizerStep> split_step(std::string_view pattern, SplitBehavior behavior,
-                                    bool invert) {
+Result<PreTokenizerStep> split_step(std::string_view pattern, SplitBehavior behavior, bool invert) {
   PreTokenizerStep step;
   step.kind = PreTokenizerStep::Kind::kSplit;
   TF_ASSIGN_OR_RETURN(step.regex, Regex::compile(pattern));

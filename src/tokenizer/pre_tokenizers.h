@@ -34,7 +34,7 @@ std::vector<std::string> pre_tokenize(const std::vector<PreTokenizerStep>& steps
 // HF Whitespace keeps the matches of \w+|[^\w\s]+ with Rust's \w (Alphabetic, marks, decimal
 // digits, connector punctuation, joiners), not PCRE's: a ZWJ splits emoji sequences, and the
 // circled and squared letters (symbols with the Alphabetic property) are word characters.
-#define TF_RUST_WORD_CLASS \
+#define TF_RUST_WORD_CLASS                                                              \
   R"(\p{L}\p{Nl}\p{M}\p{Nd}\p{Pc}\x{200C}\x{200D}\x{24B6}-\x{24E9}\x{1F130}-\x{1F149})" \
   R"(\x{1F150}-\x{1F169}\x{1F170}-\x{1F189})"
 inline constexpr const char* kWhitespacePattern =

@@ -42,8 +42,8 @@ std::vector<std::string> split_sequence(const std::vector<std::shared_ptr<const 
 // GPT-2's (as llama.cpp's "default" does).
 std::vector<std::string> pre_tokenizer_patterns(std::string_view pre);
 
-// Whether llama.cpp sets ignore_merges for that `tokenizer.ggml.pre` (Llama 3's tokenizer.json does:
-// a word that is itself a token is never split).
+// Whether llama.cpp sets ignore_merges for that `tokenizer.ggml.pre` (Llama 3's tokenizer.json
+// does: a word that is itself a token is never split).
 bool pre_tokenizer_ignores_merges(std::string_view pre);
 
 // GPT-2's pattern, the one HF's ByteLevel pre-tokenizer applies with use_regex.

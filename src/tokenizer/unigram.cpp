@@ -89,7 +89,8 @@ void UnigramModel::encode_word(std::string_view word, std::vector<TokenId>& out)
       continue;
     }
     bool bytes = byte_fallback_;
-    for (size_t k = 0; bytes && k < s.size(); ++k) bytes = byte_ids_[static_cast<uint8_t>(s[k])] >= 0;
+    for (size_t k = 0; bytes && k < s.size(); ++k)
+      bytes = byte_ids_[static_cast<uint8_t>(s[k])] >= 0;
     if (bytes) {
       for (char c : s) out.push_back(byte_ids_[static_cast<uint8_t>(c)]);
     } else if (unk_ >= 0) {

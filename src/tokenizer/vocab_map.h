@@ -46,7 +46,7 @@ class VocabMap {
   // The slot holding `token`, or the empty slot where it would go (linear probing).
   size_t probe(std::string_view token) const {
     size_t mask = slots_.size() - 1;
-    for (size_t i = std::hash<std::string_view>{}(token) & mask;; i = (i + 1) & mask) {
+    for (size_t i = std::hash<std::string_view>{}(token)&mask;; i = (i + 1) & mask) {
       int32_t e = slots_[i];
       if (e < 0 || key(entries_[e]) == token) return i;
     }
@@ -55,7 +55,8 @@ class VocabMap {
     size_t n = 16;
     while (n < min_slots) n *= 2;
     slots_.assign(n, -1);
-    for (size_t i = 0; i < entries_.size(); ++i) slots_[probe(key(entries_[i]))] = static_cast<int32_t>(i);
+    for (size_t i = 0; i < entries_.size(); ++i)
+      slots_[probe(key(entries_[i]))] = static_cast<int32_t>(i);
   }
 
   std::string arena_;

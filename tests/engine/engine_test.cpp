@@ -224,6 +224,29 @@ TEST_F(EngineTest, StopsAtEndOfGenerationUnlessIgnored) {
   EXPECT_EQ(by_stop_id.ids.size(), static_cast<size_t>(first + 1));
 }
 
+TEST_F(EngineTest, FullQueueRefusesNewRequests) {
+  EngineOptions o = options();
+  o.max_parallel = 1;
+  o.max_queue = 2;
+  Engine e(model_, o);
+  int refused = 0;
+  std::vector<std::shared_ptr<Channel>> accepted;
+  for (int i = 0; i < 50; ++i) {
+    auto ch = e.submit(make_request(500 + i, 8, 0.0f, 0, 1000));
+    if (ch) {
+      accepted.push_back(*ch);
+    } else {
+      ++refused;
+      EXPECT_EQ(ch.error().code, ErrorCode::kResourceExhausted);
+      EXPECT_NE(ch.error().message.find("queue is full"), std::string::npos);
+    }
+  }
+  EXPECT_GT(refused, 0);
+  EXPECT_LE(accepted.size(), 3u);  // one running and two queued
+  for (int i = 0; i < 50; ++i) e.cancel(500 + i);
+  for (auto& ch : accepted) EXPECT_EQ(collect(*ch).reason, FinishReason::kCancelled);
+}
+
 TEST_F(EngineTest, RefusesWhatCanNeverFit) {
   EngineOptions o = options();
   o.context = 64;

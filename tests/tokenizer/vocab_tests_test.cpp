@@ -61,8 +61,8 @@ void check(const Tokenizer& tok, const std::string& name, const std::string& sou
     if (got == want) {
       ++pass;
     } else if (++bad <= 3) {
-      ADD_FAILURE() << name << ": mismatch for [" << text << "]\n  want" << show(want)
-                    << "\n  got " << show(got);
+      ADD_FAILURE() << name << ": mismatch for [" << text << "]\n  want" << show(want) << "\n  got "
+                    << show(got);
     }
   }
   std::printf("[ vocab    ] %-18s %2d/%2zu cases pass (%s)\n", name.c_str(), pass, cases.size(),
@@ -114,9 +114,10 @@ TEST_P(VocabVectorsTest, MatchesLlamaCpp) {
     check(*t, name, json + "/tokenizer.json");
     return;
   }
-  std::printf("[ vocab    ] %-18s not applicable: no ggml-vocab-%s.gguf and no tokenizer.json "
-              "with its vocabulary in ../shared\n",
-              name.c_str(), name.c_str());
+  std::printf(
+      "[ vocab    ] %-18s not applicable: no ggml-vocab-%s.gguf and no tokenizer.json "
+      "with its vocabulary in ../shared\n",
+      name.c_str(), name.c_str());
   GTEST_SKIP() << name << ": not applicable, no GGUF or tokenizer.json with this vocabulary";
 }
 

@@ -1,9 +1,16 @@
-// Highway kernels: f32 x dotted with weight rows of any dtype, dequantizing in registers.
-// Reduction order (fixed, so matmul == dot_row bit for bit): quant rows go block by block, each
-// block in 32-element slices, vector i of a slice FMAs into accumulator i % 4; plain rows go in
-// groups of 4 vectors the same way. Then (a0 + a1) + (a2 + a3), SumOfLanes, and (plain types only)
-// a scalar fma tail. The R-row variants run exactly this sequence once per row, sharing the
-// dequantized vectors, so grouping x rows never changes a result.
+// Highway kernels: f32 x dotted with weight rows of any dtype, dequantizing in registers (M = 1)
+// or into a per-thread f32 scratch tile (M > 1).
+//
+// Reduction order, the one thing every path shares (so matmul == dot_row bit for bit, at any M and
+// any thread count): each output (m, n) has ONE accumulator vector of kN lanes; lane l accumulates
+// w[k] * x[k] for k = l (mod kN), in increasing k, as fma(w, x, acc), where w is the exact f32
+// dequantization (the same value dequantize_row stores). Then SumOfLanes, and, for plain types
+// whose k is not a multiple of kN, a scalar fma tail in increasing k.
+//
+// Speed comes from independent outputs rather than split accumulators: the M = 1 path runs 4
+// weight rows at once (4 independent FMA chains sharing each x vector); the M > 1 path dequantizes
+// a tile of weight rows once into scratch and runs a 3 (n) x 4 (m) register-blocked microkernel
+// over all M rows, so dequantization is amortized over M and the inner loop is pure FMA.
 #include "backend/cpu/dot_kernels.h"
 
 #include <algorithm>
@@ -15,6 +22,7 @@
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/quant_blocks.h"
 #include "base/half.h"
+#include "hwy/aligned_allocator.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "backend/cpu/dot_kernels.cpp"
@@ -202,39 +210,35 @@ struct SliceQ6_K : quant::Q6_K {
   }
 };
 
-HWY_INLINE float reduce(const VF* acc) {
-  const DF df;
-  return hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(acc[0], acc[1]), hn::Add(acc[2], acc[3]))));
-}
+HWY_INLINE float reduce(VF acc) { return hn::GetLane(hn::SumOfLanes(DF(), acc)); }
 
+// Quant rows: R weight rows against one x, one accumulator per row (see the note at the top).
 template <class Slice>
 struct QuantKernel {
   template <int R>
-  static HWY_INLINE void dot(const uint8_t* w, const float* const* xs, int64_t k, float* out) {
+  static HWY_INLINE void dot(const uint8_t* const* w, const float* x, int64_t k, float* out) {
     const DF df;
-    VF acc[R][4];
-    for (int r = 0; r < R; ++r) {
-      for (int j = 0; j < 4; ++j) acc[r][j] = hn::Zero(df);
-    }
+    VF acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = hn::Zero(df);
     const int64_t nb = k / Slice::kBlock;
     for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* blk = w + b * Slice::kBytes;
-      const auto head = Slice::head(blk);
+      decltype(Slice::head(w[0])) head[R];
+      for (int r = 0; r < R; ++r) head[r] = Slice::head(w[r] + b * Slice::kBytes);
       for (int s = 0; s < Slice::kBlock / 32; ++s) {
-        VF v[kSliceVecs];
-        Slice::run(blk, head, s, v);
-        const int64_t off = b * Slice::kBlock + 32 * s;
-        for (int i = 0; i < kSliceVecs; ++i) {
-          for (int r = 0; r < R; ++r) {
-            acc[r][i & 3] = hn::MulAdd(v[i], hn::LoadU(df, xs[r] + off + i * kN), acc[r][i & 3]);
-          }
+        const float* xb = x + b * Slice::kBlock + 32 * s;
+        VF xv[kSliceVecs];
+        for (int i = 0; i < kSliceVecs; ++i) xv[i] = hn::LoadU(df, xb + i * kN);
+        for (int r = 0; r < R; ++r) {
+          VF v[kSliceVecs];
+          Slice::run(w[r] + b * Slice::kBytes, head[r], s, v);
+          for (int i = 0; i < kSliceVecs; ++i) acc[r] = hn::MulAdd(v[i], xv[i], acc[r]);
         }
       }
     }
     for (int r = 0; r < R; ++r) out[r] = reduce(acc[r]);
   }
 
-  static void dequant(const uint8_t* w, float* y, int64_t k) {
+  static HWY_INLINE void dequant(const uint8_t* w, float* y, int64_t k) {
     const DF df;
     for (int64_t b = 0; b < k / Slice::kBlock; ++b) {
       const uint8_t* blk = w + b * Slice::kBytes;
@@ -284,33 +288,23 @@ struct LoadBF16 {
 template <class Load>
 struct PlainKernel {
   template <int R>
-  static HWY_INLINE void dot(const uint8_t* w, const float* const* xs, int64_t k, float* out) {
+  static HWY_INLINE void dot(const uint8_t* const* w, const float* x, int64_t k, float* out) {
     const DF df;
-    VF acc[R][4];
-    for (int r = 0; r < R; ++r) {
-      for (int j = 0; j < 4; ++j) acc[r][j] = hn::Zero(df);
-    }
+    VF acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = hn::Zero(df);
     int64_t i = 0;
-    for (; i + 4 * kN <= k; i += 4 * kN) {
-      for (int j = 0; j < 4; ++j) {
-        const VF v = Load::load(w, i + j * kN);
-        for (int r = 0; r < R; ++r) {
-          acc[r][j] = hn::MulAdd(v, hn::LoadU(df, xs[r] + i + j * kN), acc[r][j]);
-        }
-      }
-    }
-    for (int j = 0; i + kN <= k; i += kN, ++j) {
-      const VF v = Load::load(w, i);
-      for (int r = 0; r < R; ++r) acc[r][j] = hn::MulAdd(v, hn::LoadU(df, xs[r] + i), acc[r][j]);
+    for (; i + kN <= k; i += kN) {
+      const VF xv = hn::LoadU(df, x + i);
+      for (int r = 0; r < R; ++r) acc[r] = hn::MulAdd(Load::load(w[r], i), xv, acc[r]);
     }
     for (int r = 0; r < R; ++r) {
       float sum = reduce(acc[r]);
-      for (int64_t t = i; t < k; ++t) sum = std::fma(Load::scalar(w, t), xs[r][t], sum);
+      for (int64_t t = i; t < k; ++t) sum = std::fma(Load::scalar(w[r], t), x[t], sum);
       out[r] = sum;
     }
   }
 
-  static void dequant(const uint8_t* w, float* y, int64_t k) {
+  static HWY_INLINE void dequant(const uint8_t* w, float* y, int64_t k) {
     int64_t i = 0;
     for (; i + kN <= k; i += kN) hn::StoreU(Load::load(w, i), DF(), y + i);
     for (; i < k; ++i) y[i] = Load::scalar(w, i);
@@ -353,7 +347,7 @@ HWY_INLINE void with_kernel(DType t, F&& f) {
 
 float DotRowT(DType t, const uint8_t* w, const float* x, int64_t k) {
   float out = 0.0f;
-  with_kernel(t, [&](auto kernel) { decltype(kernel)::template dot<1>(w, &x, k, &out); });
+  with_kernel(t, [&](auto kernel) { decltype(kernel)::template dot<1>(&w, x, k, &out); });
   return out;
 }
 
@@ -361,43 +355,119 @@ void DequantizeRowT(DType t, const uint8_t* w, float* y, int64_t k) {
   with_kernel(t, [&](auto kernel) { decltype(kernel)::dequant(w, y, k); });
 }
 
-// R rows of x starting at row i against weight rows [nb, ne).
-template <class K, int R>
-void rows_group(const uint8_t* w, size_t row_bytes, int64_t k, const float* x, int64_t i, float* y,
-                int64_t ldy, int64_t nb, int64_t ne) {
-  const float* xs[R];
-  for (int r = 0; r < R; ++r) xs[r] = x + (i + r) * k;
-  float out[R];
-  for (int64_t n = nb; n < ne; ++n) {
-    K::template dot<R>(w + static_cast<size_t>(n) * row_bytes, xs, k, out);
-    for (int r = 0; r < R; ++r) y[(i + r) * ldy + n] = out[r];
+// M = 1 (per x row): weight rows in groups of 4, dequantized in registers; 4 rows give 4
+// independent FMA chains, enough to hide FMA latency behind the dequantization work.
+template <class K>
+void gemv_rows(const uint8_t* w, size_t row_bytes, int64_t k, const float* x, float* y,
+               int64_t n0, int64_t n1) {
+  constexpr int kRows = 4;
+  int64_t n = n0;
+  for (; n + kRows <= n1; n += kRows) {
+    const uint8_t* rows[kRows];
+    for (int r = 0; r < kRows; ++r) rows[r] = w + static_cast<size_t>(n + r) * row_bytes;
+    K::template dot<kRows>(rows, x, k, y + n);
+  }
+  for (; n < n1; ++n) {
+    const uint8_t* row = w + static_cast<size_t>(n) * row_bytes;
+    K::template dot<1>(&row, x, k, y + n);
+  }
+}
+
+// The M > 1 microkernel: RN scratch rows (stride ws, aligned) x RM rows of x (stride k), one
+// accumulator per output, kN-element steps in increasing k, then the scalar tail of plain types.
+// 3 x 4 accumulators + 3 weight vectors + 1 x vector = 16 AVX2 registers.
+constexpr int kNR = 3;
+constexpr int kMR = 4;
+
+template <int RN, int RM>
+HWY_INLINE void micro(const float* HWY_RESTRICT w, size_t ws, const float* HWY_RESTRICT x,
+                      int64_t k, float* HWY_RESTRICT y, int64_t ldy) {
+  const DF df;
+  VF acc[RM][RN];
+  for (int m = 0; m < RM; ++m) {
+    for (int n = 0; n < RN; ++n) acc[m][n] = hn::Zero(df);
+  }
+  const int64_t kv = k - k % kN;
+  for (int64_t i = 0; i < kv; i += kN) {
+    VF wv[RN];
+    for (int n = 0; n < RN; ++n) wv[n] = hn::Load(df, w + n * ws + i);
+    for (int m = 0; m < RM; ++m) {
+      const VF xv = hn::LoadU(df, x + m * k + i);
+      for (int n = 0; n < RN; ++n) acc[m][n] = hn::MulAdd(wv[n], xv, acc[m][n]);
+    }
+  }
+  for (int m = 0; m < RM; ++m) {
+    for (int n = 0; n < RN; ++n) {
+      float sum = reduce(acc[m][n]);
+      for (int64_t t = kv; t < k; ++t) sum = std::fma(w[n * ws + t], x[m * k + t], sum);
+      y[m * ldy + n] = sum;
+    }
+  }
+}
+
+template <int RN>
+HWY_INLINE void micro_m(int rm, const float* w, size_t ws, const float* x, int64_t k, float* y,
+                        int64_t ldy) {
+  switch (rm) {
+    case 4:
+      return micro<RN, 4>(w, ws, x, k, y, ldy);
+    case 3:
+      return micro<RN, 3>(w, ws, x, k, y, ldy);
+    case 2:
+      return micro<RN, 2>(w, ws, x, k, y, ldy);
+    default:
+      return micro<RN, 1>(w, ws, x, k, y, ldy);
+  }
+}
+
+// Per-thread scratch for dequantized weight tiles, grown on demand, never shrunk.
+float* scratch(size_t floats) {
+  thread_local hwy::AlignedFreeUniquePtr<float[]> buf;
+  thread_local size_t cap = 0;
+  if (cap < floats) {
+    buf = hwy::AllocateAligned<float>(floats);
+    cap = floats;
+  }
+  return buf.get();
+}
+
+// M > 1: tiles of weight rows are dequantized once into scratch (sized to stay in L2 next to the
+// x rows), then every group of 4 x rows (in L1 while it sweeps the tile) runs the microkernel over
+// the tile 3 rows at a time.
+template <class K>
+void gemm_rows(const uint8_t* w, size_t row_bytes, int64_t k, const float* x, int64_t m, float* y,
+               int64_t ldy, int64_t n0, int64_t n1) {
+  constexpr size_t kTileBytes = 128 << 10;
+  // Rows padded to whole 64-byte lines, so every row starts aligned.
+  const size_t ws = (static_cast<size_t>(k) + 15) & ~size_t{15};
+  const int64_t tile = std::max<int64_t>(
+      kNR, static_cast<int64_t>(kTileBytes / (ws * sizeof(float))) / kNR * kNR);
+  float* buf = scratch(ws * static_cast<size_t>(tile));
+  for (int64_t nb = n0; nb < n1; nb += tile) {
+    const int64_t ne = std::min(n1, nb + tile);
+    for (int64_t n = nb; n < ne; ++n) {
+      K::dequant(w + static_cast<size_t>(n) * row_bytes, buf + (n - nb) * ws, k);
+    }
+    for (int64_t i = 0; i < m; i += kMR) {
+      const int rm = static_cast<int>(std::min<int64_t>(kMR, m - i));
+      const float* xi = x + i * k;
+      float* yi = y + i * ldy;
+      int64_t n = nb;
+      for (; n + kNR <= ne; n += kNR) micro_m<kNR>(rm, buf + (n - nb) * ws, ws, xi, k, yi + n, ldy);
+      if (ne - n == 2) micro_m<2>(rm, buf + (n - nb) * ws, ws, xi, k, yi + n, ldy);
+      if (ne - n == 1) micro_m<1>(rm, buf + (n - nb) * ws, ws, xi, k, yi + n, ldy);
+    }
   }
 }
 
 void MatmulRowsT(DType t, const uint8_t* w, size_t row_bytes, int64_t k, const float* x, int64_t m,
                  float* y, int64_t ldy, int64_t n0, int64_t n1) {
-  // A tile of weight rows stays in L1/L2 while every group of 4 x rows passes over it, so each
-  // weight block is fetched from memory once and dequantized once per 4 rows of x.
-  const int64_t tile = std::max<int64_t>(1, (32 << 10) / static_cast<int64_t>(row_bytes));
   with_kernel(t, [&](auto kernel) {
     using K = decltype(kernel);
-    for (int64_t nb = n0; nb < n1; nb += tile) {
-      const int64_t ne = std::min(n1, nb + tile);
-      int64_t i = 0;
-      for (; i + 4 <= m; i += 4) rows_group<K, 4>(w, row_bytes, k, x, i, y, ldy, nb, ne);
-      switch (m - i) {
-        case 3:
-          rows_group<K, 3>(w, row_bytes, k, x, i, y, ldy, nb, ne);
-          break;
-        case 2:
-          rows_group<K, 2>(w, row_bytes, k, x, i, y, ldy, nb, ne);
-          break;
-        case 1:
-          rows_group<K, 1>(w, row_bytes, k, x, i, y, ldy, nb, ne);
-          break;
-        default:
-          break;
-      }
+    if (m == 1) {
+      gemv_rows<K>(w, row_bytes, k, x, y, n0, n1);
+    } else {
+      gemm_rows<K>(w, row_bytes, k, x, m, y, ldy, n0, n1);
     }
   });
 }

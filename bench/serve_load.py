@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""serve_load: a load generator for an OpenAI-compatible server, reporting what `vllm bench serve`
+reports (request throughput, output tok/s, TTFT / TPOT / ITL percentiles) over streamed (SSE)
+/v1/completions requests with synthetic token-id prompts of exact length.
+
+  bench/serve_load.py http://127.0.0.1:8080/v1 -c 8 --prompt 128 --gen 64
+  bench/serve_load.py --start-server build/release/bin/tensorfold -c 8 --prompt 128 --gen 64
+"""
+import argparse
+import http.client
+import json
+import os
+import re
+import select
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+
+def percentile(values, p):
+    """Nearest-rank percentile, as engine_throughput computes it."""
+    if not values:
+        return 0.0
+    v = sorted(values)
+    return v[min(int(p / 100 * (len(v) - 1) + 0.5), len(v) - 1)]
+
+
+def synthetic_prompt(i, length, vocab):
+    """The same token ids bench/engine_throughput submits for stream i."""
+    return [100 + (t * 7919 + i * 104729) % (vocab - 200) for t in range(length)]
+
+
+class Result:
+    def __init__(self):
+        self.ok = False
+        self.error = ""
+        self.start = self.first = self.end = 0.0
+        self.token_times = []
+        self.output_tokens = 0
+        self.prompt_tokens = 0
+
+
+def one_request(host, port, prefix, model, prompt, gen, api_key, res):
+    """Streams one completion, timing every SSE event that carries text."""
+    body = json.dumps({"model": model, "prompt": prompt, "max_tokens": gen, "temperature": 0,
+                       "ignore_eos": True, "stream": True,
+                       "stream_options": {"include_usage": True}})
+    headers = {"Content-Type": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    conn = http.client.HTTPConnection(host, port, timeout=600)
+    res.start = time.perf_counter()
+    try:
+        conn.request("POST", prefix + "/completions", body=body, headers=headers)
+        resp = conn.getresponse()
+        if resp.status != 200:
+            res.error = f"HTTP {resp.status}: {resp.read()[:200]!r}"
+            return
+        for raw in resp:
+            line = raw.strip()
+            if not line.startswith(b"data:"):
+                continue
+            data = line[5:].strip()
+            if data == b"[DONE]":
+                break
+            ev = json.loads(data)
+            if "error" in ev:
+                res.error = ev["error"].get("message", "error event")
+                return
+            if ev.get("usage"):
+                res.output_tokens = ev["usage"]["completion_tokens"]
+                res.prompt_tokens = ev["usage"]["prompt_tokens"]
+            for c in ev.get("choices", []):
+                if c.get("text"):
+                    now = time.perf_counter()
+                    if not res.token_times:
+                        res.first = now
+                    res.token_times.append(now)
+        res.end = time.perf_counter()
+        res.ok = True
+    except (OSError, http.client.HTTPException, ValueError) as e:
+        res.error = repr(e)
+    finally:
+        conn.close()
+
+
+def model_info(host, port, prefix, api_key):
+    conn = http.client.HTTPConnection(host, port, timeout=30)
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    conn.request("GET", prefix + "/models", headers=headers)
+    data = json.loads(conn.getresponse().read())
+    conn.close()
+    return data["data"][0]["id"]
+
+
+def run_load(url, concurrency, num_requests, prompt_len, gen_len, vocab, api_key, warmup):
+    u = urlparse(url)
+    host, port, prefix = u.hostname, u.port or 80, u.path.rstrip("/")
+    model = model_info(host, port, prefix, api_key)
+    if warmup:
+        one_request(host, port, prefix, model, synthetic_prompt(10_000, 8, vocab), 4, api_key,
+                    Result())
+    results = [Result() for _ in range(num_requests)]
+    next_i = [0]
+    lock = threading.Lock()
+
+    def worker():
+        while True:
+            with lock:
+                i = next_i[0]
+                next_i[0] += 1
+            if i >= num_requests:
+                return
+            one_request(host, port, prefix, model, synthetic_prompt(i, prompt_len, vocab),
+                        gen_len, api_key, results[i])
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=worker) for _ in range(concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    return model, results, wall
+
+
+def report(model, results, wall, concurrency, prompt_len, gen_len):
+    ok = [r for r in results if r.ok]
+    failed = [r for r in results if not r.ok]
+    out_tokens = sum(r.output_tokens or len(r.token_times) for r in ok)
+    in_tokens = sum(r.prompt_tokens for r in ok)
+    ttft = [(r.first - r.start) * 1e3 for r in ok if r.token_times]
+    tpot = [(r.end - r.first) * 1e3 / ((r.output_tokens or len(r.token_times)) - 1)
+            for r in ok if (r.output_tokens or len(r.token_times)) > 1]
+    itl = [(b - a) * 1e3 for r in ok for a, b in zip(r.token_times, r.token_times[1:])]
+    print(f"model: {model}; concurrency {concurrency}; {len(results)} requests of "
+          f"{prompt_len} prompt tokens, {gen_len} generated")
+    print(f"| metric | value |\n|---|---|")
+    print(f"| successful / failed requests | {len(ok)} / {len(failed)} |")
+    print(f"| benchmark duration (s) | {wall:.2f} |")
+    print(f"| request throughput (req/s) | {len(ok) / wall:.2f} |")
+    print(f"| output token throughput (tok/s) | {out_tokens / wall:.1f} |")
+    print(f"| total token throughput (tok/s) | {(out_tokens + in_tokens) / wall:.1f} |")
+    for name, v in (("TTFT", ttft), ("TPOT", tpot), ("ITL", itl)):
+        mean = statistics.fmean(v) if v else 0.0
+        print(f"| {name} mean / p50 / p90 / p99 (ms) | {mean:.1f} / {percentile(v, 50):.1f} / "
+              f"{percentile(v, 90):.1f} / {percentile(v, 99):.1f} |")
+    for r in failed[:5]:
+        print(f"failed: {r.error}", file=sys.stderr)
+    return 0 if not failed else 1
+
+
+def start_server(binary, model_path, concurrency, threads, kv_gib):
+    args = [binary, "serve", "--port", "0", "--parallel", str(max(concurrency, 1)),
+            "--kv-gib", str(kv_gib)]
+    if model_path:
+        args.insert(2, model_path)
+    if threads:
+        args += ["--threads", str(threads)]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    buf, deadline = b"", time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            sys.exit(f"serve_load: the server exited with {proc.returncode}")
+        if select.select([proc.stdout], [], [], 0.5)[0]:
+            buf += os.read(proc.stdout.fileno(), 4096)
+            m = re.search(rb"(http://[\d.]+:\d+/v1)", buf)
+            if m:
+                return proc, m.group(1).decode()
+    proc.kill()
+    sys.exit("serve_load: no startup line from the server")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("url", nargs="?", help="base URL, e.g. http://127.0.0.1:8080/v1")
+    ap.add_argument("-c", "--concurrency", type=int, default=8)
+    ap.add_argument("-n", "--num-requests", type=int, default=0,
+                    help="requests in all (default: one per concurrent client)")
+    ap.add_argument("--prompt", type=int, default=128, help="prompt tokens per request")
+    ap.add_argument("--gen", type=int, default=64, help="generated tokens per request")
+    ap.add_argument("--vocab", type=int, default=49152, help="vocabulary size for prompt ids")
+    ap.add_argument("--api-key", default=os.environ.get("TENSORFOLD_API_KEY", ""))
+    ap.add_argument("--no-warmup", action="store_true")
+    ap.add_argument("--start-server", metavar="BINARY",
+                    help="start `BINARY serve` on a free port first (and stop it after)")
+    ap.add_argument("--model", default="", help="with --start-server: the model to serve")
+    ap.add_argument("--threads", type=int, default=0, help="with --start-server: --threads")
+    ap.add_argument("--kv-gib", type=float, default=2.0, help="with --start-server: --kv-gib")
+    a = ap.parse_args()
+    proc = None
+    url = a.url
+    if a.start_server:
+        proc, url = start_server(a.start_server, a.model, a.concurrency, a.threads, a.kv_gib)
+    if not url:
+        ap.error("give a URL or --start-server")
+    try:
+        model, results, wall = run_load(url, a.concurrency, a.num_requests or a.concurrency,
+                                        a.prompt, a.gen, a.vocab, a.api_key, not a.no_warmup)
+        rc = report(model, results, wall, a.concurrency, a.prompt, a.gen)
+    finally:
+        if proc:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+// StopMatcher and ReasoningSplitter on their own: pieces arriving in every possible split.
+#include "api/text_filters.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace tf::api {
+namespace {
+
+// Feeds `text` in pieces of `step` bytes and returns what was emitted.
+std::string stream_stop(const std::string& text, std::vector<std::string> stops, size_t step,
+                        bool* stopped = nullptr) {
+  StopMatcher m(std::move(stops));
+  std::string out;
+  for (size_t i = 0; i < text.size() && !m.stopped(); i += step) out += m.push(text.substr(i, step));
+  out += m.flush();
+  if (stopped) *stopped = m.stopped();
+  return out;
+}
+
+TEST(StopMatcher, EverySplitGivesTheSameText) {
+  for (size_t step = 1; step <= 12; ++step) {
+    SCOPED_TRACE(step);
+    bool stopped = false;
+    EXPECT_EQ(stream_stop("Hello world. Bye", {"world"}, step, &stopped), "Hello ");
+    EXPECT_TRUE(stopped);
+    EXPECT_EQ(stream_stop("Hello world. Bye", {"Bye", "."}, step), "Hello world");
+    EXPECT_EQ(stream_stop("Hello wor", {"world"}, step, &stopped), "Hello wor");
+    EXPECT_FALSE(stopped);
+    EXPECT_EQ(stream_stop("abc", {}, step), "abc");
+    EXPECT_EQ(stream_stop("abc", {""}, step), "abc");  // an empty stop string never matches
+  }
+}
+
+TEST(StopMatcher, HoldsOnlyAPossiblePrefix) {
+  StopMatcher m({"STOP"});
+  EXPECT_EQ(m.push("abcS"), "abc");
+  EXPECT_EQ(m.push("T"), "");
+  EXPECT_EQ(m.push("x"), "STx");
+  EXPECT_EQ(m.push("ST"), "");
+  EXPECT_EQ(m.push("OP and more"), "");
+  EXPECT_TRUE(m.stopped());
+  EXPECT_EQ(m.push("later"), "");
+  EXPECT_EQ(m.flush(), "");
+}
+
+TEST(StopMatcher, EarliestOccurrenceWins) {
+  StopMatcher m({"zz", "b"});
+  EXPECT_EQ(m.push("azzb"), "a");
+}
+
+TEST(ReasoningSplitter, EverySplitGivesTheSameParts) {
+  const std::string text = "<think>plan it</think>the answer";
+  for (size_t step = 1; step <= text.size(); ++step) {
+    SCOPED_TRACE(step);
+    ReasoningSplitter s("<think>", "</think>", false);
+    std::string reasoning, content;
+    for (size_t i = 0; i < text.size(); i += step) {
+      auto p = s.push(text.substr(i, step));
+      reasoning += p.reasoning;
+      content += p.content;
+    }
+    auto f = s.flush();
+    EXPECT_EQ(reasoning + f.reasoning, "plan it");
+    EXPECT_EQ(content + f.content, "the answer");
+  }
+}
+
+TEST(ReasoningSplitter, StartInsideAndOnlyFirstBlock) {
+  ReasoningSplitter s("<think>", "</think>", true);
+  auto a = s.push("hmm</think>ok <think>not again</think>");
+  EXPECT_EQ(a.reasoning, "hmm");
+  EXPECT_EQ(a.content, "ok <think>not again</think>");
+  ReasoningSplitter plain("<think>", "</think>", false);
+  auto b = plain.push("no tags <thi");
+  EXPECT_EQ(b.content, "no tags ");
+  EXPECT_EQ(plain.flush().content, "<thi");
+}
+
+}  // namespace
+}  // namespace tf::api
