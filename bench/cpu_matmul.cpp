@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -56,7 +57,10 @@ double time_matmul(const std::vector<std::vector<uint8_t>>& copies, DType t, int
   int64_t iters = 0;
   const auto start = Clock::now();
   double elapsed = 0;
-  while (elapsed < 0.3 || iters < 5) {
+  // TF_BENCH_ITERS=n: exactly n calls, for instruction counts under callgrind.
+  static const char* env = std::getenv("TF_BENCH_ITERS");
+  static const int64_t fixed = env != nullptr ? std::atoll(env) : 0;
+  while (fixed > 0 ? iters < fixed : (elapsed < 0.3 || iters < 5)) {
     tf::Tensor w{t, {n, k}, copies[iters % copies.size()].data()};
     tf::backend::cpu::matmul(w, x.data(), m, y.data(), pool);
     ++iters;
@@ -84,7 +88,8 @@ int main(int argc, char** argv) {
     int64_t n, k;
   };
   const Shape shapes[] = {{576, 1536}, {49152, 576}};
-  constexpr size_t kColdBytes = size_t{256} << 20;
+  // Fewer cold copies under TF_BENCH_ITERS (callgrind needs no LLC-sized rotation).
+  const size_t kColdBytes = std::getenv("TF_BENCH_ITERS") ? 1 : size_t{256} << 20;
   tf::ThreadPool pool1(1), pool2(2);
   std::printf("%-6s %-12s %10s %11s %11s %11s %11s\n", "dtype", "N x K", "MB", "hot 1t", "hot 2t",
               "cold 1t", "cold 2t");

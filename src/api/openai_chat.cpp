@@ -4,6 +4,7 @@
 
 #include "api/generation.h"
 #include "api/json_util.h"
+#include "api/openai_stream.h"
 #include "api/service.h"
 
 namespace tf::api {
@@ -27,12 +28,6 @@ json logprob_entries(const std::vector<TokenLogprobInfo>& lps) {
   return content;
 }
 
-json usage_json(const engine::Usage& u) {
-  return {{"prompt_tokens", u.prompt_tokens},
-          {"completion_tokens", u.completion_tokens},
-          {"total_tokens", u.prompt_tokens + u.completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
-}
 
 // True when the rendered prompt leaves the model inside a <think> block (e.g. DeepSeek-R1).
 bool ends_in_think(std::string_view prompt) {
@@ -94,21 +89,9 @@ void Service::chat_completions(std::string_view body, Responder& r) {
       json lp = gen.logprobs ? json{{"content", logprob_entries(d.logprobs)}} : json(nullptr);
       return r.send_event(dump(chunk(delta, lp, nullptr)));
     });
-    if (out.error && !started) return send_error(r, *out.error);
-    if (out.finish_reason == "cancelled") return;  // the client is gone
-    if (!start()) return;
-    if (out.error) {
-      r.send_event(dump(openai_error_body(*out.error)));
-    } else {
-      r.send_event(dump(chunk(json::object(), nullptr, out.finish_reason)));
-      if (req->common.include_usage) {
-        json u = chunk(json::object(), nullptr, nullptr);
-        u["choices"] = json::array();
-        u["usage"] = usage_json(out.usage);
-        r.send_event(dump(u));
-      }
-    }
-    r.send_event("[DONE]");
+    finish_stream(r, out, started, start, [&](json finish) {
+      return chunk(json::object(), nullptr, std::move(finish));
+    }, req->common.include_usage);
     return;
   }
 

@@ -3,6 +3,7 @@
 
 #include "api/generation.h"
 #include "api/json_util.h"
+#include "api/openai_stream.h"
 #include "api/service.h"
 
 namespace tf::api {
@@ -34,12 +35,6 @@ struct LegacyLogprobs {
   }
 };
 
-json usage_json(const engine::Usage& u) {
-  return {{"prompt_tokens", u.prompt_tokens},
-          {"completion_tokens", u.completion_tokens},
-          {"total_tokens", u.prompt_tokens + u.completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
-}
 
 }  // namespace
 
@@ -108,20 +103,9 @@ void Service::completions(std::string_view body, Responder& r) {
       }
       return r.send_event(dump(chunk(d.content, lp, nullptr)));
     });
-    if (out.error && !started) return send_error(r, *out.error);
-    if (out.finish_reason == "cancelled" || !start()) return;
-    if (out.error) {
-      r.send_event(dump(openai_error_body(*out.error)));
-    } else {
-      r.send_event(dump(chunk("", nullptr, out.finish_reason)));
-      if (req->common.include_usage) {
-        json u = chunk("", nullptr, nullptr);
-        u["choices"] = json::array();
-        u["usage"] = usage_json(out.usage);
-        r.send_event(dump(u));
-      }
-    }
-    r.send_event("[DONE]");
+    finish_stream(r, out, started, start, [&](json finish) {
+      return chunk("", nullptr, std::move(finish));
+    }, req->common.include_usage);
     return;
   }
 

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "api/json_util.h"
@@ -129,6 +130,7 @@ struct HttpServer::Impl {
   std::atomic<bool> stopping{false};
   std::mutex mu;
   std::condition_variable idle_cv;
+  std::set<int> idle_fds;  // connections waiting for their next request; stop() wakes them
 
   void session(int fd, std::atomic<int>& active);
 };
@@ -143,8 +145,18 @@ void HttpServer::Impl::session(int fd, std::atomic<int>& active) {
     parser.body_limit(opt.max_body_bytes);
     parser.header_limit(static_cast<std::uint32_t>(opt.max_header_bytes));
     stream.expires_after(timeout);
+    const int fd = stream.socket().native_handle();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (stopping.load()) break;  // an idle keep-alive connection must not delay shutdown
+      idle_fds.insert(fd);
+    }
     beast::error_code ec =
         await(ioc, [&](auto handler) { http::async_read(stream, buffer, parser, handler); });
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      idle_fds.erase(fd);
+    }
     if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
         ec == net::error::connection_reset || ec == net::error::eof) {
       break;
@@ -241,6 +253,8 @@ void HttpServer::stop() {
   if (impl_->stopping.exchange(true)) return;
   // shutdown() wakes a thread blocked in accept(); closing from another thread would race it.
   ::shutdown(impl_->acceptor.native_handle(), SHUT_RDWR);
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  for (int fd : impl_->idle_fds) ::shutdown(fd, SHUT_RD);  // their reads end with EOF
 }
 
 }  // namespace tf::server

@@ -58,8 +58,11 @@ pcre2_code* as_code(void* p) { return static_cast<pcre2_code*>(p); }
 Result<std::shared_ptr<const Regex>> Regex::compile(std::string_view pattern) {
   int err = 0;
   PCRE2_SIZE offset = 0;
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                   PCRE2_UTF | PCRE2_UCP, &err, &offset, nullptr);
+  // DOLLAR_ENDONLY: `$` means the end of the text, as in Rust's regex (HF), not "before a final
+  // newline" as PCRE's default has it.
+  pcre2_code* code =
+      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                    PCRE2_UTF | PCRE2_UCP | PCRE2_DOLLAR_ENDONLY, &err, &offset, nullptr);
   if (code == nullptr) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(err, msg, sizeof(msg));
@@ -157,18 +160,6 @@ std::vector<std::string> split_by(const Regex& re, std::string_view text, SplitB
     }
   }
   return out;
-}
-
-std::vector<std::string> split_sequence(const std::vector<std::shared_ptr<const Regex>>& regexes,
-                                        std::vector<std::string> pieces) {
-  for (const auto& re : regexes) {
-    std::vector<std::string> next;
-    for (const auto& piece : pieces) {
-      for (auto& s : split_by(*re, piece, SplitBehavior::kIsolated)) next.push_back(std::move(s));
-    }
-    pieces = std::move(next);
-  }
-  return pieces;
 }
 
 std::vector<std::string> pre_tokenizer_patterns(std::string_view pre) {

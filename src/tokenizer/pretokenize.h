@@ -33,11 +33,6 @@ class Regex {
 std::vector<std::string> split_by(const Regex& re, std::string_view text, SplitBehavior behavior,
                                   bool invert = false);
 
-// Splits every piece with each regex in turn, keeping matches and gaps (llama.cpp's
-// unicode_regex_split with several expressions).
-std::vector<std::string> split_sequence(const std::vector<std::shared_ptr<const Regex>>& regexes,
-                                        std::vector<std::string> pieces);
-
 // The regexes llama.cpp uses for a GGUF `tokenizer.ggml.pre` value; unknown names fall back to
 // GPT-2's (as llama.cpp's "default" does).
 std::vector<std::string> pre_tokenizer_patterns(std::string_view pre);

@@ -1,5 +1,6 @@
-// Tokenizer: text <-> token ids for the vocabularies models ship (SentencePiece-style and GPT-2
-// byte-level BPE from GGUF, HF tokenizer.json BPE), with special/added tokens and BOS/EOS rules.
+// Tokenizer: text <-> token ids for the vocabularies models ship (GGUF SentencePiece, byte-level
+// BPE and BERT WordPiece; HF tokenizer.json BPE, Unigram and WordPiece), with special/added tokens
+// and BOS/EOS rules.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +24,7 @@ class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
 
-  // From GGUF `tokenizer.ggml.*` metadata (model llama|gpt2; pre-tokenizer from
+  // From GGUF `tokenizer.ggml.*` metadata (model llama|gpt2|bert; pre-tokenizer from
   // `tokenizer.ggml.pre`).
   static Result<std::shared_ptr<Tokenizer>> from_gguf(const checkpoint::GgufFile& gguf);
   // From an HF directory: tokenizer.json, plus tokenizer_config.json for add_bos/eos when present.
@@ -50,7 +51,8 @@ class Tokenizer {
   virtual TokenId eos_id() const = 0;         // -1 if none
   virtual bool is_eog(TokenId id) const = 0;  // EOS, EOT and other end-of-generation tokens
   virtual bool is_special(TokenId id) const = 0;
-  virtual std::string kind() const = 0;  // "spm", "bpe-bytelevel", "bpe-hf", ...
+  // "spm", "bpe-bytelevel", "wordpiece" (GGUF); "bpe-hf", "unigram-hf", "wordpiece-hf" (json).
+  virtual std::string kind() const = 0;
 };
 
 // Turns a stream of ids into text pieces that never end inside a UTF-8 character: bytes of an

@@ -146,7 +146,7 @@ class ScriptedEngine : public engine::EngineClient {
     std::lock_guard<std::mutex> lock(mu_);
     cancels_.push_back(id);
     if (auto it = live_.find(id); it != live_.end()) {
-      it->second.ch->push(engine::Finished{engine::FinishReason::kCancelled, it->second.usage()});
+      it->second.ch->push(engine::Finished{engine::FinishReason::kCancelled, it->second.usage(), {}, {}});
       live_.erase(it);
     }
   }

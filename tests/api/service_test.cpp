@@ -331,8 +331,9 @@ TEST_F(ServiceTest, EveryInvalidCompletionFieldIsNamed) {
 }
 
 TEST_F(ServiceTest, MalformedBodiesAre400WithoutParam) {
-  for (std::string body : {"", "{", "[]", "5", "\"x\"", "{\"model\": }", "nul", "{\"a\":NaN}",
-                           std::string("{\"model\":\"\xff\"}")}) {
+  const std::vector<std::string> bodies = {"", "{", "[]", "5", "\"x\"", "{\"model\": }", "nul",
+                                           "{\"a\":NaN}", "{\"model\":\"\xff\"}"};
+  for (const auto& body : bodies) {
     SCOPED_TRACE(body);
     for (const auto& r : {chat(body), complete(body)}) {
       EXPECT_EQ(r.status, 400);

@@ -3,9 +3,9 @@ import http.client
 import json
 import os
 import re
-import select
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -34,7 +34,9 @@ class Server:
         full_env = dict(os.environ)
         full_env.pop("TENSORFOLD_API_KEY", None)
         full_env.update(env or {})
-        self.proc = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        # Output goes to a file, never a pipe nobody drains (a full pipe would stall the server).
+        self.log = tempfile.NamedTemporaryFile(prefix="tensorfold-serve-", suffix=".log")
+        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT,
                                      env=full_env)
         self.startup_line = self._read_startup_line(timeout=90)
         m = re.search(r"http://([\d.]+):(\d+)/v1", self.startup_line)
@@ -45,23 +47,22 @@ class Server:
         self.kv_blocks = int(blocks.group(1)) if blocks else None
         self._wait_healthy(timeout=30)
 
+    def output(self):
+        with open(self.log.name, "rb") as f:
+            return f.read().decode(errors="replace")
+
     def _read_startup_line(self, timeout):
         deadline = time.monotonic() + timeout
-        buf = b""
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                err = self.proc.stderr.read().decode(errors="replace")
-                raise RuntimeError(f"server exited ({self.proc.returncode}) before serving: {err}")
-            ready, _, _ = select.select([self.proc.stdout], [], [], 0.5)
-            if not ready:
-                continue
-            chunk = os.read(self.proc.stdout.fileno(), 4096)
-            buf += chunk
-            for line in buf.decode(errors="replace").splitlines():
-                if "serving" in line:
+            for line in self.output().splitlines():
+                if "serving" in line and "http://" in line:
                     return line
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited ({self.proc.returncode}) before serving: "
+                                   f"{self.output()[-2000:]}")
+            time.sleep(0.05)
         self.proc.kill()
-        raise RuntimeError(f"no startup line within {timeout}s: {buf!r}")
+        raise RuntimeError(f"no startup line within {timeout}s: {self.output()[-2000:]}")
 
     def _wait_healthy(self, timeout):
         deadline = time.monotonic() + timeout
@@ -106,8 +107,7 @@ class Server:
                 self.proc.kill()
                 self.proc.wait()
                 raise
-        self.proc.stdout.close()
-        self.proc.stderr.close()
+        self.log.close()
         return self.proc.returncode
 
 

@@ -36,7 +36,7 @@ CHAT_ONLY = [
     ("max_completion_tokens", INTEGER_BAD + ["0"]),
     ("logprobs", BOOL_BAD), ("add_generation_prompt", BOOL_BAD),
     ("top_logprobs", INTEGER_BAD + ["3", "21"]),
-    ("chat_template_kwargs", ["5", '"x"', "[]", "true"] + JUNK),
+    ("chat_template_kwargs", ["5", '"x"', "[]", "true"] + JUNK[:-1]),
     ("tools", ["5", '"x"', "[5]", "[{}]", '[{"function": 5}]', '[{"function": {}}]'] + JUNK),
     ("messages", ["5", '"x"', "[]", "{}", "[5]", "[{}]", '[{"role": 5}]',
                   '[{"role": "x", "content": "y"}]', '[{"role": "user", "content": 5}]',

@@ -143,5 +143,23 @@ TEST(GgufVocabLoad, VocabsWithoutVectorsLoad) {
   }
 }
 
+// BERT's WordPiece from GGUF: [CLS] ... [SEP] around the text, lowercased, accents stripped.
+TEST(GgufVocabLoad, BertWrapsInClsSep) {
+  std::string gguf = testing::shared_path("tokenizers/vocab-tests/ggml-vocab-bert-bge.gguf");
+  if (!testing::exists(gguf)) GTEST_SKIP() << "missing " << gguf;
+  auto g = checkpoint::GgufFile::open(gguf);
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  auto t = Tokenizer::from_gguf(**g);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  const Tokenizer& tok = **t;
+  EXPECT_EQ(tok.kind(), "wordpiece");
+  auto ids = tok.encode("Héllo World");
+  ASSERT_GE(ids.size(), 3u);
+  EXPECT_EQ(ids.front(), 101);
+  EXPECT_EQ(ids.back(), 102);
+  EXPECT_EQ(tok.encode("hello world", false), std::vector<TokenId>(ids.begin() + 1, ids.end() - 1));
+  EXPECT_EQ(tok.decode(ids, true), "hello world");
+}
+
 }  // namespace
 }  // namespace tf::tokenizer

@@ -137,14 +137,25 @@ struct KScales {
   float d1[8], neg_m1[8];
 };
 
+// The 8 (scale, min) pairs unpacked with ggml's 32-bit mask trick (bytes 0..7 of sc: scales, of
+// mn: mins; the same values as quant::scale_min_k4), then widened and scaled 8 lanes at a time.
+// This scalar-free head was a quarter of the q4_K instructions when done pair by pair.
 HWY_INLINE KScales k_scales(const uint8_t* b, int scales_offset) {
+  constexpr uint32_t kMask1 = 0x3f3f3f3f, kMask2 = 0x0f0f0f0f, kMask3 = 0x03030303;
+  uint32_t u[3];
+  std::memcpy(u, b + scales_offset, sizeof(u));
+  const uint32_t sc[2] = {u[0] & kMask1, (u[2] & kMask2) | (((u[0] >> 6) & kMask3) << 4)};
+  const uint32_t mn[2] = {u[1] & kMask1, ((u[2] >> 4) & kMask2) | (((u[1] >> 6) & kMask3) << 4)};
   KScales h;
-  const float d = get_fp16(b), dmin = get_fp16(b + 2);
-  for (int s = 0; s < 8; ++s) {
-    int sc, mn;
-    quant::scale_min_k4(s, b + scales_offset, &sc, &mn);
-    h.d1[s] = d * static_cast<float>(sc);
-    h.neg_m1[s] = -(dmin * static_cast<float>(mn));
+  const DF df;
+  const hn::Rebind<uint8_t, DF> d8;
+  for (int i = 0; i < 8; i += kN) {
+    const auto* scb = reinterpret_cast<const uint8_t*>(sc) + i;
+    const auto* mnb = reinterpret_cast<const uint8_t*>(mn) + i;
+    const VF s = hn::ConvertTo(df, hn::PromoteTo(DI(), hn::LoadU(d8, scb)));
+    const VF m = hn::ConvertTo(df, hn::PromoteTo(DI(), hn::LoadU(d8, mnb)));
+    hn::StoreU(hn::Mul(set_fp16(b), s), df, h.d1 + i);
+    hn::StoreU(hn::Neg(hn::Mul(set_fp16(b + 2), m)), df, h.neg_m1 + i);
   }
   return h;
 }
@@ -190,7 +201,12 @@ struct SliceQ6_K : quant::Q6_K {
     Q6Scales h;
     const float d = get_fp16(b + kD);
     const auto* scales = reinterpret_cast<const int8_t*>(b + kScales);
-    for (int j = 0; j < 16; ++j) h.d1[j] = d * static_cast<float>(scales[j]);
+    const DF df;
+    const hn::Rebind<int8_t, DF> d8;
+    for (int j = 0; j < 16; j += kN) {
+      const VF sc = hn::ConvertTo(df, hn::PromoteTo(DI(), hn::LoadU(d8, scales + j)));
+      hn::StoreU(hn::Mul(hn::Set(df, d), sc), df, h.d1 + j);
+    }
     return h;
   }
   static HWY_INLINE void run(const uint8_t* b, const Q6Scales& hd, int s, VF* v) {
