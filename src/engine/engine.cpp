@@ -39,7 +39,8 @@ Engine::Engine(std::shared_ptr<model::Model> model, EngineOptions options)
       opt_(std::move(options)),
       kv_(model_->config(), pool_blocks(*model_, opt_)),
       blocks_(kv_.num_blocks()),
-      scheduler_({opt_.max_batch_tokens, opt_.max_parallel, kv_.block_size()}) {
+      cache_(opt_.prefix_cache ? std::make_unique<PrefixCache>(blocks_, kv_.block_size()) : nullptr),
+      scheduler_({opt_.max_batch_tokens, opt_.max_parallel, kv_.block_size()}, cache_.get()) {
   const int64_t pool_tokens = kv_.num_blocks() * kv_.block_size();
   const int64_t model_ctx = model_->config().max_position > 0 ? model_->config().max_position
                                                               : pool_tokens;
@@ -81,6 +82,7 @@ Result<std::shared_ptr<Channel>> Engine::submit(Request request) {
   seq->req.sampling.seed = seq->req.seed ? *seq->req.seed : derive_seed(seq->req.prompt, opt_.seed_salt);
   seq->tokens = seq->req.prompt;
   seq->prompt_len = n;
+  seq->cache_ns = std::hash<std::string>{}(seq->req.cache_salt);
   seq->channel = std::make_shared<Channel>();
   seq->submitted = Clock::now();
   auto channel = seq->channel;
@@ -124,9 +126,7 @@ void Engine::loop() {
     expire_and_cancel();
     step();
     std::lock_guard<std::mutex> lock(mu_);
-    stats_.running = static_cast<int64_t>(running_.size());
-    stats_.waiting = static_cast<int64_t>(waiting_.size());
-    stats_.free_blocks = blocks_.num_free();
+    update_stats_locked();
   }
   // Shutdown: every stream still held ends cleanly with a final event.
   drain_inbox();
@@ -246,6 +246,11 @@ void Engine::step() {
       continue;
     }
     s.computed += plan.chunks[i].n;
+    const int64_t full = s.computed / kv_.block_size();
+    if (cache_ && full > s.cache_inserted) {  // new whole blocks: others may reuse them now
+      cache_->insert(std::span(s.tokens).first(s.computed), s.blocks, s.cache_ns);
+      s.cache_inserted = full;
+    }
     if (wants) emit_token(s, row);
   }
   {
@@ -259,7 +264,7 @@ void Engine::emit_token(Sequence& s, const float* row) {
   const int64_t vocab = model_->config().vocab_size;
   if (!s.prefilled_sent) {
     s.prefilled_sent = true;
-    s.channel->push(Prefilled{0});
+    s.channel->push(Prefilled{std::max<int64_t>(s.cached_tokens, 0)});
   }
   std::span<const float> logits(row, vocab);
   std::vector<float> adjusted;
@@ -301,6 +306,13 @@ void Engine::emit_token(Sequence& s, const float* row) {
   }
 }
 
+void Engine::update_stats_locked() {
+  stats_.running = static_cast<int64_t>(running_.size());
+  stats_.waiting = static_cast<int64_t>(waiting_.size());
+  stats_.free_blocks = blocks_.num_free();
+  stats_.cached_blocks = cache_ ? cache_->cached_blocks() : 0;
+}
+
 void Engine::finish(Sequence& s, FinishReason reason, std::optional<Error> error) {
   if (s.state == SeqState::kFinished) return;
   for (int32_t b : s.blocks) blocks_.release(b);
@@ -313,7 +325,8 @@ void Engine::finish(Sequence& s, FinishReason reason, std::optional<Error> error
   Finished f;
   f.reason = reason;
   f.error = std::move(error);
-  f.usage = {s.prompt_len, std::max<int64_t>(s.generated(), 0), 0};
+  f.usage = {s.prompt_len, std::max<int64_t>(s.generated(), 0),
+             std::max<int64_t>(s.cached_tokens, 0)};
   if (s.scheduled_once) {
     f.timings.queued_seconds = secs(s.first_scheduled - s.submitted);
     if (s.generated() > 0) {
@@ -324,9 +337,7 @@ void Engine::finish(Sequence& s, FinishReason reason, std::optional<Error> error
   {
     // Before the event, so a reader who sees Finished also sees the blocks returned.
     std::lock_guard<std::mutex> lock(mu_);
-    stats_.free_blocks = blocks_.num_free();
-    stats_.running = static_cast<int64_t>(running_.size());
-    stats_.waiting = static_cast<int64_t>(waiting_.size());
+    update_stats_locked();
   }
   s.channel->push(std::move(f));
 }

@@ -33,6 +33,7 @@ struct EngineOptions {
   int64_t context = 0;                         // 0: the model's, bounded by the pool
   std::vector<int32_t> eog_ids;                // the model's end-of-generation tokens
   uint64_t seed_salt = 0;                      // mixes into seeds derived from prompts
+  bool prefix_cache = true;                    // reuse KV of earlier prompts' whole blocks
   // Test hook, called before each model step with the ids it holds; an error fails that step.
   std::function<Status(std::span<const RequestId>)> fault_hook;
 };
@@ -42,6 +43,7 @@ struct EngineStats {
   int64_t running = 0;
   int64_t waiting = 0;
   int64_t free_blocks = 0;
+  int64_t cached_blocks = 0;  // held by the prefix cache (some may also be in use)
   int64_t total_blocks = 0;
   int64_t preemptions = 0;
   int64_t generated_tokens = 0;
@@ -78,12 +80,14 @@ class Engine final : public EngineClient {
   Status forward(std::span<const ScheduledChunk> chunks, float* logits);
   void emit_token(Sequence& s, const float* logits);
   void finish(Sequence& s, FinishReason reason, std::optional<Error> error = std::nullopt);
+  void update_stats_locked();
 
   std::shared_ptr<model::Model> model_;
   EngineOptions opt_;
   int64_t context_ = 0;
   model::KvCache kv_;
   BlockManager blocks_;
+  std::unique_ptr<PrefixCache> cache_;
   Scheduler scheduler_;
 
   // Engine-thread state.

@@ -5,9 +5,23 @@
 
 namespace tf::engine {
 
+std::optional<int32_t> Scheduler::allocate(BlockManager& blocks) {
+  auto b = blocks.allocate();
+  if (!b && cache_ && cache_->evict(1) == 1) b = blocks.allocate();
+  return b;
+}
+
+void Scheduler::attach_cached_prefix(Sequence& seq) {
+  if (!cache_ || seq.computed != 0 || !seq.blocks.empty()) return;
+  seq.blocks = cache_->match(seq.tokens, seq.cache_ns);
+  seq.computed = static_cast<int64_t>(seq.blocks.size()) * opt_.block_size;
+  seq.cache_inserted = static_cast<int64_t>(seq.blocks.size());
+  if (seq.cached_tokens < 0) seq.cached_tokens = std::min(seq.computed, seq.prompt_len);
+}
+
 bool Scheduler::reserve(Sequence& seq, int64_t tokens, BlockManager& blocks) {
   while (static_cast<int64_t>(seq.blocks.size()) < blocks_for(tokens)) {
-    auto b = blocks.allocate();
+    auto b = allocate(blocks);
     if (!b) return false;
     seq.blocks.push_back(*b);
   }
@@ -18,6 +32,7 @@ void Scheduler::preempt(Sequence& seq, BlockManager& blocks) {
   for (int32_t b : seq.blocks) blocks.release(b);
   seq.blocks.clear();
   seq.computed = 0;
+  seq.cache_inserted = 0;
   seq.state = SeqState::kWaiting;
   ++seq.preemptions;
 }
@@ -76,8 +91,15 @@ StepPlan Scheduler::schedule(std::deque<Sequence*>& waiting, std::vector<Sequenc
   while (!waiting.empty() && budget > 0 && static_cast<int>(running.size()) < opt_.max_parallel) {
     Sequence* s = waiting.front();
     if (std::find(plan.preempted.begin(), plan.preempted.end(), s) != plan.preempted.end()) break;
-    int64_t need = blocks_for(static_cast<int64_t>(s->tokens.size()) + 1);
-    if (need > blocks.num_free()) break;
+    attach_cached_prefix(*s);
+    int64_t need = blocks_for(static_cast<int64_t>(s->tokens.size()) + 1) -
+                   static_cast<int64_t>(s->blocks.size());
+    if (need > blocks.num_free() && cache_) cache_->evict(need - blocks.num_free());
+    if (need > blocks.num_free()) {
+      preempt(*s, blocks);  // gives the cached prefix back; it is matched again next time
+      --s->preemptions;     // not a real preemption: it never ran
+      break;
+    }
     waiting.pop_front();
     s->state = SeqState::kRunning;
     running.push_back(s);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/block_manager.h"
+#include "engine/prefix_cache.h"
 #include "engine/sequence.h"
 
 namespace tf::engine {
@@ -31,7 +32,8 @@ struct StepPlan {
 
 class Scheduler {
  public:
-  explicit Scheduler(SchedulerOptions options) : opt_(options) {}
+  // `cache` may be null (no prefix caching).
+  Scheduler(SchedulerOptions options, PrefixCache* cache) : opt_(options), cache_(cache) {}
 
   // Moves sequences between `waiting` (FIFO) and `running` (oldest first) and plans one step.
   StepPlan schedule(std::deque<Sequence*>& waiting, std::vector<Sequence*>& running,
@@ -45,7 +47,13 @@ class Scheduler {
   bool reserve(Sequence& seq, int64_t tokens, BlockManager& blocks);
   void preempt(Sequence& seq, BlockManager& blocks);
 
+  // A free block, evicting one from the prefix cache if the pool is empty.
+  std::optional<int32_t> allocate(BlockManager& blocks);
+  // Gives a newly admitted sequence the cached blocks of its prompt's longest cached prefix.
+  void attach_cached_prefix(Sequence& seq);
+
   SchedulerOptions opt_;
+  PrefixCache* cache_;
 };
 
 }  // namespace tf::engine

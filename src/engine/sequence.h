@@ -20,6 +20,9 @@ struct Sequence {
   std::vector<int32_t> tokens;       // prompt then generated tokens
   int64_t prompt_len = 0;
   int64_t computed = 0;              // tokens whose K/V are in the cache
+  int64_t cached_tokens = -1;        // prompt tokens served from the prefix cache (-1: not yet)
+  int64_t cache_inserted = 0;        // whole blocks already recorded in the prefix cache
+  uint64_t cache_ns = 0;             // prefix-cache namespace (from cache_salt)
   std::vector<int32_t> blocks;       // block table
   bool cancelled = false;
   bool prefilled_sent = false;

@@ -312,7 +312,6 @@ TEST_F(ServiceTest, EveryInvalidCompletionFieldIsNamed) {
       {{{"prompt", {"a", "b"}}}, "prompt"},
       {{{"prompt", json::array({"a", json::array({1})})}}, "prompt"},
       {{{"prompt", {99999}}}, "prompt"},  // outside the vocabulary
-      {{{"prompt", ""}}, "prompt"},       // empty
       {{{"echo", "x"}}, "echo"},
       {{{"logprobs", 21}}, "logprobs"},
       {{{"logprobs", true}}, "logprobs"},

@@ -37,6 +37,12 @@ Reply collect(Channel& ch) {
   return r;
 }
 
+// Once every stream has ended, each block is free or held only by the prefix cache.
+void expect_all_blocks_returned(const Engine& e) {
+  auto s = e.stats();
+  EXPECT_EQ(s.free_blocks + s.cached_blocks, s.total_blocks);
+}
+
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
@@ -145,7 +151,7 @@ TEST_F(EngineTest, PreemptedStreamsReplyAsIfAlone) {
     EXPECT_TRUE(same_bits(got.logprobs, expected[i].logprobs)) << "stream " << i;
   }
   EXPECT_GT(e.stats().preemptions, 0);
-  EXPECT_EQ(e.stats().free_blocks, e.stats().total_blocks);
+  expect_all_blocks_returned(e);
 }
 
 TEST_F(EngineTest, SeedsReproduceAndDiffer) {
@@ -179,7 +185,7 @@ TEST_F(EngineTest, FaultFailsOnlyTheStreamsItHits) {
       EXPECT_EQ(got.ids, solo(reqs[i]).ids) << "stream " << i;
     }
   }
-  EXPECT_EQ(e.stats().free_blocks, e.stats().total_blocks);
+  expect_all_blocks_returned(e);
 }
 
 TEST_F(EngineTest, CancelAndDeadlineEndStreams) {
@@ -198,7 +204,7 @@ TEST_F(EngineTest, CancelAndDeadlineEndStreams) {
   Reply d = collect(**e.submit(late));
   EXPECT_EQ(d.reason, FinishReason::kError);
   EXPECT_NE(d.error.find("deadline"), std::string::npos);
-  EXPECT_EQ(e.stats().free_blocks, e.stats().total_blocks);
+  expect_all_blocks_returned(e);
 }
 
 TEST_F(EngineTest, StopsAtEndOfGenerationUnlessIgnored) {
@@ -222,6 +228,53 @@ TEST_F(EngineTest, StopsAtEndOfGenerationUnlessIgnored) {
   Reply by_stop_id = solo(r, o);
   EXPECT_EQ(by_stop_id.reason, FinishReason::kStop);
   EXPECT_EQ(by_stop_id.ids.size(), static_cast<size_t>(first + 1));
+}
+
+TEST_F(EngineTest, PrefixCacheResumesExactlyAsFresh) {
+  EngineOptions cached = options();
+  EngineOptions fresh = options();
+  fresh.prefix_cache = false;
+  Engine e(model_, cached);
+  Request first = make_request(1, 70, 0.8f, 5, 40);
+  Reply r1 = collect(**e.submit(first));
+  EXPECT_EQ(r1.usage.cached_tokens, 0);
+  // The next turn: the whole first exchange plus more text, as a chat client would send it.
+  Request second = make_request(2, 1, 0.8f, 9, 30);
+  second.prompt = first.prompt;
+  second.prompt.insert(second.prompt.end(), r1.ids.begin(), r1.ids.end());
+  for (int i = 0; i < 20; ++i) second.prompt.push_back(40 + i);
+  Reply resumed = collect(**e.submit(second));
+  EXPECT_EQ(resumed.usage.cached_tokens, (70 + 40) / 16 * 16);  // whole blocks of turn one
+  Reply expected = solo(second, fresh);
+  EXPECT_EQ(expected.usage.cached_tokens, 0);
+  EXPECT_EQ(resumed.ids, expected.ids);
+  EXPECT_TRUE(same_bits(resumed.logprobs, expected.logprobs));
+
+  // A different cache_salt shares nothing.
+  Request salted = second;
+  salted.id = 3;
+  salted.cache_salt = "tenant-b";
+  Reply isolated = collect(**e.submit(salted));
+  EXPECT_EQ(isolated.usage.cached_tokens, 0);
+  EXPECT_EQ(isolated.ids, expected.ids);
+  expect_all_blocks_returned(e);
+  EXPECT_GT(e.stats().cached_blocks, 0);
+}
+
+TEST_F(EngineTest, PrefixCacheEvictsUnderPressureWithoutChangingReplies) {
+  EngineOptions o = options();
+  o.kv_budget_bytes = 24 * model::KvCache::block_bytes(model_->config());
+  Engine e(model_, o);
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 6; ++i) {
+      Request r = make_request(600 + i, 60, 0.0f, 0, 20);
+      Reply got = collect(**e.submit(r));
+      EngineOptions fresh = options();
+      fresh.prefix_cache = false;
+      EXPECT_EQ(got.ids, solo(r, fresh).ids) << "round " << round << " request " << i;
+    }
+  }
+  expect_all_blocks_returned(e);
 }
 
 TEST_F(EngineTest, FullQueueRefusesNewRequests) {

@@ -23,6 +23,7 @@
 #include "backend/cpu/quant_blocks.h"
 #include "base/half.h"
 #include "hwy/aligned_allocator.h"
+#include "hwy/cache_control.h"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "backend/cpu/dot_kernels.cpp"
@@ -231,23 +232,43 @@ HWY_INLINE float reduce(VF acc) { return hn::GetLane(hn::SumOfLanes(DF(), acc));
 // Quant rows: R weight rows against one x, one accumulator per row (see the note at the top).
 template <class Slice>
 struct QuantKernel {
+  // row_bytes: the distance between consecutive rows w[r] (0 when they are not consecutive).
   template <int R>
-  static HWY_INLINE void dot(const uint8_t* const* w, const float* x, int64_t k, float* out) {
+  static HWY_INLINE void dot(const uint8_t* const* w, const float* x, int64_t k, float* out,
+                             size_t row_bytes = 0) {
     const DF df;
     VF acc[R];
     for (int r = 0; r < R; ++r) acc[r] = hn::Zero(df);
     const int64_t nb = k / Slice::kBlock;
     for (int64_t b = 0; b < nb; ++b) {
-      decltype(Slice::head(w[0])) head[R];
-      for (int r = 0; r < R; ++r) head[r] = Slice::head(w[r] + b * Slice::kBytes);
-      for (int s = 0; s < Slice::kBlock / 32; ++s) {
-        const float* xb = x + b * Slice::kBlock + 32 * s;
+      const float* xb = x + b * Slice::kBlock;
+      if constexpr (Slice::kBlock == 32) {
+        // One slice per block: each row's scales live only while that row is dequantized, so
+        // R = 4 rows fit the 16 AVX2 registers (4 acc, 4 x, 4 w, 2 scales) without spilling.
         VF xv[kSliceVecs];
         for (int i = 0; i < kSliceVecs; ++i) xv[i] = hn::LoadU(df, xb + i * kN);
         for (int r = 0; r < R; ++r) {
+          const uint8_t* blk = w[r] + b * Slice::kBytes;
+          // The R rows are adjacent, so reading them interleaved hops through memory at a row
+          // stride that the hardware prefetcher follows poorly: fetch the next group's block.
+          hwy::Prefetch(blk + R * row_bytes);
           VF v[kSliceVecs];
-          Slice::run(w[r] + b * Slice::kBytes, head[r], s, v);
+          Slice::run(blk, Slice::head(blk), 0, v);
           for (int i = 0; i < kSliceVecs; ++i) acc[r] = hn::MulAdd(v[i], xv[i], acc[r]);
+        }
+      } else {
+        // K-quants: the per-block scale tables are arrays in memory, read once per slice.
+        decltype(Slice::head(w[0])) head[R];
+        for (int r = 0; r < R; ++r) head[r] = Slice::head(w[r] + b * Slice::kBytes);
+        for (int s = 0; s < Slice::kBlock / 32; ++s) {
+          VF xv[kSliceVecs];
+          for (int i = 0; i < kSliceVecs; ++i) xv[i] = hn::LoadU(df, xb + 32 * s + i * kN);
+          for (int r = 0; r < R; ++r) {
+            hwy::Prefetch(w[r] + b * Slice::kBytes + 32 * s + R * row_bytes);
+            VF v[kSliceVecs];
+            Slice::run(w[r] + b * Slice::kBytes, head[r], s, v);
+            for (int i = 0; i < kSliceVecs; ++i) acc[r] = hn::MulAdd(v[i], xv[i], acc[r]);
+          }
         }
       }
     }
@@ -304,7 +325,8 @@ struct LoadBF16 {
 template <class Load>
 struct PlainKernel {
   template <int R>
-  static HWY_INLINE void dot(const uint8_t* const* w, const float* x, int64_t k, float* out) {
+  static HWY_INLINE void dot(const uint8_t* const* w, const float* x, int64_t k, float* out,
+                             size_t /*row_bytes*/ = 0) {
     const DF df;
     VF acc[R];
     for (int r = 0; r < R; ++r) acc[r] = hn::Zero(df);
@@ -381,7 +403,7 @@ void gemv_rows(const uint8_t* w, size_t row_bytes, int64_t k, const float* x, fl
   for (; n + kRows <= n1; n += kRows) {
     const uint8_t* rows[kRows];
     for (int r = 0; r < kRows; ++r) rows[r] = w + static_cast<size_t>(n + r) * row_bytes;
-    K::template dot<kRows>(rows, x, k, y + n);
+    K::template dot<kRows>(rows, x, k, y + n, n + 2 * kRows <= n1 ? row_bytes : 0);
   }
   for (; n < n1; ++n) {
     const uint8_t* row = w + static_cast<size_t>(n) * row_bytes;
