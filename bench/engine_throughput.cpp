@@ -34,8 +34,9 @@ struct StreamResult {
 int main(int argc, char** argv) {
   CLI::App app{"Engine throughput benchmark"};
   const char* home = std::getenv("TENSORFOLD_HOME");
-  std::string path = (home ? std::string(home) : std::string(std::getenv("HOME")) + "/.cache/tensorfold") +
-                     "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+  std::string path =
+      (home ? std::string(home) : std::string(std::getenv("HOME")) + "/.cache/tensorfold") +
+      "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
   std::vector<int> streams = {1, 8};
   int prompt_len = 128, gen_len = 64, threads = 0;
   int64_t max_batch_tokens = 256;
@@ -61,8 +62,9 @@ int main(int argc, char** argv) {
   const int vocab = model->config().vocab_size;
   fmt::print("model: {}; prompt {} tokens, {} generated per request, max batch tokens {}\n", path,
              prompt_len, gen_len, max_batch_tokens);
-  fmt::print("| streams | gen tok/s (aggregate) | vs 1 stream | TTFT p50/p90/p99 ms | TPOT "
-             "p50/p90/p99 ms |\n|---|---|---|---|---|\n");
+  fmt::print(
+      "| streams | gen tok/s (aggregate) | vs 1 stream | TTFT p50/p90/p99 ms | TPOT "
+      "p50/p90/p99 ms |\n|---|---|---|---|---|\n");
   double base = 0;
   for (int n : streams) {
     tf::engine::EngineOptions opt;
@@ -76,7 +78,8 @@ int main(int argc, char** argv) {
     for (int i = 0; i < n; ++i) {
       tf::engine::Request r;
       r.id = static_cast<uint64_t>(i + 1);
-      for (int t = 0; t < prompt_len; ++t) r.prompt.push_back(100 + (t * 7919 + i * 104729) % (vocab - 200));
+      for (int t = 0; t < prompt_len; ++t)
+        r.prompt.push_back(100 + (t * 7919 + i * 104729) % (vocab - 200));
       r.max_tokens = gen_len;
       r.ignore_eos = true;
       auto ch = engine.submit(r);
@@ -111,8 +114,8 @@ int main(int argc, char** argv) {
     }
     double tps = static_cast<double>(total) / wall;
     if (n == 1) base = tps;
-    fmt::print("| {} | {:.1f} | {} | {:.0f} / {:.0f} / {:.0f} | {:.1f} / {:.1f} / {:.1f} |\n", n, tps,
-               base > 0 ? fmt::format("{:.2f}x", tps / base) : "-", percentile(ttft, 50),
+    fmt::print("| {} | {:.1f} | {} | {:.0f} / {:.0f} / {:.0f} | {:.1f} / {:.1f} / {:.1f} |\n", n,
+               tps, base > 0 ? fmt::format("{:.2f}x", tps / base) : "-", percentile(ttft, 50),
                percentile(ttft, 90), percentile(ttft, 99), percentile(tpot, 50),
                percentile(tpot, 90), percentile(tpot, 99));
   }

@@ -2,10 +2,9 @@
 // its rendering in OpenAI's and Anthropic's error envelopes.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "base/result.h"
 
@@ -16,7 +15,7 @@ struct ApiError {
   std::string type = "server_error";  // OpenAI: invalid_request_error, authentication_error, ...
   std::string message;
   std::optional<std::string> param;
-  std::optional<std::string> code;    // e.g. context_length_exceeded, model_not_found
+  std::optional<std::string> code;  // e.g. context_length_exceeded, model_not_found
 };
 
 template <typename T>

@@ -83,9 +83,11 @@ Outcome run_generation(engine::EngineClient& engine, const tokenizer::Tokenizer&
       } else if (cancelled) {
         out.finish_reason = "cancelled";
       } else if (f->reason == engine::FinishReason::kCancelled) {  // by the server, not the client
-        out.error = ApiError{503, "server_error", "the server is shutting down", {}, "shutting_down"};
+        out.error =
+            ApiError{503, "server_error", "the server is shutting down", {}, "shutting_down"};
       } else if (f->reason == engine::FinishReason::kError) {
-        out.error = from_engine_error(f->error.value_or(Error{ErrorCode::kInternal, "unknown error"}));
+        out.error =
+            from_engine_error(f->error.value_or(Error{ErrorCode::kInternal, "unknown error"}));
       } else {
         emit(detok.flush(), {}, true);
         out.finish_reason = f->reason == engine::FinishReason::kLength ? "length" : "stop";

@@ -4,9 +4,8 @@
 
 #include <chrono>
 #include <cstdint>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace tf::api {
 

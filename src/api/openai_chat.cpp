@@ -28,10 +28,10 @@ json logprob_entries(const std::vector<TokenLogprobInfo>& lps) {
   return content;
 }
 
-
 // True when the rendered prompt leaves the model inside a <think> block (e.g. DeepSeek-R1).
 bool ends_in_think(std::string_view prompt) {
-  while (!prompt.empty() && (prompt.back() == '\n' || prompt.back() == ' ')) prompt.remove_suffix(1);
+  while (!prompt.empty() && (prompt.back() == '\n' || prompt.back() == ' '))
+    prompt.remove_suffix(1);
   return prompt.ends_with("<think>");
 }
 
@@ -64,11 +64,10 @@ void Service::chat_completions(std::string_view body, Responder& r) {
               {"created", created},
               {"model", model_.id},
               {"system_fingerprint", fingerprint_},
-              {"choices",
-               json::array({{{"index", 0},
-                             {"delta", std::move(delta)},
-                             {"logprobs", std::move(logprobs)},
-                             {"finish_reason", std::move(finish)}}})}};
+              {"choices", json::array({{{"index", 0},
+                                        {"delta", std::move(delta)},
+                                        {"logprobs", std::move(logprobs)},
+                                        {"finish_reason", std::move(finish)}}})}};
     if (req->common.include_usage) c["usage"] = nullptr;
     return c;
   };
@@ -89,9 +88,10 @@ void Service::chat_completions(std::string_view body, Responder& r) {
       json lp = gen.logprobs ? json{{"content", logprob_entries(d.logprobs)}} : json(nullptr);
       return r.send_event(dump(chunk(delta, lp, nullptr)));
     });
-    finish_stream(r, out, started, start, [&](json finish) {
-      return chunk(json::object(), nullptr, std::move(finish));
-    }, req->common.include_usage);
+    finish_stream(
+        r, out, started, start,
+        [&](json finish) { return chunk(json::object(), nullptr, std::move(finish)); },
+        req->common.include_usage);
     return;
   }
 
@@ -107,10 +107,11 @@ void Service::chat_completions(std::string_view body, Responder& r) {
   if (out.finish_reason == "cancelled") return;
   json message = {{"role", "assistant"}, {"content", content}};
   if (!reasoning.empty()) message["reasoning_content"] = reasoning;
-  json choice = {{"index", 0},
-                 {"message", message},
-                 {"logprobs", gen.logprobs ? json{{"content", logprob_entries(lps)}} : json(nullptr)},
-                 {"finish_reason", out.finish_reason}};
+  json choice = {
+      {"index", 0},
+      {"message", message},
+      {"logprobs", gen.logprobs ? json{{"content", logprob_entries(lps)}} : json(nullptr)},
+      {"finish_reason", out.finish_reason}};
   json resp = {{"id", id},
                {"object", "chat.completion"},
                {"created", created},

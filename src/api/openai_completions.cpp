@@ -35,7 +35,6 @@ struct LegacyLogprobs {
   }
 };
 
-
 }  // namespace
 
 void Service::completions(std::string_view body, Responder& r) {
@@ -51,7 +50,8 @@ void Service::completions(std::string_view body, Responder& r) {
     prompt = req->token_prompts[0];
     for (int32_t t : prompt) {
       if (t >= tok_->vocab_size()) {
-        return send_error(r, invalid_param("prompt", fmt::format("token id {} is outside the vocabulary", t)));
+        return send_error(
+            r, invalid_param("prompt", fmt::format("token id {} is outside the vocabulary", t)));
       }
     }
     prompt_text = tok_->decode(prompt, false);
@@ -103,9 +103,9 @@ void Service::completions(std::string_view body, Responder& r) {
       }
       return r.send_event(dump(chunk(d.content, lp, nullptr)));
     });
-    finish_stream(r, out, started, start, [&](json finish) {
-      return chunk("", nullptr, std::move(finish));
-    }, req->common.include_usage);
+    finish_stream(
+        r, out, started, start, [&](json finish) { return chunk("", nullptr, std::move(finish)); },
+        req->common.include_usage);
     return;
   }
 

@@ -14,13 +14,20 @@ using json = nlohmann::ordered_json;
 
 const char* type_name(const json& v) {
   switch (v.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "boolean";
-    case json::value_t::string: return "string";
-    case json::value_t::array: return "array";
-    case json::value_t::object: return "object";
-    case json::value_t::number_float: return "number";
-    default: return "integer";
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return "boolean";
+    case json::value_t::string:
+      return "string";
+    case json::value_t::array:
+      return "array";
+    case json::value_t::object:
+      return "object";
+    case json::value_t::number_float:
+      return "number";
+    default:
+      return "integer";
   }
 }
 
@@ -36,8 +43,8 @@ ApiResult<std::optional<double>> number(const json& body, const std::string& key
   if (!it->is_number()) return wrong_type(key, "a number", *it);
   double v = it->get<double>();
   if (!std::isfinite(v) || v < lo || v > hi) {
-    return invalid_param(key, fmt::format("'{}' must be between {} and {}, got {}", key, lo, hi,
-                                          it->dump()));
+    return invalid_param(
+        key, fmt::format("'{}' must be between {} and {}, got {}", key, lo, hi, it->dump()));
   }
   return std::optional<double>{v};
 }
@@ -62,7 +69,8 @@ ApiResult<std::optional<int64_t>> integer(const json& body, const std::string& k
   }
   int64_t v = it->get<int64_t>();
   if (v < lo || v > hi) {
-    return invalid_param(key, fmt::format("'{}' must be between {} and {}, got {}", key, lo, hi, v));
+    return invalid_param(key,
+                         fmt::format("'{}' must be between {} and {}, got {}", key, lo, hi, v));
   }
   return std::optional<int64_t>{v};
 }
@@ -91,7 +99,8 @@ ApiResult<CommonFields> parse_common(const json& body, bool chat) {
   TF_API_TRY(c.stream, boolean(body, "stream", false));
   if (auto it = body.find("stream_options"); it != body.end() && !it->is_null()) {
     if (!it->is_object()) return wrong_type("stream_options", "an object", *it);
-    if (!c.stream) return invalid_param("stream_options", "'stream_options' requires 'stream': true");
+    if (!c.stream)
+      return invalid_param("stream_options", "'stream_options' requires 'stream': true");
     TF_API_TRY(c.include_usage, boolean(*it, "include_usage", false));
   }
   // max_completion_tokens supersedes max_tokens in Chat Completions.
@@ -116,7 +125,8 @@ ApiResult<CommonFields> parse_common(const json& body, bool chat) {
   }
   if (auto it = body.find("n"); it != body.end() && !it->is_null()) {
     if (!it->is_number_integer() || it->get<int64_t>() != 1) {
-      return invalid_param("n", "only 'n': 1 is supported; send separate requests for more choices");
+      return invalid_param("n",
+                           "only 'n': 1 is supported; send separate requests for more choices");
     }
   }
   TF_API_TRY(c.ignore_eos, boolean(body, "ignore_eos", false));
@@ -142,7 +152,8 @@ ApiResult<CommonFields> parse_common(const json& body, bool chat) {
       char* end = nullptr;
       long id = std::strtol(key.c_str(), &end, 10);
       if (key.empty() || *end != '\0' || id < 0 || id > INT32_MAX) {
-        return invalid_param("logit_bias", "'logit_bias' keys must be token ids, got '" + key + "'");
+        return invalid_param("logit_bias",
+                             "'logit_bias' keys must be token ids, got '" + key + "'");
       }
       if (!value.is_number() || !std::isfinite(value.get<double>()) ||
           std::fabs(value.get<double>()) > 100) {
@@ -181,7 +192,8 @@ ApiResult<json> validate_messages(const json& body) {
     }
     auto content = m.find("content");
     if (content != m.end() && !content->is_null() && !content->is_string()) {
-      if (!content->is_array()) return bad_message(i, "'content' must be a string or an array of parts");
+      if (!content->is_array())
+        return bad_message(i, "'content' must be a string or an array of parts");
       std::string text;
       for (const auto& part : *content) {
         if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) {
@@ -193,7 +205,8 @@ ApiResult<json> validate_messages(const json& body) {
             return bad_message(i, "a text part needs a string 'text'");
           }
         } else {
-          return bad_message(i, "content parts of type '" + type + "' are not supported by this model");
+          return bad_message(
+              i, "content parts of type '" + type + "' are not supported by this model");
         }
       }
     }
@@ -227,7 +240,8 @@ ApiResult<ChatRequest> parse_chat_request(const json& body) {
     for (const auto& t : *it) {
       if (!t.is_object() || !t.contains("function") || !t["function"].is_object() ||
           !t["function"].contains("name") || !t["function"]["name"].is_string()) {
-        return invalid_param("tools", "each tool must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
+        return invalid_param(
+            "tools", "each tool must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
       }
     }
     r.tools = *it;
@@ -240,7 +254,8 @@ ApiResult<ChatRequest> parse_chat_request(const json& body) {
   TF_API_TRY(r.logprobs, boolean(body, "logprobs", false));
   TF_API_TRY(auto top, integer(body, "top_logprobs", 0, 20));
   if (top) {
-    if (!r.logprobs) return invalid_param("top_logprobs", "'top_logprobs' requires 'logprobs': true");
+    if (!r.logprobs)
+      return invalid_param("top_logprobs", "'top_logprobs' requires 'logprobs': true");
     r.top_logprobs = static_cast<int>(*top);
   }
   return r;
@@ -253,7 +268,8 @@ ApiResult<CompletionRequest> parse_completion_request(const json& body) {
   if (it == body.end() || it->is_null()) return invalid_param("prompt", "'prompt' is required");
   auto token_list = [](const json& a, std::vector<int32_t>& out) {
     for (const auto& t : a) {
-      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX) return false;
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX)
+        return false;
       out.push_back(static_cast<int32_t>(t.get<int64_t>()));
     }
     return true;
@@ -272,7 +288,8 @@ ApiResult<CompletionRequest> parse_completion_request(const json& body) {
       } else if (p.is_array()) {
         r.token_prompts.emplace_back();
         if (!token_list(p, r.token_prompts.back())) {
-          return invalid_param("prompt", "a token prompt must be an array of non-negative integers");
+          return invalid_param("prompt",
+                               "a token prompt must be an array of non-negative integers");
         }
       } else {
         return wrong_type("prompt", "a string, an array of strings or an array of token ids", p);
@@ -293,8 +310,8 @@ ApiResult<CompletionRequest> parse_completion_request(const json& body) {
   if (auto s = body.find("suffix"); s != body.end() && !s->is_null()) {
     return invalid_param("suffix", "'suffix' is not supported");
   }
-  if (auto b = body.find("best_of"); b != body.end() && !b->is_null() &&
-                                    !(b->is_number_integer() && b->get<int64_t>() == 1)) {
+  if (auto b = body.find("best_of");
+      b != body.end() && !b->is_null() && !(b->is_number_integer() && b->get<int64_t>() == 1)) {
     return invalid_param("best_of", "only 'best_of': 1 is supported");
   }
   return r;

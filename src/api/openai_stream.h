@@ -3,7 +3,6 @@
 #pragma once
 
 #include <functional>
-
 #include <nlohmann/json.hpp>
 
 #include "api/generation.h"
@@ -22,10 +21,10 @@ inline nlohmann::ordered_json usage_json(const engine::Usage& u) {
 
 // Ends a stream after run_generation. `started` says whether the stream's head went out, `start`
 // sends it; `chunk(finish_reason)` builds a chunk of the endpoint's shape.
-inline void finish_stream(Responder& r, const Outcome& out, bool started,
-                          const std::function<bool()>& start,
-                          const std::function<nlohmann::ordered_json(nlohmann::ordered_json)>& chunk,
-                          bool include_usage) {
+inline void finish_stream(
+    Responder& r, const Outcome& out, bool started, const std::function<bool()>& start,
+    const std::function<nlohmann::ordered_json(nlohmann::ordered_json)>& chunk,
+    bool include_usage) {
   if (out.error && !started) return Service::send_error(r, *out.error);
   if (out.finish_reason == "cancelled") return;  // the client is gone
   if (!start()) return;

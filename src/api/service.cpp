@@ -20,7 +20,8 @@ Service::Service(std::shared_ptr<engine::EngineClient> engine,
       model_(std::move(model)),
       defaults_(defaults),
       seed_salt_(seed_salt) {
-  fingerprint_ = fmt::format("tf-{:08x}", static_cast<uint32_t>(std::hash<std::string>{}(model_.id)));
+  fingerprint_ =
+      fmt::format("tf-{:08x}", static_cast<uint32_t>(std::hash<std::string>{}(model_.id)));
   // Reasoning is split only for vocabularies that have the tags as single tokens.
   has_think_tokens_ = tok_->encode("<think>", false, true).size() == 1 &&
                       tok_->encode("</think>", false, true).size() == 1;
@@ -45,13 +46,13 @@ std::optional<ApiError> Service::check_model(const std::string& name) const {
   for (const auto& a : model_.aliases) {
     if (name == a) return std::nullopt;
   }
-  return not_found(fmt::format("The model '{}' does not exist; this server serves '{}'", name,
-                               model_.id),
-                   "model_not_found");
+  return not_found(
+      fmt::format("The model '{}' does not exist; this server serves '{}'", name, model_.id),
+      "model_not_found");
 }
 
-ApiResult<engine::Request> Service::make_request(const CommonFields& c,
-                                                 std::vector<int32_t> prompt, int logprobs) {
+ApiResult<engine::Request> Service::make_request(const CommonFields& c, std::vector<int32_t> prompt,
+                                                 int logprobs) {
   const int64_t ctx = engine_->context();
   const int64_t n = static_cast<int64_t>(prompt.size());
   if (n == 0) return invalid_param("prompt", "the prompt is empty");
@@ -62,8 +63,8 @@ ApiResult<engine::Request> Service::make_request(const CommonFields& c,
                                 ctx, n),
                     "messages", "context_length_exceeded"};
   }
-  int64_t max_tokens = c.max_tokens ? *c.max_tokens
-                                    : (defaults_.max_tokens > 0 ? defaults_.max_tokens : ctx - n);
+  int64_t max_tokens =
+      c.max_tokens ? *c.max_tokens : (defaults_.max_tokens > 0 ? defaults_.max_tokens : ctx - n);
   if (c.max_tokens && n + max_tokens > ctx) {
     return ApiError{400, "invalid_request_error",
                     fmt::format("This model's maximum context length is {} tokens. However, you "
@@ -117,17 +118,18 @@ std::string Service::new_id(std::string_view prefix) {
 void Service::models(Responder& r) const {
   json data = json::array();
   auto entry = [&](const std::string& id) {
-    return json{{"id", id}, {"object", "model"}, {"created", model_.created},
-                {"owned_by", "tensorfold"}, {"max_model_len", engine_->context()}};
+    return json{{"id", id},
+                {"object", "model"},
+                {"created", model_.created},
+                {"owned_by", "tensorfold"},
+                {"max_model_len", engine_->context()}};
   };
   data.push_back(entry(model_.id));
   for (const auto& a : model_.aliases) data.push_back(entry(a));
   r.send(200, "application/json", json{{"object", "list"}, {"data", data}}.dump());
 }
 
-void Service::health(Responder& r) const {
-  r.send(200, "application/json", R"({"status":"ok"})");
-}
+void Service::health(Responder& r) const { r.send(200, "application/json", R"({"status":"ok"})"); }
 
 void Service::tokenize(std::string_view body, Responder& r) const {
   auto j = parse_body(body);
@@ -135,7 +137,9 @@ void Service::tokenize(std::string_view body, Responder& r) const {
   bool add_special = true;
   std::string text;
   if (auto it = j->find("add_special_tokens"); it != j->end()) {
-    if (!it->is_boolean()) return send_error(r, invalid_param("add_special_tokens", "'add_special_tokens' must be a boolean"));
+    if (!it->is_boolean())
+      return send_error(
+          r, invalid_param("add_special_tokens", "'add_special_tokens' must be a boolean"));
     add_special = it->get<bool>();
   }
   if (j->contains("messages")) {
@@ -151,8 +155,9 @@ void Service::tokenize(std::string_view body, Responder& r) const {
     return send_error(r, invalid_param("prompt", "'prompt' (a string) or 'messages' is required"));
   }
   auto ids = tok_->encode(text, add_special, true);
-  r.send(200, "application/json",
-         json{{"count", ids.size()}, {"max_model_len", engine_->context()}, {"tokens", ids}}.dump());
+  r.send(
+      200, "application/json",
+      json{{"count", ids.size()}, {"max_model_len", engine_->context()}, {"tokens", ids}}.dump());
 }
 
 void Service::detokenize(std::string_view body, Responder& r) const {

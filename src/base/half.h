@@ -35,9 +35,10 @@ inline uint16_t f32_to_fp16(float f) {
   uint32_t x = std::bit_cast<uint32_t>(f);
   uint32_t sign = (x >> 16) & 0x8000;
   uint32_t absx = x & 0x7fffffff;
-  if (absx >= 0x7f800000) return static_cast<uint16_t>(sign | 0x7c00 | (absx > 0x7f800000 ? 0x200 : 0));
+  if (absx >= 0x7f800000)
+    return static_cast<uint16_t>(sign | 0x7c00 | (absx > 0x7f800000 ? 0x200 : 0));
   if (absx >= 0x477ff000) return static_cast<uint16_t>(sign | 0x7c00);  // overflow to inf
-  if (absx < 0x38800000) {                                               // subnormal or zero
+  if (absx < 0x38800000) {                                              // subnormal or zero
     float af = std::bit_cast<float>(absx);
     uint32_t m = static_cast<uint32_t>(af * 16777216.0f + 0.5f);  // af / 2^-24, rounded
     // Round half to even for the subnormal case.
@@ -53,7 +54,9 @@ inline uint16_t f32_to_fp16(float f) {
   return static_cast<uint16_t>(sign | h);
 }
 
-inline float bf16_to_f32(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+inline float bf16_to_f32(uint16_t b) {
+  return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
+}
 
 inline uint16_t f32_to_bf16(float f) {
   uint32_t x = std::bit_cast<uint32_t>(f);

@@ -31,8 +31,8 @@ MappedFile::~MappedFile() {
 Result<MappedFile> MappedFile::open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    return make_error(errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo, "{}: cannot open: {}",
-                      path, std::strerror(errno));
+    return make_error(errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo,
+                      "{}: cannot open: {}", path, std::strerror(errno));
   }
   struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

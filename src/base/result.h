@@ -2,11 +2,11 @@
 // A small stand-in for std::expected (C++23), which GCC 12 / Clang 14 in C++20 mode lack.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <string>
 #include <utility>
 #include <variant>
-
-#include <fmt/format.h>
 
 namespace tf {
 
@@ -80,9 +80,9 @@ using Status = Result<void>;
 }  // namespace tf
 
 // Propagates an error from an expression returning Result<T>/Status, else yields nothing.
-#define TF_RETURN_IF_ERROR(expr)                  \
-  do {                                            \
-    auto tf_status_ = (expr);                     \
+#define TF_RETURN_IF_ERROR(expr)                     \
+  do {                                               \
+    auto tf_status_ = (expr);                        \
     if (!tf_status_.ok()) return tf_status_.error(); \
   } while (0)
 

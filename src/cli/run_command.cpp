@@ -1,5 +1,6 @@
 // `tensorfold run MODEL -p TEXT` streams a continuation to stdout and reports prompt and generation
-// speed on stderr; `--prompts FILE --parallel N` runs one prompt per line through the engine at once.
+// speed on stderr; `--prompts FILE --parallel N` runs one prompt per line through the engine at
+// once.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -95,7 +96,8 @@ int run(const RunArgs& a) {
   if (!tok) return fail(tok.error());
   std::vector<std::string> texts =
       a.prompts_file.empty() ? std::vector<std::string>{a.prompt} : read_lines(a.prompts_file);
-  if (texts.empty()) return fail(make_error(ErrorCode::kInvalidArgument, "{}: no prompts", a.prompts_file));
+  if (texts.empty())
+    return fail(make_error(ErrorCode::kInvalidArgument, "{}: no prompts", a.prompts_file));
   auto loaded = model::load_model(*ckpt, model::LoadOptions{a.threads});
   if (!loaded) return fail(loaded.error());
 
@@ -114,7 +116,8 @@ int run(const RunArgs& a) {
     prompts.push_back((*tok)->encode(texts[i], /*add_special=*/true, !a.raw));
     if (prompts.back().empty()) {
       return fail(make_error(ErrorCode::kInvalidArgument,
-                             "prompt {} is empty and the model has no BOS token to start from", i + 1));
+                             "prompt {} is empty and the model has no BOS token to start from",
+                             i + 1));
     }
     auto ch = eng.submit(make_request(a, prompts.back(), i + 1));
     if (!ch) return fail(ch.error().with_context(fmt::format("prompt {}", i + 1)));
@@ -149,7 +152,8 @@ int run(const RunArgs& a) {
                std::max<int64_t>(generated - 1, 0) / std::max(decode, 1e-9));
   } else {
     double wall = std::chrono::duration<double>(engine::Clock::now() - t0).count();
-    fmt::print(stderr, "{} prompts, {} prompt tokens, {} generated in {:.2f} s: {:.1f} tok/s aggregate\n",
+    fmt::print(stderr,
+               "{} prompts, {} prompt tokens, {} generated in {:.2f} s: {:.1f} tok/s aggregate\n",
                chans.size(), prompt_tokens, generated, wall, generated / std::max(wall, 1e-9));
   }
   return status;
@@ -162,7 +166,8 @@ std::function<int()> add_run_command(CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
   cmd->add_option("model", a->model, "Path to a .gguf file or a Hugging Face model directory")
       ->required();
-  auto* p = cmd->add_option("-p,--prompt", a->prompt, "Prompt text (special tokens are recognized)");
+  auto* p =
+      cmd->add_option("-p,--prompt", a->prompt, "Prompt text (special tokens are recognized)");
   cmd->add_option("--prompts", a->prompts_file, "File with one prompt per line, run concurrently")
       ->check(CLI::ExistingFile)
       ->excludes(p);

@@ -81,7 +81,8 @@ int serve(ServeArgs a) {
   for (int32_t id = 0; id < (*tok)->vocab_size(); ++id) {
     if ((*tok)->is_eog(id)) eo.eog_ids.push_back(id);
   }
-  auto engine = std::make_shared<engine::Engine>(std::shared_ptr<model::Model>(std::move(*loaded)), eo);
+  auto engine =
+      std::make_shared<engine::Engine>(std::shared_ptr<model::Model>(std::move(*loaded)), eo);
 
   api::Defaults defaults = generation_defaults(**ckpt);
   if (a.temperature) defaults.temperature = *a.temperature;
@@ -108,12 +109,13 @@ int serve(ServeArgs a) {
 
   const auto& cfg = engine->model().config();
   const auto st = engine->stats();
-  fmt::print("tensorfold: serving '{}' ({}, {} layers) on http://{}:{}/v1 | backend cpu, {} "
-             "threads | context {} | KV pool {:.0f} MiB ({} blocks) | {} streams{}\n",
-             info.id, cfg.architecture, cfg.num_layers, a.host, http.port(),
-             a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency()),
-             engine->context(), a.kv_gib * 1024, st.total_blocks, a.parallel,
-             a.api_keys.empty() ? "" : " | API key required");
+  fmt::print(
+      "tensorfold: serving '{}' ({}, {} layers) on http://{}:{}/v1 | backend cpu, {} "
+      "threads | context {} | KV pool {:.0f} MiB ({} blocks) | {} streams{}\n",
+      info.id, cfg.architecture, cfg.num_layers, a.host, http.port(),
+      a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency()),
+      engine->context(), a.kv_gib * 1024, st.total_blocks, a.parallel,
+      a.api_keys.empty() ? "" : " | API key required");
   std::fflush(stdout);
 
   std::thread waiter([&] {
@@ -152,7 +154,8 @@ std::function<int()> add_serve_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-tokens", a->max_tokens, "Default max tokens per reply (0: to the context)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--temperature", a->temperature, "Default temperature")->check(CLI::Range(0.0, 2.0));
+  cmd->add_option("--temperature", a->temperature, "Default temperature")
+      ->check(CLI::Range(0.0, 2.0));
   cmd->add_option("--top-p", a->top_p, "Default top-p")->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--top-k", a->top_k, "Default top-k (0: off)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--min-p", a->min_p, "Default min-p")->check(CLI::Range(0.0, 1.0));
@@ -161,8 +164,10 @@ std::function<int()> add_serve_command(CLI::App& app) {
   cmd->add_option("--parallel", a->parallel, "Streams decoded at once")->check(CLI::Range(1, 4096));
   cmd->add_option("--max-batch-tokens", a->max_batch_tokens, "Rows per engine step")
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--kv-gib", a->kv_gib, "KV cache pool size in GiB")->check(CLI::Range(0.001, 4096.0));
-  cmd->add_option("--threads", a->threads, "Compute threads (0: all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--kv-gib", a->kv_gib, "KV cache pool size in GiB")
+      ->check(CLI::Range(0.001, 4096.0));
+  cmd->add_option("--threads", a->threads, "Compute threads (0: all cores)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--api-key", a->api_keys, "Require this key (also TENSORFOLD_API_KEY)");
   cmd->add_option("--max-body-mib", a->max_body_mib, "Largest request body accepted")
       ->check(CLI::Range(1, 1024));

@@ -8,10 +8,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 namespace tf::cli {
 namespace fs = std::filesystem;
@@ -19,7 +18,8 @@ namespace fs = std::filesystem;
 std::string default_model_path() {
   const char* home = std::getenv("TENSORFOLD_HOME");
   const char* user_home = std::getenv("HOME");
-  std::string base = home && *home ? home : std::string(user_home ? user_home : ".") + "/.cache/tensorfold";
+  std::string base =
+      home && *home ? home : std::string(user_home ? user_home : ".") + "/.cache/tensorfold";
   return base + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 

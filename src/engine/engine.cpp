@@ -10,10 +10,14 @@ namespace tf::engine {
 
 const char* finish_reason_name(FinishReason r) {
   switch (r) {
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kCancelled: return "cancelled";
-    case FinishReason::kError: return "error";
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kCancelled:
+      return "cancelled";
+    case FinishReason::kError:
+      return "error";
   }
   return "unknown";
 }
@@ -39,11 +43,12 @@ Engine::Engine(std::shared_ptr<model::Model> model, EngineOptions options)
       opt_(std::move(options)),
       kv_(model_->config(), pool_blocks(*model_, opt_)),
       blocks_(kv_.num_blocks()),
-      cache_(opt_.prefix_cache ? std::make_unique<PrefixCache>(blocks_, kv_.block_size()) : nullptr),
+      cache_(opt_.prefix_cache ? std::make_unique<PrefixCache>(blocks_, kv_.block_size())
+                               : nullptr),
       scheduler_({opt_.max_batch_tokens, opt_.max_parallel, kv_.block_size()}, cache_.get()) {
   const int64_t pool_tokens = kv_.num_blocks() * kv_.block_size();
-  const int64_t model_ctx = model_->config().max_position > 0 ? model_->config().max_position
-                                                              : pool_tokens;
+  const int64_t model_ctx =
+      model_->config().max_position > 0 ? model_->config().max_position : pool_tokens;
   context_ = std::min(opt_.context > 0 ? opt_.context : model_ctx, pool_tokens);
   stats_.total_blocks = kv_.num_blocks();
   thread_ = std::thread([this] { loop(); });
@@ -70,8 +75,8 @@ Result<std::shared_ptr<Channel>> Engine::submit(Request request) {
   const int vocab = model_->config().vocab_size;
   for (int32_t t : request.prompt) {
     if (t < 0 || t >= vocab) {
-      return make_error(ErrorCode::kInvalidArgument, "token id {} is outside the vocabulary (0..{})",
-                        t, vocab - 1);
+      return make_error(ErrorCode::kInvalidArgument,
+                        "token id {} is outside the vocabulary (0..{})", t, vocab - 1);
     }
   }
   if (request.max_tokens < 1) {
@@ -79,7 +84,8 @@ Result<std::shared_ptr<Channel>> Engine::submit(Request request) {
   }
   auto seq = std::make_unique<Sequence>();
   seq->req = std::move(request);
-  seq->req.sampling.seed = seq->req.seed ? *seq->req.seed : derive_seed(seq->req.prompt, opt_.seed_salt);
+  seq->req.sampling.seed =
+      seq->req.seed ? *seq->req.seed : derive_seed(seq->req.prompt, opt_.seed_salt);
   seq->tokens = seq->req.prompt;
   seq->prompt_len = n;
   seq->cache_ns = std::hash<std::string>{}(seq->req.cache_salt);
@@ -148,7 +154,7 @@ void Engine::drain_inbox() {
   for (auto& s : inbox) {
     s->arrival = next_arrival_++;
     Sequence* raw = s.get();
-    if (seqs_.count(s->req.id)) {  // ids must be unique among live requests
+    if (seqs_.count(s->req.id)) {                  // ids must be unique among live requests
       seqs_.emplace(~raw->arrival, std::move(s));  // park under a unique key to finish it
       finish(*raw, FinishReason::kError,
              make_error(ErrorCode::kInvalidArgument, "duplicate request id {}", raw->req.id));
@@ -284,8 +290,8 @@ void Engine::emit_token(Sequence& s, const float* row) {
   ev.ids = {id};
   if (s.req.logprobs >= 0) {
     std::vector<Logprob> top;
-    ev.logprobs.push_back(chosen_logprob({row, static_cast<size_t>(vocab)}, id, &top,
-                                         s.req.logprobs));
+    ev.logprobs.push_back(
+        chosen_logprob({row, static_cast<size_t>(vocab)}, id, &top, s.req.logprobs));
     ev.top_logprobs.push_back(std::move(top));
   }
   s.channel->push(std::move(ev));

@@ -12,10 +12,9 @@ Result<GenerateStats> generate(model::Model& model, std::span<const int32_t> pro
   using Clock = std::chrono::steady_clock;
   const auto& cfg = model.config();
   if (prompt.empty()) return make_error(ErrorCode::kInvalidArgument, "empty prompt");
-  int64_t context = options.context > 0 ? options.context
-                                        : std::min<int64_t>(cfg.max_position > 0 ? cfg.max_position
-                                                                                 : 8192,
-                                                            8192);
+  int64_t context = options.context > 0
+                        ? options.context
+                        : std::min<int64_t>(cfg.max_position > 0 ? cfg.max_position : 8192, 8192);
   const int64_t n_prompt = static_cast<int64_t>(prompt.size());
   if (n_prompt >= context) {
     return make_error(ErrorCode::kInvalidArgument,
@@ -34,7 +33,8 @@ Result<GenerateStats> generate(model::Model& model, std::span<const int32_t> pro
   for (int64_t pos = 0; pos < n_prompt; pos += chunk) {
     int64_t len = std::min(chunk, n_prompt - pos);
     bool last = pos + len == n_prompt;
-    TF_RETURN_IF_ERROR(model.forward(prompt.subspan(pos, len), pos, kv, logits.data(), last ? 1 : 0));
+    TF_RETURN_IF_ERROR(
+        model.forward(prompt.subspan(pos, len), pos, kv, logits.data(), last ? 1 : 0));
   }
   auto t1 = Clock::now();
   stats.prefill_seconds = std::chrono::duration<double>(t1 - t0).count();
@@ -43,8 +43,8 @@ Result<GenerateStats> generate(model::Model& model, std::span<const int32_t> pro
   for (int i = 0; i < options.max_tokens; ++i) {
     int32_t id = sample(logits, options.sampling, static_cast<uint64_t>(pos));
     ++stats.generated_tokens;
-    bool stop = std::find(options.stop_ids.begin(), options.stop_ids.end(), id) !=
-                options.stop_ids.end();
+    bool stop =
+        std::find(options.stop_ids.begin(), options.stop_ids.end(), id) != options.stop_ids.end();
     if (!on_token(id) || stop || i + 1 == options.max_tokens || pos >= capacity) break;
     TF_RETURN_IF_ERROR(model.forward(std::span<const int32_t>(&id, 1), pos, kv, logits.data(), 1));
     ++pos;

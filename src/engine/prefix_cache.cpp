@@ -65,8 +65,8 @@ void PrefixCache::insert(std::span<const int32_t> tokens, std::span<const int32_
       return;  // a colliding entry owns this key: stop caching this chain
     } else {
       blocks_.retain(blocks[b]);
-      nodes_.emplace(key, Node{parent, blocks[b], {block_tokens.begin(), block_tokens.end()}, 0,
-                               tick_});
+      nodes_.emplace(key,
+                     Node{parent, blocks[b], {block_tokens.begin(), block_tokens.end()}, 0, tick_});
       if (auto p = nodes_.find(parent); p != nodes_.end()) ++p->second.children;
     }
     parent = key;

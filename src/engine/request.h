@@ -21,13 +21,13 @@ using Clock = std::chrono::steady_clock;
 struct Request {
   RequestId id = 0;
   std::vector<int32_t> prompt;
-  SamplingParams sampling;          // sampling.seed is ignored; see `seed`
-  std::optional<uint64_t> seed;     // absent: derived from the prompt and the server salt
+  SamplingParams sampling;       // sampling.seed is ignored; see `seed`
+  std::optional<uint64_t> seed;  // absent: derived from the prompt and the server salt
   int max_tokens = 256;
   std::vector<int32_t> stop_ids;  // in addition to the model's end-of-generation ids
   bool ignore_eos = false;
-  int logprobs = -1;             // -1: none; 0: the chosen token's; k > 0: also the top k
-  bool draft = true;             // false: the serial reference path (no drafting)
+  int logprobs = -1;  // -1: none; 0: the chosen token's; k > 0: also the top k
+  bool draft = true;  // false: the serial reference path (no drafting)
   int priority = 0;
   std::optional<Clock::time_point> deadline;
   std::string cache_salt;
@@ -53,9 +53,9 @@ struct Usage {
 };
 
 struct Timings {
-  double queued_seconds = 0;     // submit -> first scheduled
-  double prefill_seconds = 0;    // first scheduled -> first token
-  double decode_seconds = 0;     // first token -> finish
+  double queued_seconds = 0;   // submit -> first scheduled
+  double prefill_seconds = 0;  // first scheduled -> first token
+  double decode_seconds = 0;   // first token -> finish
 };
 
 struct Finished {

@@ -28,8 +28,9 @@ std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> ctr, std::array<uint3
 }  // namespace
 
 double keyed_uniform(uint64_t seed, uint64_t position) {
-  auto r = philox4x32({static_cast<uint32_t>(position), static_cast<uint32_t>(position >> 32), 0, 0},
-                      {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
+  auto r =
+      philox4x32({static_cast<uint32_t>(position), static_cast<uint32_t>(position >> 32), 0, 0},
+                 {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
   uint64_t bits = (static_cast<uint64_t>(r[0]) << 32 | r[1]) >> 11;  // 53 random bits
   return static_cast<double>(bits) * 0x1.0p-53;
 }

@@ -26,7 +26,8 @@ struct SamplingParams {
   }
 };
 
-// Applies logit bias and penalties in place. `prompt` and `output` are the sequence's tokens so far.
+// Applies logit bias and penalties in place. `prompt` and `output` are the sequence's tokens so
+// far.
 void apply_penalties(std::span<float> logits, const SamplingParams& params,
                      std::span<const int32_t> prompt, std::span<const int32_t> output);
 

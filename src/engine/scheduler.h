@@ -42,7 +42,9 @@ class Scheduler {
   const SchedulerOptions& options() const { return opt_; }
 
  private:
-  int64_t blocks_for(int64_t tokens) const { return (tokens + opt_.block_size - 1) / opt_.block_size; }
+  int64_t blocks_for(int64_t tokens) const {
+    return (tokens + opt_.block_size - 1) / opt_.block_size;
+  }
   // Grows seq's block table to cover `tokens` positions; false if the pool has no block left.
   bool reserve(Sequence& seq, int64_t tokens, BlockManager& blocks);
   void preempt(Sequence& seq, BlockManager& blocks);

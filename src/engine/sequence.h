@@ -15,15 +15,15 @@ enum class SeqState { kWaiting, kRunning, kFinished };
 struct Sequence {
   Request req;
   std::shared_ptr<Channel> channel;
-  uint64_t arrival = 0;              // admission order; the newest running sequence is preempted
+  uint64_t arrival = 0;  // admission order; the newest running sequence is preempted
   SeqState state = SeqState::kWaiting;
-  std::vector<int32_t> tokens;       // prompt then generated tokens
+  std::vector<int32_t> tokens;  // prompt then generated tokens
   int64_t prompt_len = 0;
-  int64_t computed = 0;              // tokens whose K/V are in the cache
-  int64_t cached_tokens = -1;        // prompt tokens served from the prefix cache (-1: not yet)
-  int64_t cache_inserted = 0;        // whole blocks already recorded in the prefix cache
-  uint64_t cache_ns = 0;             // prefix-cache namespace (from cache_salt)
-  std::vector<int32_t> blocks;       // block table
+  int64_t computed = 0;         // tokens whose K/V are in the cache
+  int64_t cached_tokens = -1;   // prompt tokens served from the prefix cache (-1: not yet)
+  int64_t cache_inserted = 0;   // whole blocks already recorded in the prefix cache
+  uint64_t cache_ns = 0;        // prefix-cache namespace (from cache_salt)
+  std::vector<int32_t> blocks;  // block table
   bool cancelled = false;
   bool prefilled_sent = false;
   int64_t preemptions = 0;

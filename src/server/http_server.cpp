@@ -54,7 +54,10 @@ class SocketResponder final : public api::Responder {
  public:
   SocketResponder(net::io_context& ioc, beast::tcp_stream& stream, unsigned version,
                   bool keep_alive, int timeout_s)
-      : ioc_(ioc), stream_(stream), version_(version), keep_alive_(keep_alive),
+      : ioc_(ioc),
+        stream_(stream),
+        version_(version),
+        keep_alive_(keep_alive),
         timeout_(std::chrono::seconds(timeout_s)) {}
 
   void send(int status, std::string_view content_type, std::string body) override {
@@ -97,8 +100,9 @@ class SocketResponder final : public api::Responder {
   // Ends a chunked stream; true when the connection may serve another request.
   bool finish() {
     if (streaming_ && ok_) write_raw("0\r\n\r\n");
-    if (!sent_) send(500, "application/json",
-                     api::dump(api::openai_error_body({500, "server_error", "no response", {}, {}})));
+    if (!sent_)
+      send(500, "application/json",
+           api::dump(api::openai_error_body({500, "server_error", "no response", {}, {}})));
     return ok_ && keep_alive_;
   }
 
@@ -106,9 +110,8 @@ class SocketResponder final : public api::Responder {
   bool write_raw(const std::string& bytes) {
     if (!ok_) return false;
     stream_.expires_after(timeout_);
-    ok_ = !await(ioc_, [&](auto handler) {
-      net::async_write(stream_, net::buffer(bytes), handler);
-    });
+    ok_ =
+        !await(ioc_, [&](auto handler) { net::async_write(stream_, net::buffer(bytes), handler); });
     return ok_;
   }
 
@@ -164,21 +167,25 @@ void HttpServer::Impl::session(int fd, std::atomic<int>& active) {
     SocketResponder responder(ioc, stream, parser.get().version(), !ec && parser.get().keep_alive(),
                               opt.idle_timeout_seconds);
     if (ec == http::error::body_limit) {
-      api::ApiError e{413, "invalid_request_error",
-                      fmt::format("the request body exceeds the limit of {} bytes", opt.max_body_bytes),
-                      {}, "request_too_large"};
+      api::ApiError e{
+          413,
+          "invalid_request_error",
+          fmt::format("the request body exceeds the limit of {} bytes", opt.max_body_bytes),
+          {},
+          "request_too_large"};
       responder.send(413, "application/json", api::dump(api::openai_error_body(e)));
       break;
     }
     if (ec) {
-      api::ApiError e{400, "invalid_request_error", "malformed HTTP request: " + ec.message(), {}, {}};
+      api::ApiError e{
+          400, "invalid_request_error", "malformed HTTP request: " + ec.message(), {}, {}};
       responder.send(ec == http::error::header_limit ? 431 : 400, "application/json",
                      api::dump(api::openai_error_body(e)));
       break;
     }
     const auto& req = parser.get();
-    route(req.method_string(), req.target(), req[http::field::authorization],
-          req["x-api-key"], req.body(), opt.api_keys, *service, responder);
+    route(req.method_string(), req.target(), req[http::field::authorization], req["x-api-key"],
+          req.body(), opt.api_keys, *service, responder);
     if (!responder.finish() || stopping.load()) break;
   }
   beast::error_code ignored;
@@ -205,7 +212,9 @@ HttpServer::~HttpServer() {
 Status HttpServer::listen() {
   beast::error_code ec;
   auto addr = net::ip::make_address(impl_->opt.host, ec);
-  if (ec) return make_error(ErrorCode::kInvalidArgument, "bad host '{}': {}", impl_->opt.host, ec.message());
+  if (ec)
+    return make_error(ErrorCode::kInvalidArgument, "bad host '{}': {}", impl_->opt.host,
+                      ec.message());
   tcp::endpoint ep(addr, impl_->opt.port);
   auto& a = impl_->acceptor;
   a.open(ep.protocol(), ec);
@@ -234,7 +243,8 @@ void HttpServer::run() {
       beast::tcp_stream stream(tcp::socket(ioc, tcp::v4(), socket.release()));
       SocketResponder r(ioc, stream, 11, false, 5);
       r.send(503, "application/json",
-             api::dump(api::openai_error_body({503, "server_error", "too many connections", {}, "overloaded"})));
+             api::dump(api::openai_error_body(
+                 {503, "server_error", "too many connections", {}, "overloaded"})));
       continue;
     }
     {

@@ -15,13 +15,13 @@ namespace tf::server {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  uint16_t port = 8080;                // 0: any free port (see HttpServer::port())
-  std::vector<std::string> api_keys;   // empty: no auth
+  uint16_t port = 8080;               // 0: any free port (see HttpServer::port())
+  std::vector<std::string> api_keys;  // empty: no auth
   size_t max_body_bytes = 8u << 20;
   size_t max_header_bytes = 16u << 10;
-  int idle_timeout_seconds = 60;       // also bounds how long a request's headers may take
+  int idle_timeout_seconds = 60;  // also bounds how long a request's headers may take
   int max_connections = 1024;
-  int shutdown_grace_seconds = 10;     // in-flight requests get this long to finish on SIGTERM
+  int shutdown_grace_seconds = 10;  // in-flight requests get this long to finish on SIGTERM
 };
 
 class HttpServer {

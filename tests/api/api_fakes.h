@@ -1,5 +1,5 @@
-// Test doubles for api/ without sockets or a model: a tiny byte-ish tokenizer, an engine that replays
-// scripted tokens on a Channel (recording requests and cancels), and a Responder that records replies.
+// Test doubles for api/ without sockets or a model: a tiny byte-ish tokenizer, an engine that
+// replays scripted tokens on a Channel (recording requests and cancels), and a recording Responder.
 #pragma once
 
 #include <algorithm>
@@ -146,7 +146,8 @@ class ScriptedEngine : public engine::EngineClient {
     std::lock_guard<std::mutex> lock(mu_);
     cancels_.push_back(id);
     if (auto it = live_.find(id); it != live_.end()) {
-      it->second.ch->push(engine::Finished{engine::FinishReason::kCancelled, it->second.usage(), {}, {}});
+      it->second.ch->push(
+          engine::Finished{engine::FinishReason::kCancelled, it->second.usage(), {}, {}});
       live_.erase(it);
     }
   }

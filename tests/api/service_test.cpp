@@ -197,7 +197,8 @@ TEST_F(ServiceTest, MaxCompletionTokensSupersedesMaxTokens) {
 }
 
 TEST_F(ServiceTest, ContextLengthExceededStatesTheLimit) {
-  auto r = chat(chat_body({{"messages", {{{"role", "user"}, {"content", std::string(100, 'x')}}}}}));
+  auto r =
+      chat(chat_body({{"messages", {{{"role", "user"}, {"content", std::string(100, 'x')}}}}}));
   ASSERT_EQ(r.status, 400);
   json e = r.json()["error"];
   EXPECT_EQ(e["code"], "context_length_exceeded");
@@ -620,7 +621,8 @@ TEST_F(ServiceTest, CompletionTokenPromptAndEcho) {
 
 TEST_F(ServiceTest, CompletionStreamWithUsage) {
   script({" world", "!"});
-  auto r = complete(completion_body({{"stream", true}, {"stream_options", {{"include_usage", true}}}}));
+  auto r = complete(
+      completion_body({{"stream", true}, {"stream_options", {{"include_usage", true}}}}));
   ASSERT_TRUE(r.streaming);
   EXPECT_EQ(r.events.back(), "[DONE]");
   auto chunks = r.chunks();

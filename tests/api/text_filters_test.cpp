@@ -14,7 +14,9 @@ std::string stream_stop(const std::string& text, std::vector<std::string> stops,
                         bool* stopped = nullptr) {
   StopMatcher m(std::move(stops));
   std::string out;
-  for (size_t i = 0; i < text.size() && !m.stopped(); i += step) out += m.push(text.substr(i, step));
+  for (size_t i = 0; i < text.size() && !m.stopped(); i += step) {
+    out += m.push(text.substr(i, step));
+  }
   out += m.flush();
   if (stopped) *stopped = m.stopped();
   return out;

@@ -40,8 +40,8 @@ TEST(Half, Fp16RoundTripsEveryValue) {
     ASSERT_EQ(f32_to_fp16(f), h) << std::hex << h;
   }
   EXPECT_EQ(fp16_to_f32(0x3c00), 1.0f);
-  EXPECT_EQ(fp16_to_f32(0x0001), std::ldexp(1.0f, -24));  // smallest subnormal
-  EXPECT_EQ(f32_to_fp16(65520.0f), 0x7c00);                // rounds to infinity
+  EXPECT_EQ(fp16_to_f32(0x0001), std::ldexp(1.0f, -24));         // smallest subnormal
+  EXPECT_EQ(f32_to_fp16(65520.0f), 0x7c00);                      // rounds to infinity
   EXPECT_EQ(f32_to_fp16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie to even
 }
 

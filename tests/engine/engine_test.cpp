@@ -76,7 +76,8 @@ class EngineTest : public ::testing::Test {
     Request r;
     r.id = id;
     r.prompt.push_back(1);
-    for (int i = 1; i < len; ++i) r.prompt.push_back(3 + static_cast<int32_t>((id * 31 + i * 17) % 500));
+    for (int i = 1; i < len; ++i)
+      r.prompt.push_back(3 + static_cast<int32_t>((id * 31 + i * 17) % 500));
     r.sampling.temperature = temperature;
     r.seed = seed;
     r.max_tokens = max_tokens;

@@ -40,7 +40,8 @@ std::string greedy(Loaded& l, const std::vector<int32_t>& prompt, int n, bool st
   opt.max_tokens = n;
   if (stop_at_eog) opt.stop_ids = {l.tok->eos_id()};
   tokenizer::IncrementalDetokenizer detok(*l.tok);
-  for (int32_t id : prompt) detok.push(id);  // context: the continuation's text follows the prompt's
+  for (int32_t id : prompt)
+    detok.push(id);  // context: the continuation's text follows the prompt's
   std::string out;
   auto st = engine::generate(*l.model, prompt, opt, [&](int32_t id) {
     if (!l.tok->is_eog(id)) out += detok.push(id);
@@ -50,8 +51,9 @@ std::string greedy(Loaded& l, const std::vector<int32_t>& prompt, int n, bool st
   return out + detok.flush();
 }
 
-#define REQUIRE_FILE(p) \
-  if (!std::filesystem::exists(p)) GTEST_SKIP() << "missing " << (p) << " (see DATA.md / scripts/setup)"
+#define REQUIRE_FILE(p)            \
+  if (!std::filesystem::exists(p)) \
+  GTEST_SKIP() << "missing " << (p) << " (see DATA.md / scripts/setup)"
 
 TEST(Stories260K, PromptEncodesAndContinues) {
   const std::string path = testing::shared_path("models/stories260K.gguf");
@@ -110,8 +112,9 @@ TEST(SmolLM2, ChunkedPrefillIsBitIdentical) {
   REQUIRE_FILE(path);
   Loaded l = load(path);
   ASSERT_TRUE(l.model && l.tok);
-  auto ids = l.tok->encode("The quick brown fox jumps over the lazy dog. It was a sunny day and "
-                           "the children were playing happily in the garden behind the house.");
+  auto ids = l.tok->encode(
+      "The quick brown fox jumps over the lazy dog. It was a sunny day and "
+      "the children were playing happily in the garden behind the house.");
   ASSERT_GT(ids.size(), 20u);
   const int64_t n = static_cast<int64_t>(ids.size()), vocab = l.model->config().vocab_size;
   std::vector<float> whole(n * vocab);

@@ -1,0 +1,295 @@
+// H200 bench of the CUDA backend on random bf16 weights with Llama-3.1-8B's shapes: every figure
+// printed next to its floor (measured copy bandwidth, cuBLASLt bf16 peak). Needs a GPU.
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "backend/cuda/device.h"
+#include "backend/cuda/ops.h"
+
+namespace cu = tf::backend::cuda;
+using cu::bf16;
+
+#define CHECK_CUDA(expr)                                                                   \
+  do {                                                                                     \
+    cudaError_t e_ = (expr);                                                               \
+    if (e_ != cudaSuccess) {                                                               \
+      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
+      std::exit(2);                                                                        \
+    }                                                                                      \
+  } while (0)
+#define CHECK_LT(expr)                                                          \
+  do {                                                                          \
+    cublasStatus_t s_ = (expr);                                                 \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                          \
+      std::printf("cuBLASLt error %d at %s:%d\n", int(s_), __FILE__, __LINE__); \
+      std::exit(2);                                                             \
+    }                                                                           \
+  } while (0)
+
+namespace {
+
+// Llama-3.1-8B.
+constexpr int kHidden = 4096, kFfn = 14336, kLayers = 32, kHeads = 32, kKvHeads = 8, kHeadDim = 128,
+              kVocab = 128256;
+constexpr int kQkv = (kHeads + 2 * kKvHeads) * kHeadDim;
+
+// Uniform in [-scale, scale) from a hash of the index: random data, never zeros.
+__global__ void fill_random(bf16* p, size_t n, uint32_t seed, float scale) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t h = uint32_t(i) * 2654435761u ^ seed ^ uint32_t(i >> 32) * 0x9e3779b9u;
+    h ^= h >> 15;
+    h *= 0x2c1b3c6du;
+    h ^= h >> 12;
+    h *= 0x297a2d39u;
+    h ^= h >> 15;
+    p[i] = __float2bfloat16((float(h) * 2.3283064e-10f * 2.0f - 1.0f) * scale);
+  }
+}
+void fill(bf16* p, size_t n, uint32_t seed, float scale) {
+  fill_random<<<132 * 8, 256>>>(p, n, seed, scale);
+  CHECK_CUDA(cudaGetLastError());
+}
+
+// Median of `reps` timed runs (device events) after 3 warm-ups.
+float time_ms(const std::function<void()>& fn, int reps) {
+  for (int i = 0; i < 3; ++i) fn();
+  cudaEvent_t a, b;
+  CHECK_CUDA(cudaEventCreate(&a));
+  CHECK_CUDA(cudaEventCreate(&b));
+  std::vector<float> t;
+  for (int i = 0; i < reps; ++i) {
+    CHECK_CUDA(cudaEventRecord(a));
+    fn();
+    CHECK_CUDA(cudaEventRecord(b));
+    CHECK_CUDA(cudaEventSynchronize(b));
+    float ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms);
+  }
+  CHECK_CUDA(cudaGetLastError());
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// A captured graph of fn on a capture stream, replayed on the legacy stream.
+struct Graph {
+  cudaGraphExec_t exec = nullptr;
+  explicit Graph(const std::function<void(cudaStream_t)>& fn) {
+    cudaStream_t s;
+    CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaGraph_t g;
+    CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    fn(s);
+    CHECK_CUDA(cudaStreamEndCapture(s, &g));
+    CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
+    CHECK_CUDA(cudaGraphDestroy(g));
+    CHECK_CUDA(cudaStreamDestroy(s));
+  }
+  void launch() const { CHECK_CUDA(cudaGraphLaunch(exec, 0)); }
+};
+
+// y[M,N] = x[M,K] . w[N,K]^T through cuBLASLt (column-major: y^T = W^T(op T) . x^T).
+struct Lt {
+  cublasLtHandle_t h;
+  cu::DeviceBuffer ws{size_t(64) << 20};
+  Lt() { CHECK_LT(cublasLtCreate(&h)); }
+  std::function<void(cudaStream_t)> plan(const bf16* x, const bf16* w, bf16* y, int m, int n,
+                                         int k) {
+    cublasLtMatmulDesc_t op;
+    CHECK_LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+    CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+    cublasLtMatrixLayout_t la, lb, lc;
+    CHECK_LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, k, n, k));
+    CHECK_LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, k, m, k));
+    CHECK_LT(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, n, m, n));
+    cublasLtMatmulPreference_t pref;
+    CHECK_LT(cublasLtMatmulPreferenceCreate(&pref));
+    size_t wsb = ws.bytes();
+    CHECK_LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                  &wsb, sizeof(wsb)));
+    cublasLtMatmulHeuristicResult_t res{};
+    int count = 0;
+    CHECK_LT(cublasLtMatmulAlgoGetHeuristic(h, op, la, lb, lc, lc, pref, 1, &res, &count));
+    if (count == 0) {
+      std::printf("no cuBLASLt algo\n");
+      std::exit(2);
+    }
+    void* wsp = ws.get();
+    cublasLtHandle_t hh = h;
+    return [=](cudaStream_t s) {
+      const float alpha = 1.0f, beta = 0.0f;
+      CHECK_LT(cublasLtMatmul(hh, op, &alpha, w, la, x, lb, &beta, y, lc, y, lc, &res.algo, wsp,
+                              wsb, s));
+    };
+  }
+};
+
+struct Mat {
+  const char* name;
+  int n, k;
+};
+const Mat kMats[] = {{"qkv", kQkv, kHidden},
+                     {"o", kHidden, kHidden},
+                     {"gate_up", 2 * kFfn, kHidden},
+                     {"down", kHidden, kFfn}};
+
+}  // namespace
+
+int main() {
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount,
+              prop.l2CacheSize >> 20);
+
+  // 1. Copy bandwidth (bytes read + written), the floor for weight streaming.
+  double copy_bw;
+  {
+    const size_t bytes = size_t(4) << 30;
+    cu::DeviceBuffer a(bytes), b(bytes);
+    fill(a.get<bf16>(), bytes / 2, 1, 1.0f);
+    const float ms = time_ms(
+        [&] { CHECK_CUDA(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice)); },
+        20);
+    copy_bw = 2.0 * bytes / (ms * 1e-3);
+  }
+  // 2. cuBLASLt bf16 peak, 8192^3 on random data.
+  Lt lt;
+  double peak;
+  {
+    const int s = 8192;
+    cu::DeviceBuffer x(size_t(s) * s * 2), w(size_t(s) * s * 2), y(size_t(s) * s * 2);
+    fill(x.get<bf16>(), size_t(s) * s, 2, 1.0f);
+    fill(w.get<bf16>(), size_t(s) * s, 3, 1.0f);
+    auto run = lt.plan(x.get<bf16>(), w.get<bf16>(), y.get<bf16>(), s, s, s);
+    const float ms = time_ms([&] { run(0); }, 20);
+    peak = 2.0 * s * s * double(s) / (ms * 1e-3);
+  }
+  std::printf("copy bandwidth %.0f GB/s, cuBLASLt bf16 peak %.0f TFLOP/s\n", copy_bw / 1e9,
+              peak / 1e12);
+
+  // 3. All of the 8B's weights (about 15 GB), so a decode step streams them from HBM, not L2.
+  std::vector<cu::DeviceBuffer> weights;
+  double step_bytes = 0;
+  for (int l = 0; l < kLayers; ++l)
+    for (const Mat& m : kMats) {
+      weights.emplace_back(size_t(m.n) * m.k * 2);
+      fill(weights.back().get<bf16>(), size_t(m.n) * m.k, 100 + weights.size(), 0.02f);
+      step_bytes += double(m.n) * m.k * 2;
+    }
+  cu::DeviceBuffer lm_head(size_t(kVocab) * kHidden * 2);
+  fill(lm_head.get<bf16>(), size_t(kVocab) * kHidden, 7, 0.02f);
+  step_bytes += double(kVocab) * kHidden * 2;
+  const int kMaxM = 4096;
+  cu::DeviceBuffer x(size_t(kMaxM) * kFfn * 2), y(size_t(kMaxM) * 2 * kFfn * 2),
+      logits(size_t(64) * kVocab * 4);
+  fill(x.get<bf16>(), size_t(kMaxM) * kFfn, 9, 1.0f);
+  CHECK_CUDA(cudaDeviceSynchronize());
+  const double floor_tok = copy_bw / step_bytes;
+
+  std::printf(
+      "\nweight streaming (matmul, small-M path), all 32 layers, GB/s of weights read; floor = "
+      "copy bw\n");
+  std::printf("%-8s %10s", "matrix", "MB/layer");
+  const int ms_list[] = {1, 8, 32, 64};
+  for (int m : ms_list) std::printf("   M=%-3d GB/s", m);
+  std::printf("\n");
+  for (int mi = 0; mi < 4; ++mi) {
+    const Mat& mat = kMats[mi];
+    std::printf("%-8s %10.1f", mat.name, mat.n * double(mat.k) * 2 / 1e6);
+    for (int m : ms_list) {
+      Graph g([&](cudaStream_t s) {
+        for (int l = 0; l < kLayers; ++l)
+          CHECK_CUDA(cu::matmul(x.get<bf16>(), weights[l * 4 + mi].get<bf16>(), y.get<bf16>(), m,
+                                mat.n, mat.k, s));
+      });
+      const float t = time_ms([&] { g.launch(); }, 10);
+      std::printf("   %11.0f", kLayers * mat.n * double(mat.k) * 2 / (t * 1e-3) / 1e9);
+    }
+    std::printf("\n");
+  }
+  std::printf(
+      "\ndecode step = 32 x (qkv, o, gate_up, down) + lm_head: %.2f GB of weights, floor %.1f "
+      "tok/s per stream\n",
+      step_bytes / 1e9, floor_tok);
+  std::printf("%-5s %10s %12s %14s %10s %16s\n", "M", "step ms", "GB/s", "tok/s/stream", "of floor",
+              "aggregate tok/s");
+  for (int m : ms_list) {
+    Graph g([&](cudaStream_t s) {
+      for (int l = 0; l < kLayers; ++l)
+        for (int mi = 0; mi < 4; ++mi)
+          CHECK_CUDA(cu::matmul(x.get<bf16>(), weights[l * 4 + mi].get<bf16>(), y.get<bf16>(), m,
+                                kMats[mi].n, kMats[mi].k, s));
+      CHECK_CUDA(cu::matmul(x.get<bf16>(), lm_head.get<bf16>(), logits.get<float>(), m, kVocab,
+                            kHidden, s));
+    });
+    const float t = time_ms([&] { g.launch(); }, 10);
+    const double tok = 1e3 / t;
+    std::printf("%-5d %10.3f %12.0f %14.1f %9.1f%% %16.0f\n", m, t, step_bytes / (t * 1e-3) / 1e9,
+                tok, 100.0 * tok / floor_tok, tok * m);
+  }
+
+  // 4. Prefill GEMMs (one layer's four matrices): ours (tiled, batch-invariant) vs cuBLASLt.
+  std::printf(
+      "\nprefill GEMMs, one layer's qkv+o+gate_up+down; MFU against cuBLASLt's %.0f TFLOP/s\n",
+      peak / 1e12);
+  std::printf("%-6s %12s %8s %14s %8s %10s\n", "M", "ours TF/s", "MFU", "cuBLASLt TF/s", "MFU",
+              "ours/Lt");
+  for (int m : {512, 4096}) {
+    double flops = 0;
+    for (const Mat& mat : kMats) flops += 2.0 * m * mat.n * double(mat.k);
+    const float t_ours = time_ms(
+        [&] {
+          for (int mi = 0; mi < 4; ++mi)
+            CHECK_CUDA(cu::matmul(x.get<bf16>(), weights[mi].get<bf16>(), y.get<bf16>(), m,
+                                  kMats[mi].n, kMats[mi].k, 0));
+        },
+        10);
+    std::vector<std::function<void(cudaStream_t)>> plans;
+    for (int mi = 0; mi < 4; ++mi)
+      plans.push_back(lt.plan(x.get<bf16>(), weights[mi].get<bf16>(), y.get<bf16>(), m, kMats[mi].n,
+                              kMats[mi].k));
+    const float t_lt = time_ms(
+        [&] {
+          for (auto& p : plans) p(0);
+        },
+        10);
+    const double ours = flops / (t_ours * 1e-3), lts = flops / (t_lt * 1e-3);
+    std::printf("%-6d %12.0f %7.1f%% %14.0f %7.1f%% %9.2fx\n", m, ours / 1e12, 100 * ours / peak,
+                lts / 1e12, 100 * lts / peak, ours / lts);
+  }
+
+  // 5. Bit-exactness: down_proj rows from M = 1, 8, 64 (small-M path) against M = 4096 (tiled).
+  {
+    const int n = kHidden, k = kFfn;
+    std::vector<float> ref(size_t(64) * n), got(size_t(64) * n);
+    CHECK_CUDA(cu::matmul(x.get<bf16>(), weights[3].get<bf16>(), logits.get<float>(), 64, n, k, 0,
+                          cu::GemmPath::kTiled));
+    cu::DeviceBuffer big(size_t(kMaxM) * n * 4);
+    CHECK_CUDA(cu::matmul(x.get<bf16>(), weights[3].get<bf16>(), big.get<float>(), kMaxM, n, k, 0));
+    CHECK_CUDA(cudaMemcpy(ref.data(), big.get(), ref.size() * 4, cudaMemcpyDeviceToHost));
+    bool same = true;
+    for (int m : {1, 8, 64}) {
+      CHECK_CUDA(cudaMemset(logits.get(), 0xff, size_t(64) * n * 4));
+      CHECK_CUDA(
+          cu::matmul(x.get<bf16>(), weights[3].get<bf16>(), logits.get<float>(), m, n, k, 0));
+      CHECK_CUDA(cudaMemcpy(got.data(), logits.get(), size_t(m) * n * 4, cudaMemcpyDeviceToHost));
+      same &= std::memcmp(got.data(), ref.data(), size_t(m) * n * 4) == 0;
+    }
+    std::printf("\nbit-exact: down_proj rows at M=1/8/64 (small-M) vs M=4096 (tiled): %s\n",
+                same ? "identical" : "DIFFER");
+  }
+  CHECK_CUDA(cudaDeviceSynchronize());
+  return 0;
+}

@@ -1,0 +1,255 @@
+// Batch-invariant bf16 matmul: a tiled tensor-core kernel for prefill and a weight-streaming kernel
+// for decode (small M) that perform, per output element, exactly the same sequence of operations.
+//
+// Design note. The canonical reduction of y[i][n] over K: acc = 0 (f32); for each 32-wide chunk c
+// of K, two mma.sync.m16n8k16 steps, the first over k = c*32 + t*8 + {0..3} (t = 0..3), the second
+// over c*32 + t*8 + {4..7}. This permutation of K inside the chunk (the same for x and w, so the
+// dot product is unchanged) lets every thread fetch its fragment as one 16-byte load of 8
+// consecutive elements, from global memory (small-M kernel) or from unpadded, conflict-free shared
+// memory (tiled kernel). Nothing in that sequence depends on M, on the row's position in its tile,
+// or on the tile shape: no split-K, no atomics. So a row's result is bit-identical whatever batch
+// it is in and whichever kernel ran; tests/gpu checks that bitwise for M = 1..256 and permuted
+// rows. mma.sync (not wgmma) for now: wgmma's k-order inside an instruction is another question,
+// left to the next step together with the TMA pipeline.
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "backend/cuda/ops.h"
+
+namespace tf::backend::cuda {
+namespace {
+
+__device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                         uint32_t a3, uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// One 32-wide K chunk of the canonical order. lo/hi: x rows g and g+8, elements t*8..t*8+7 of the
+// chunk; b: w row g, same elements (g = lane / 4, t = lane % 4).
+__device__ __forceinline__ void chunk_mma(float (&acc)[4], const uint4& lo, const uint4& hi,
+                                          const uint4& b) {
+  mma16816(acc, lo.x, hi.x, lo.y, hi.y, b.x, b.y);
+  mma16816(acc, lo.z, hi.z, lo.w, hi.w, b.z, b.w);
+}
+
+template <typename OutT>
+__device__ __forceinline__ void store2(OutT* p, float a, float b);
+template <>
+__device__ __forceinline__ void store2<float>(float* p, float a, float b) {
+  *reinterpret_cast<float2*>(p) = make_float2(a, b);
+}
+template <>
+__device__ __forceinline__ void store2<bf16>(bf16* p, float a, float b) {
+  *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
+}
+
+// ---- Small-M kernel: each warp streams 8 weight rows over all of K, MF x 16 activation rows. ----
+// Each thread cp.async-copies its own 16-byte weight pieces into a private ring of kSmallStages
+// batches in shared memory and reads back only what it copied, so no barrier is needed: the ring
+// keeps ~20 KB in flight per warp while the (inherently serial) per-element mma chain runs.
+constexpr int kSmallWarps = 2;   // 2 warps a block: N = 4096 gives 256 blocks over 132 SMs
+constexpr int kSmallUnroll = 8;  // 8 chunks (8 x 512 B per warp) per batch
+constexpr int kSmallStages = 6;  // batches in the ring: 24 KB per warp, 48 KB per block
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const int bytes = valid ? 16 : 0;  // 0: zero-fill rows past M or N
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+template <int MF, typename OutT>
+__global__ void __launch_bounds__(kSmallWarps * 32)
+    small_m_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w, OutT* __restrict__ y,
+                   int m, int n, int k) {
+  __shared__ uint4 ring[kSmallWarps][kSmallStages][kSmallUnroll][32];
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
+  const int n0 = (blockIdx.x * kSmallWarps + warp) * 8;
+  if (n0 >= n) return;
+  const uint4* wp = reinterpret_cast<const uint4*>(w + static_cast<size_t>(n0 + g) * k) + t;
+  const uint4* xp[MF][2];
+  bool xv[MF][2];
+#pragma unroll
+  for (int f = 0; f < MF; ++f) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = f * 16 + h * 8 + g;
+      xv[f][h] = row < m;
+      xp[f][h] =
+          reinterpret_cast<const uint4*>(x + static_cast<size_t>(xv[f][h] ? row : 0) * k) + t;
+    }
+  }
+  float acc[MF][4];
+#pragma unroll
+  for (int f = 0; f < MF; ++f) acc[f][0] = acc[f][1] = acc[f][2] = acc[f][3] = 0.0f;
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  const int chunks = k / 32, batches = chunks / kSmallUnroll;
+  auto issue = [&](int b) {
+    if (b < batches) {
+#pragma unroll
+      for (int u = 0; u < kSmallUnroll; ++u)
+        cp_async16(&ring[warp][b % kSmallStages][u][lane], wp + (b * kSmallUnroll + u) * 4, true);
+    }
+    cp_async_commit();  // empty groups keep the wait count uniform
+  };
+#pragma unroll
+  for (int b = 0; b < kSmallStages - 1; ++b) issue(b);
+  for (int b = 0; b < batches; ++b) {
+    cp_async_wait<kSmallStages - 2>();  // batch b (this thread's own copies) has landed
+    const int c = b * kSmallUnroll;
+#pragma unroll
+    for (int u = 0; u < kSmallUnroll; ++u) {
+      const uint4 wb = ring[warp][b % kSmallStages][u][lane];
+#pragma unroll
+      for (int f = 0; f < MF; ++f) {
+        const uint4 lo = xv[f][0] ? __ldg(xp[f][0] + (c + u) * 4) : zero;
+        const uint4 hi = xv[f][1] ? __ldg(xp[f][1] + (c + u) * 4) : zero;
+        chunk_mma(acc[f], lo, hi, wb);
+      }
+    }
+    issue(b + kSmallStages - 1);  // refills the slot read above, after its reads completed
+  }
+  cp_async_wait<0>();
+  for (int c = batches * kSmallUnroll; c < chunks; ++c) {
+    const uint4 wb = __ldcs(wp + c * 4);
+#pragma unroll
+    for (int f = 0; f < MF; ++f) {
+      const uint4 lo = xv[f][0] ? __ldg(xp[f][0] + c * 4) : zero;
+      const uint4 hi = xv[f][1] ? __ldg(xp[f][1] + c * 4) : zero;
+      chunk_mma(acc[f], lo, hi, wb);
+    }
+  }
+  const int col = n0 + t * 2;
+#pragma unroll
+  for (int f = 0; f < MF; ++f) {
+    const int r0 = f * 16 + g;
+    if (r0 < m) store2(y + static_cast<size_t>(r0) * n + col, acc[f][0], acc[f][1]);
+    if (r0 + 8 < m) store2(y + static_cast<size_t>(r0 + 8) * n + col, acc[f][2], acc[f][3]);
+  }
+}
+
+// ---- Tiled kernel: 128 x 128 block tile, 4 warps of 64 x 64, K tiles of 32, cp.async pipeline.
+// ----
+constexpr int kBm = 128, kBn = 128, kBk = 32, kStages = 4, kThreads = 128;
+constexpr int kStageBytes = (kBm + kBn) * kBk * 2;
+constexpr int kTiledSmem = kStages * kStageBytes;
+
+template <typename OutT>
+__global__ void __launch_bounds__(kThreads)
+    tiled_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w, OutT* __restrict__ y,
+                 int m, int n, int k) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
+  const int wm = warp >> 1, wn = warp & 1;
+  const int bm = blockIdx.y * kBm, bn = blockIdx.x * kBn;
+  const int ktiles = k / kBk;
+
+  auto load_stage = [&](int slot, int kt) {
+    uint4* as = reinterpret_cast<uint4*>(smem + slot * kStageBytes);
+    uint4* bs = as + kBm * kBk / 8;
+#pragma unroll
+    for (int j = 0; j < kBm * kBk / 8 / kThreads; ++j) {
+      const int id = tid + j * kThreads, row = id >> 2, part = id & 3;
+      const bool va = bm + row < m, vb = bn + row < n;
+      cp_async16(as + id, x + static_cast<size_t>(va ? bm + row : 0) * k + kt * kBk + part * 8, va);
+      cp_async16(bs + id, w + static_cast<size_t>(vb ? bn + row : 0) * k + kt * kBk + part * 8, vb);
+    }
+  };
+
+  float acc[4][8][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < ktiles) load_stage(s, s);
+    cp_async_commit();
+  }
+  for (int kt = 0; kt < ktiles; ++kt) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();  // tile kt landed for all threads; slot (kt - 1) % kStages is free again
+    if (kt + kStages - 1 < ktiles) load_stage((kt + kStages - 1) % kStages, kt + kStages - 1);
+    cp_async_commit();
+    const uint4* as = reinterpret_cast<const uint4*>(smem + (kt % kStages) * kStageBytes);
+    const uint4* bs = as + kBm * kBk / 8;
+    uint4 a_lo[4], a_hi[4], b[8];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      a_lo[i] = as[(wm * 64 + i * 16 + g) * 4 + t];
+      a_hi[i] = as[(wm * 64 + i * 16 + 8 + g) * 4 + t];
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j) b[j] = bs[(wn * 64 + j * 8 + g) * 4 + t];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) chunk_mma(acc[i][j], a_lo[i], a_hi[i], b[j]);
+  }
+  cp_async_wait<0>();
+
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int r0 = bm + wm * 64 + i * 16 + g;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int col = bn + wn * 64 + j * 8 + t * 2;
+      if (col >= n) continue;
+      if (r0 < m) store2(y + static_cast<size_t>(r0) * n + col, acc[i][j][0], acc[i][j][1]);
+      if (r0 + 8 < m) store2(y + static_cast<size_t>(r0 + 8) * n + col, acc[i][j][2], acc[i][j][3]);
+    }
+  }
+}
+
+template <typename OutT>
+cudaError_t launch_matmul(const bf16* x, const bf16* w, OutT* y, int m, int n, int k,
+                          cudaStream_t s, GemmPath path) {
+  if (m <= 0 || n <= 0 || k <= 0 || k % 32 != 0 || n % 8 != 0) return cudaErrorInvalidValue;
+  if (path == GemmPath::kAuto) path = m <= 64 ? GemmPath::kSmallM : GemmPath::kTiled;
+  if (path == GemmPath::kSmallM) {
+    const dim3 grid((n / 8 + kSmallWarps - 1) / kSmallWarps);
+    const dim3 block(kSmallWarps * 32);
+    // Larger M than one launch covers is cut into 64-row slices: the order per element is the same.
+    for (int r = 0; r < m; r += 64) {
+      const int mm = m - r < 64 ? m - r : 64;
+      const bf16* xs = x + static_cast<size_t>(r) * k;
+      OutT* ys = y + static_cast<size_t>(r) * n;
+      if (mm <= 16) {
+        small_m_kernel<1, OutT><<<grid, block, 0, s>>>(xs, w, ys, mm, n, k);
+      } else if (mm <= 32) {
+        small_m_kernel<2, OutT><<<grid, block, 0, s>>>(xs, w, ys, mm, n, k);
+      } else {
+        small_m_kernel<4, OutT><<<grid, block, 0, s>>>(xs, w, ys, mm, n, k);
+      }
+    }
+    return cudaGetLastError();
+  }
+  static const cudaError_t attr = cudaFuncSetAttribute(
+      tiled_kernel<OutT>, cudaFuncAttributeMaxDynamicSharedMemorySize, kTiledSmem);
+  if (attr != cudaSuccess) return attr;
+  const dim3 grid((n + kBn - 1) / kBn, (m + kBm - 1) / kBm);
+  tiled_kernel<OutT><<<grid, kThreads, kTiledSmem, s>>>(x, w, y, m, n, k);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t matmul(const bf16* x, const bf16* w, float* y, int m, int n, int k, cudaStream_t s,
+                   GemmPath path) {
+  return launch_matmul(x, w, y, m, n, k, s, path);
+}
+cudaError_t matmul(const bf16* x, const bf16* w, bf16* y, int m, int n, int k, cudaStream_t s,
+                   GemmPath path) {
+  return launch_matmul(x, w, y, m, n, k, s, path);
+}
+
+}  // namespace tf::backend::cuda

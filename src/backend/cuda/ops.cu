@@ -1,0 +1,140 @@
+// Element-wise and per-row CUDA ops: fused residual add + RMSNorm, SwiGLU, embedding gather, RoPE
+// with the paged KV write.
+//
+// Design note. Each op is memory-bound, so each is one pass: 16-byte accesses where rows allow,
+// f32 arithmetic, one rounding to bf16 at the end. Reductions (RMSNorm's sum of squares) use one
+// block per row and a fixed tree (strided per-thread sums, then warp shuffles, then warps in
+// order), so a row's result never depends on how many rows share the launch.
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "backend/cuda/ops.h"
+
+namespace tf::backend::cuda {
+namespace {
+
+constexpr int kNormThreads = 256;
+
+__global__ void __launch_bounds__(kNormThreads)
+    add_rms_norm_kernel(float* __restrict__ resid, const float* __restrict__ delta,
+                        const bf16* __restrict__ weight, bf16* __restrict__ out, int n, float eps) {
+  __shared__ float warp_sums[kNormThreads / 32];
+  __shared__ float inv_rms;
+  float* r = resid + static_cast<size_t>(blockIdx.x) * n;
+  const float* d = delta ? delta + static_cast<size_t>(blockIdx.x) * n : nullptr;
+  float sum = 0.0f;
+  for (int i = threadIdx.x; i < n; i += kNormThreads) {
+    float v = r[i];
+    if (d) {
+      v += d[i];
+      r[i] = v;
+    }
+    sum += v * v;
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = sum;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float total = 0.0f;
+    for (int i = 0; i < kNormThreads / 32; ++i) total += warp_sums[i];
+    inv_rms = rsqrtf(total / static_cast<float>(n) + eps);
+  }
+  __syncthreads();
+  bf16* o = out + static_cast<size_t>(blockIdx.x) * n;
+  for (int i = threadIdx.x; i < n; i += kNormThreads) {
+    o[i] = __float2bfloat16(r[i] * inv_rms * __bfloat162float(weight[i]));
+  }
+}
+
+__global__ void swiglu_kernel(const bf16* __restrict__ gu, bf16* __restrict__ out, int rows,
+                              int ffn) {
+  const int64_t total = static_cast<int64_t>(rows) * ffn;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = idx / ffn, i = idx % ffn;
+    const float g = __bfloat162float(gu[row * 2 * ffn + i]);
+    const float u = __bfloat162float(gu[row * 2 * ffn + ffn + i]);
+    out[idx] = __float2bfloat16(g / (1.0f + __expf(-g)) * u);
+  }
+}
+
+__global__ void embedding_kernel(const bf16* __restrict__ table, const int32_t* __restrict__ ids,
+                                 float* __restrict__ out, int hidden) {
+  const bf16* src = table + static_cast<size_t>(ids[blockIdx.x]) * hidden;
+  float* dst = out + static_cast<size_t>(blockIdx.x) * hidden;
+  for (int i = threadIdx.x; i < hidden; i += blockDim.x) dst[i] = __bfloat162float(src[i]);
+}
+
+// One block per row; threads walk (head, pair) for q and k, then copy v.
+__global__ void rope_kv_kernel(const bf16* __restrict__ qkv, const int32_t* __restrict__ pos,
+                               const int64_t* __restrict__ slots, const float* __restrict__ cos_t,
+                               const float* __restrict__ sin_t, RopeParams p,
+                               bf16* __restrict__ q_out, bf16* __restrict__ k_cache,
+                               bf16* __restrict__ v_cache) {
+  const int row = blockIdx.x, hd = p.head_dim, half = p.rope_dim / 2;
+  const int width = (p.n_heads + 2 * p.n_kv_heads) * hd;
+  const bf16* src = qkv + static_cast<size_t>(row) * width;
+  const float* c = cos_t + static_cast<size_t>(pos[row]) * half;
+  const float* s = sin_t + static_cast<size_t>(pos[row]) * half;
+  const size_t kv_width = static_cast<size_t>(p.n_kv_heads) * hd;
+  bf16* kd = k_cache + static_cast<size_t>(slots[row]) * kv_width;
+  bf16* vd = v_cache + static_cast<size_t>(slots[row]) * kv_width;
+  bf16* qd = q_out + static_cast<size_t>(row) * p.n_heads * hd;
+  const int heads = p.n_heads + p.n_kv_heads;
+  // Pairs to rotate plus pass-through dims (rope_dim < head_dim), per q/k head.
+  const int per_head = half + (hd - p.rope_dim);
+  for (int idx = threadIdx.x; idx < heads * per_head; idx += blockDim.x) {
+    const int h = idx / per_head, j = idx % per_head;
+    const bf16* in = src + h * hd;
+    bf16* dst = h < p.n_heads ? qd + h * hd : kd + (h - p.n_heads) * hd;
+    if (j < half) {
+      const int i0 = p.interleaved ? 2 * j : j;
+      const int i1 = p.interleaved ? 2 * j + 1 : j + half;
+      const float x0 = __bfloat162float(in[i0]), x1 = __bfloat162float(in[i1]);
+      dst[i0] = __float2bfloat16(x0 * c[j] - x1 * s[j]);
+      dst[i1] = __float2bfloat16(x1 * c[j] + x0 * s[j]);
+    } else {
+      const int i = p.rope_dim + (j - half);
+      dst[i] = in[i];
+    }
+  }
+  const bf16* vs = src + static_cast<size_t>(heads) * hd;
+  for (int i = threadIdx.x; i < static_cast<int>(kv_width); i += blockDim.x) vd[i] = vs[i];
+}
+
+}  // namespace
+
+cudaError_t add_rms_norm(float* resid, const float* delta, const bf16* weight, bf16* out, int rows,
+                         int n, float eps, cudaStream_t s) {
+  if (rows <= 0) return cudaSuccess;
+  add_rms_norm_kernel<<<rows, kNormThreads, 0, s>>>(resid, delta, weight, out, n, eps);
+  return cudaGetLastError();
+}
+
+cudaError_t swiglu(const bf16* gate_up, bf16* out, int rows, int ffn, cudaStream_t s) {
+  const int64_t total = static_cast<int64_t>(rows) * ffn;
+  if (total <= 0) return cudaSuccess;
+  const int blocks = static_cast<int>(total / 256 + 1 < 132 * 16 ? total / 256 + 1 : 132 * 16);
+  swiglu_kernel<<<blocks, 256, 0, s>>>(gate_up, out, rows, ffn);
+  return cudaGetLastError();
+}
+
+cudaError_t embedding(const bf16* table, const int32_t* ids, float* out, int rows, int hidden,
+                      cudaStream_t s) {
+  if (rows <= 0) return cudaSuccess;
+  embedding_kernel<<<rows, 256, 0, s>>>(table, ids, out, hidden);
+  return cudaGetLastError();
+}
+
+cudaError_t rope_kv_write(const bf16* qkv, const int32_t* pos, const int64_t* slots,
+                          const float* cos, const float* sin, const RopeParams& p, bf16* q_out,
+                          bf16* k_cache, bf16* v_cache, int rows, cudaStream_t s) {
+  if (rows <= 0) return cudaSuccess;
+  if (p.rope_dim % 2 != 0 || p.rope_dim > p.head_dim) return cudaErrorInvalidValue;
+  rope_kv_kernel<<<rows, 256, 0, s>>>(qkv, pos, slots, cos, sin, p, q_out, k_cache, v_cache);
+  return cudaGetLastError();
+}
+
+}  // namespace tf::backend::cuda

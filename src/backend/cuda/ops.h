@@ -1,0 +1,51 @@
+// The CUDA backend's op set over raw device pointers (bf16 weights and activations, f32 residual
+// stream). A later backend interface wraps these for the model families; every op is
+// batch-invariant.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace tf::backend::cuda {
+
+using bf16 = __nv_bfloat16;
+
+// Which kernel computes a matmul. Every path reduces each output element over K in the same order
+// (gemm.cu's design note), so the choice changes speed only, never bits.
+enum class GemmPath { kAuto, kTiled, kSmallM };
+
+// y[M, N] = x[M, K] . w[N, K]^T, f32 accumulate. Row-major; K % 32 == 0, N % 8 == 0.
+// y[i][n] depends only on x row i, w row n and K: bit-identical for any M and any row position.
+cudaError_t matmul(const bf16* x, const bf16* w, float* y, int m, int n, int k, cudaStream_t s,
+                   GemmPath path = GemmPath::kAuto);
+cudaError_t matmul(const bf16* x, const bf16* w, bf16* y, int m, int n, int k, cudaStream_t s,
+                   GemmPath path = GemmPath::kAuto);
+
+// resid[r] += delta[r] (delta may be null), then out[r] = bf16(resid[r] / rms(resid[r]) * w).
+// One block per row, fixed reduction tree: independent of `rows`.
+cudaError_t add_rms_norm(float* resid, const float* delta, const bf16* weight, bf16* out, int rows,
+                         int n, float eps, cudaStream_t s);
+
+// out[r][i] = bf16(silu(gu[r][i]) * gu[r][ffn + i]): the fused gate_up projection's halves.
+cudaError_t swiglu(const bf16* gate_up, bf16* out, int rows, int ffn, cudaStream_t s);
+
+// out[r] = f32(table[ids[r]]), hidden columns.
+cudaError_t embedding(const bf16* table, const int32_t* ids, float* out, int rows, int hidden,
+                      cudaStream_t s);
+
+// RoPE on the fused qkv projection plus the paged KV write. qkv row r: [q heads | k heads | v
+// heads] of head_dim each, at position pos[r]. Writes rotated q to q_out [rows, n_heads * head_dim]
+// and rotated k / v to slot slots[r] of the caches, each slot n_kv_heads * head_dim wide (slot =
+// block * block_size + offset). cos/sin: [max_pos, rope_dim / 2] tables. interleaved: pairs (2i,
+// 2i+1) (GPT-J / GGUF); otherwise NeoX halves (i, i + rope_dim / 2).
+struct RopeParams {
+  int n_heads, n_kv_heads, head_dim, rope_dim;
+  bool interleaved;
+};
+cudaError_t rope_kv_write(const bf16* qkv, const int32_t* pos, const int64_t* slots,
+                          const float* cos, const float* sin, const RopeParams& p, bf16* q_out,
+                          bf16* k_cache, bf16* v_cache, int rows, cudaStream_t s);
+
+}  // namespace tf::backend::cuda

@@ -1,0 +1,292 @@
+// GPU tests of the CUDA backend against CPU references, and the bitwise batch-invariance proof of
+// the matmul. Needs a GPU: built everywhere, run only on the H200 machine (not part of ctest).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/device.h"
+#include "backend/cuda/ops.h"
+
+namespace cu = tf::backend::cuda;
+using cu::bf16;
+
+namespace {
+
+int g_failures = 0;
+
+#define CHECK_CUDA(expr)                                                                      \
+  do {                                                                                        \
+    cudaError_t e_ = (expr);                                                                  \
+    if (e_ != cudaSuccess) {                                                                  \
+      std::printf("CUDA error %s at %s:%d: %s\n", cudaGetErrorString(e_), __FILE__, __LINE__, \
+                  #expr);                                                                     \
+      std::exit(2);                                                                           \
+    }                                                                                         \
+  } while (0)
+
+void expect(bool ok, const std::string& what) {
+  if (!ok) {
+    ++g_failures;
+    std::printf("  FAIL: %s\n", what.c_str());
+  }
+}
+
+std::vector<bf16> random_bf16(size_t n, std::mt19937& rng, float scale = 1.0f) {
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<bf16> v(n);
+  for (auto& x : v) x = __float2bfloat16(d(rng));
+  return v;
+}
+
+template <typename T>
+cu::DeviceBuffer upload(const std::vector<T>& v) {
+  cu::DeviceBuffer b(v.size() * sizeof(T));
+  CHECK_CUDA(cudaMemcpy(b.get(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return b;
+}
+
+template <typename T>
+std::vector<T> download(const cu::DeviceBuffer& b, size_t n) {
+  std::vector<T> v(n);
+  CHECK_CUDA(cudaMemcpy(v.data(), b.get(), n * sizeof(T), cudaMemcpyDeviceToHost));
+  return v;
+}
+
+float f(bf16 x) { return __bfloat162float(x); }
+
+// Output poisoned with NaN before every run, so an unwritten element fails the comparison.
+void poison(cu::DeviceBuffer& b) { CHECK_CUDA(cudaMemset(b.get(), 0xff, b.bytes())); }
+
+void test_matmul_accuracy() {
+  std::printf("matmul accuracy vs f64 reference\n");
+  std::mt19937 rng(1);
+  struct Case {
+    int m, n, k;
+  };
+  for (Case c : {Case{1, 456, 4096}, Case{7, 456, 4096}, Case{33, 1024, 512}, Case{64, 264, 1024},
+                 Case{65, 456, 4096}, Case{300, 520, 1024}}) {
+    auto x = random_bf16(size_t(c.m) * c.k, rng), w = random_bf16(size_t(c.n) * c.k, rng, 0.05f);
+    auto dx = upload(x), dw = upload(w);
+    cu::DeviceBuffer dy(size_t(c.m) * c.n * 4);
+    std::vector<double> ref(size_t(c.m) * c.n);
+    for (int i = 0; i < c.m; ++i)
+      for (int j = 0; j < c.n; ++j) {
+        double s = 0;
+        for (int kk = 0; kk < c.k; ++kk)
+          s += double(f(x[size_t(i) * c.k + kk])) * f(w[size_t(j) * c.k + kk]);
+        ref[size_t(i) * c.n + j] = s;
+      }
+    for (auto path : {cu::GemmPath::kTiled, cu::GemmPath::kSmallM}) {
+      poison(dy);
+      CHECK_CUDA(
+          cu::matmul(dx.get<bf16>(), dw.get<bf16>(), dy.get<float>(), c.m, c.n, c.k, 0, path));
+      CHECK_CUDA(cudaDeviceSynchronize());
+      auto y = download<float>(dy, ref.size());
+      double num = 0, den = 0;
+      bool finite = true;
+      for (size_t i = 0; i < y.size(); ++i) {
+        finite &= std::isfinite(y[i]);
+        num += (y[i] - ref[i]) * (y[i] - ref[i]);
+        den += ref[i] * ref[i];
+      }
+      const double rel = std::sqrt(num / den);
+      std::printf("  m=%d n=%d k=%d %s: rel err %.2e\n", c.m, c.n, c.k,
+                  path == cu::GemmPath::kTiled ? "tiled " : "smallM", rel);
+      expect(finite && rel < 1e-5, "matmul rel err");
+    }
+  }
+}
+
+// Row i of y must be the same bits whatever M is, wherever the row sits, whichever kernel ran.
+template <typename OutT>
+void test_batch_invariance(int n, int k) {
+  std::printf("batch invariance n=%d k=%d out=%s (M = 1..256, bitwise)\n", n, k,
+              sizeof(OutT) == 4 ? "f32" : "bf16");
+  std::mt19937 rng(2);
+  const int kMax = 256;
+  auto x = random_bf16(size_t(kMax) * k, rng), w = random_bf16(size_t(n) * k, rng, 0.05f);
+  auto dx = upload(x), dw = upload(w);
+  cu::DeviceBuffer full(size_t(kMax) * n * sizeof(OutT)), dy(size_t(kMax) * n * sizeof(OutT));
+  poison(full);
+  CHECK_CUDA(cu::matmul(dx.get<bf16>(), dw.get<bf16>(), full.get<OutT>(), kMax, n, k, 0));
+  CHECK_CUDA(cudaDeviceSynchronize());
+  auto ref = download<OutT>(full, size_t(kMax) * n);
+  int bad_m = 0;
+  for (int m = 1; m <= kMax; ++m) {
+    for (auto path : {cu::GemmPath::kAuto, cu::GemmPath::kTiled, cu::GemmPath::kSmallM}) {
+      if (path != cu::GemmPath::kAuto && m % 17 != 1 && m != kMax) continue;  // spot-check paths
+      poison(dy);
+      CHECK_CUDA(cu::matmul(dx.get<bf16>(), dw.get<bf16>(), dy.get<OutT>(), m, n, k, 0, path));
+      auto y = download<OutT>(dy, size_t(m) * n);
+      if (std::memcmp(y.data(), ref.data(), y.size() * sizeof(OutT)) != 0) ++bad_m;
+    }
+  }
+  std::printf("  runs differing from the M=256 rows: %d\n", bad_m);
+  expect(bad_m == 0, "batch invariance");
+  // Reversed row order: row r of the reversed batch is original row 255 - r.
+  std::vector<bf16> xr(x.size());
+  for (int r = 0; r < kMax; ++r)
+    std::memcpy(&xr[size_t(r) * k], &x[size_t(kMax - 1 - r) * k], size_t(k) * sizeof(bf16));
+  auto dxr = upload(xr);
+  poison(dy);
+  CHECK_CUDA(cu::matmul(dxr.get<bf16>(), dw.get<bf16>(), dy.get<OutT>(), kMax, n, k, 0));
+  auto yr = download<OutT>(dy, size_t(kMax) * n);
+  int bad_rows = 0;
+  for (int r = 0; r < kMax; ++r)
+    bad_rows +=
+        std::memcmp(&yr[size_t(r) * n], &ref[size_t(kMax - 1 - r) * n], n * sizeof(OutT)) != 0;
+  std::printf("  permuted rows differing: %d\n", bad_rows);
+  expect(bad_rows == 0, "row permutation invariance");
+}
+
+bool close_bf16(float got, float want) {
+  return std::fabs(got - want) <= 1e-2f * std::fabs(want) + 1e-3f;
+}
+
+void test_rms_norm() {
+  std::printf("add_rms_norm vs CPU\n");
+  std::mt19937 rng(3);
+  const int rows = 37, n = 4096;
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> r(size_t(rows) * n), dl(r.size());
+  for (auto& v : r) v = d(rng);
+  for (auto& v : dl) v = d(rng);
+  auto w = random_bf16(n, rng);
+  auto dr = upload(r), dd = upload(dl), dw = upload(w);
+  cu::DeviceBuffer dout(r.size() * 2);
+  poison(dout);
+  CHECK_CUDA(cu::add_rms_norm(dr.get<float>(), dd.get<float>(), dw.get<bf16>(), dout.get<bf16>(),
+                              rows, n, 1e-5f, 0));
+  auto out = download<bf16>(dout, r.size());
+  auto res = download<float>(dr, r.size());
+  int bad = 0;
+  for (int i = 0; i < rows; ++i) {
+    double ss = 0;
+    for (int j = 0; j < n; ++j) {
+      const float v = r[size_t(i) * n + j] + dl[size_t(i) * n + j];
+      bad += res[size_t(i) * n + j] != v;
+      ss += double(v) * v;
+    }
+    const float inv = float(1.0 / std::sqrt(ss / n + 1e-5));
+    for (int j = 0; j < n; ++j) {
+      const float v = r[size_t(i) * n + j] + dl[size_t(i) * n + j];
+      bad += !close_bf16(f(out[size_t(i) * n + j]), v * inv * f(w[j]));
+    }
+  }
+  expect(bad == 0, "rms_norm: " + std::to_string(bad) + " bad elements");
+}
+
+void test_swiglu_embedding() {
+  std::printf("swiglu, embedding vs CPU\n");
+  std::mt19937 rng(4);
+  const int rows = 5, ffn = 14336;
+  auto gu = random_bf16(size_t(rows) * 2 * ffn, rng, 2.0f);
+  auto dgu = upload(gu);
+  cu::DeviceBuffer dout(size_t(rows) * ffn * 2);
+  poison(dout);
+  CHECK_CUDA(cu::swiglu(dgu.get<bf16>(), dout.get<bf16>(), rows, ffn, 0));
+  auto out = download<bf16>(dout, size_t(rows) * ffn);
+  int bad = 0;
+  for (int r = 0; r < rows; ++r)
+    for (int i = 0; i < ffn; ++i) {
+      const float g = f(gu[size_t(r) * 2 * ffn + i]), u = f(gu[size_t(r) * 2 * ffn + ffn + i]);
+      bad += !close_bf16(f(out[size_t(r) * ffn + i]), g / (1.0f + std::exp(-g)) * u);
+    }
+  expect(bad == 0, "swiglu: " + std::to_string(bad) + " bad elements");
+
+  const int vocab = 1000, hidden = 4096;
+  auto table = random_bf16(size_t(vocab) * hidden, rng);
+  std::vector<int32_t> ids = {0, 999, 17, 17, 512};
+  auto dt = upload(table), di = upload(ids);
+  cu::DeviceBuffer de(ids.size() * hidden * 4);
+  poison(de);
+  CHECK_CUDA(cu::embedding(dt.get<bf16>(), di.get<int32_t>(), de.get<float>(), int(ids.size()),
+                           hidden, 0));
+  auto e = download<float>(de, ids.size() * hidden);
+  bad = 0;
+  for (size_t r = 0; r < ids.size(); ++r)
+    for (int j = 0; j < hidden; ++j)
+      bad += e[r * hidden + j] != f(table[size_t(ids[r]) * hidden + j]);
+  expect(bad == 0, "embedding: " + std::to_string(bad) + " bad elements");
+}
+
+void test_rope(bool interleaved, int rope_dim) {
+  std::printf("rope_kv_write %s rope_dim=%d vs CPU\n", interleaved ? "interleaved" : "neox",
+              rope_dim);
+  std::mt19937 rng(5);
+  const cu::RopeParams p{8, 2, 128, rope_dim, interleaved};
+  const int rows = 6, max_pos = 64, half = rope_dim / 2,
+            width = (p.n_heads + 2 * p.n_kv_heads) * 128;
+  auto qkv = random_bf16(size_t(rows) * width, rng);
+  std::vector<int32_t> pos = {0, 1, 5, 33, 63, 7};
+  std::vector<int64_t> slots = {3, 0, 9, 4, 15, 1};
+  std::vector<float> cs(size_t(max_pos) * half), sn(cs.size());
+  for (int q = 0; q < max_pos; ++q)
+    for (int i = 0; i < half; ++i) {
+      const double a = q * std::pow(500000.0, -2.0 * i / rope_dim);
+      cs[size_t(q) * half + i] = float(std::cos(a));
+      sn[size_t(q) * half + i] = float(std::sin(a));
+    }
+  const int kv = p.n_kv_heads * 128, n_slots = 16;
+  auto dqkv = upload(qkv), dpos = upload(pos), dslots = upload(slots), dc = upload(cs),
+       ds = upload(sn);
+  cu::DeviceBuffer dq(size_t(rows) * p.n_heads * 128 * 2), dk(size_t(n_slots) * kv * 2),
+      dv(size_t(n_slots) * kv * 2);
+  poison(dq);
+  poison(dk);
+  poison(dv);
+  CHECK_CUDA(cu::rope_kv_write(dqkv.get<bf16>(), dpos.get<int32_t>(), dslots.get<int64_t>(),
+                               dc.get<float>(), ds.get<float>(), p, dq.get<bf16>(), dk.get<bf16>(),
+                               dv.get<bf16>(), rows, 0));
+  auto q = download<bf16>(dq, size_t(rows) * p.n_heads * 128);
+  auto kc = download<bf16>(dk, size_t(n_slots) * kv), vc = download<bf16>(dv, size_t(n_slots) * kv);
+  int bad = 0;
+  for (int r = 0; r < rows; ++r) {
+    const bf16* src = &qkv[size_t(r) * width];
+    for (int h = 0; h < p.n_heads + p.n_kv_heads; ++h) {
+      std::vector<float> want(128);
+      for (int i = 0; i < 128; ++i) want[i] = f(src[h * 128 + i]);
+      for (int i = 0; i < half; ++i) {
+        const int i0 = interleaved ? 2 * i : i, i1 = interleaved ? 2 * i + 1 : i + half;
+        const float x0 = f(src[h * 128 + i0]), x1 = f(src[h * 128 + i1]);
+        const float c = cs[size_t(pos[r]) * half + i], s = sn[size_t(pos[r]) * half + i];
+        want[i0] = x0 * c - x1 * s;
+        want[i1] = x1 * c + x0 * s;
+      }
+      const bf16* got = h < p.n_heads ? &q[(size_t(r) * p.n_heads + h) * 128]
+                                      : &kc[size_t(slots[r]) * kv + (h - p.n_heads) * 128];
+      for (int i = 0; i < 128; ++i) bad += !close_bf16(f(got[i]), want[i]);
+    }
+    for (int i = 0; i < kv; ++i)
+      bad += f(vc[size_t(slots[r]) * kv + i]) != f(src[(p.n_heads + p.n_kv_heads) * 128 + i]);
+  }
+  expect(bad == 0, "rope: " + std::to_string(bad) + " bad elements");
+}
+
+}  // namespace
+
+int main() {
+  int dev = 0;
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, dev));
+  std::printf("device: %s, %d SMs, sm_%d%d\n", prop.name, prop.multiProcessorCount, prop.major,
+              prop.minor);
+  test_matmul_accuracy();
+  test_batch_invariance<float>(1024, 4096);
+  test_batch_invariance<bf16>(264, 14336);
+  test_rms_norm();
+  test_swiglu_embedding();
+  test_rope(false, 128);
+  test_rope(true, 128);
+  test_rope(false, 64);
+  CHECK_CUDA(cudaDeviceSynchronize());
+  std::printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "PASSED", g_failures);
+  return g_failures ? 1 : 0;
+}
