@@ -1,12 +1,41 @@
-// ThreadPool: workers sleep on a condition variable and wake once per parallel_for generation.
+// ThreadPool: a generation counter publishes each job; workers spin on it for a short while, then
+// sleep on a condition variable. Completion is counted down in `pending_`.
 #include "base/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace tf {
+namespace {
+
+// How long a thread spins before it sleeps: long enough to cover the gap between the kernels of
+// one decode step, short enough that an idle server does not keep cores busy.
+constexpr auto kSpin = std::chrono::microseconds(200);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Spins until pred() or the spin budget runs out; true if pred() became true.
+template <typename Pred>
+bool spin_until(Pred pred) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (pred()) return true;
+    cpu_relax();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) return false;
+  }
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
   int extra = std::max(0, num_threads - 1);
+  chunks_.resize(extra + 1);
   workers_.reserve(extra);
   for (int i = 0; i < extra; ++i) workers_.emplace_back([this, i] { worker_loop(i + 1); });
 }
@@ -30,43 +59,46 @@ void ThreadPool::parallel_for(size_t n, size_t grain,
     fn(0, n);
     return;
   }
-  std::vector<std::pair<size_t, size_t>> chunks(size(), {0, 0});
-  for (size_t p = 0; p < parts; ++p) {
-    size_t b = std::min(n, (units * p / parts) * grain);
-    size_t e = std::min(n, (units * (p + 1) / parts) * grain);
-    chunks[p] = {b, e};
+  for (size_t p = 0; p < chunks_.size(); ++p) {
+    size_t b = p < parts ? std::min(n, (units * p / parts) * grain) : 0;
+    size_t e = p < parts ? std::min(n, (units * (p + 1) / parts) * grain) : 0;
+    chunks_[p] = {b, e};
   }
+  job_ = &fn;
+  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
   {
+    // Under the lock so a worker between its check and its wait cannot miss the wake-up.
     std::lock_guard<std::mutex> lock(mu_);
-    job_ = &fn;
-    chunks_ = std::move(chunks);
-    pending_ = static_cast<int>(workers_.size());
-    ++generation_;
+    generation_.fetch_add(1, std::memory_order_release);
   }
   work_cv_.notify_all();
   if (chunks_[0].first < chunks_[0].second) fn(chunks_[0].first, chunks_[0].second);
-  std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [this] { return pending_ == 0; });
+  auto done = [&] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (!spin_until(done)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, done);
+  }
   job_ = nullptr;
 }
 
 void ThreadPool::worker_loop(int index) {
   size_t seen = 0;
   for (;;) {
-    std::pair<size_t, size_t> chunk;
-    const std::function<void(size_t, size_t)>* job;
-    {
+    auto published = [&] {
+      return stop_.load(std::memory_order_acquire) ||
+             generation_.load(std::memory_order_acquire) != seen;
+    };
+    if (!spin_until(published)) {
       std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      chunk = chunks_[index];
-      job = job_;
+      work_cv_.wait(lock, published);
     }
-    if (chunk.first < chunk.second) (*job)(chunk.first, chunk.second);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) done_cv_.notify_one();
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = generation_.load(std::memory_order_acquire);
+    const auto chunk = chunks_[index];
+    if (chunk.first < chunk.second) (*job_)(chunk.first, chunk.second);
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(mu_);  // pairs with the caller's check-then-wait
+      done_cv_.notify_one();
     }
   }
 }
