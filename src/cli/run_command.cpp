@@ -10,9 +10,9 @@
 
 #include "checkpoint/checkpoint.h"
 #include "cli/commands.h"
+#include "cli/open_model.h"
 #include "engine/engine.h"
 #include "model/model.h"
-#include "tokenizer/from_checkpoint.h"
 
 namespace tf::cli {
 namespace {
@@ -87,33 +87,27 @@ engine::Finished drain(engine::Channel& ch, const tokenizer::Tokenizer& tok,
 }
 
 int run(const RunArgs& a) {
-  auto ckpt = checkpoint::Checkpoint::open(a.model);
-  if (!ckpt) return fail(ckpt.error());
-  if (auto s = model::check_supported((*ckpt)->config()); !s.ok()) {
-    return fail(s.error().with_context(a.model));
-  }
-  auto tok = tokenizer::tokenizer_for(**ckpt);
-  if (!tok) return fail(tok.error());
+  auto opened = open_model(a.model);
+  if (!opened) return fail(opened.error());
+  const auto& tok = opened->tokenizer;
   std::vector<std::string> texts =
       a.prompts_file.empty() ? std::vector<std::string>{a.prompt} : read_lines(a.prompts_file);
   if (texts.empty())
     return fail(make_error(ErrorCode::kInvalidArgument, "{}: no prompts", a.prompts_file));
-  auto loaded = model::load_model(*ckpt, model::LoadOptions{a.threads});
+  auto loaded = model::load_model(opened->ckpt, model::LoadOptions{a.threads});
   if (!loaded) return fail(loaded.error());
 
   engine::EngineOptions opt;
   opt.max_parallel = a.parallel;
   opt.max_batch_tokens = a.max_batch_tokens;
   opt.context = a.context;
-  for (int32_t id = 0; id < (*tok)->vocab_size(); ++id) {
-    if ((*tok)->is_eog(id)) opt.eog_ids.push_back(id);
-  }
+  opt.eog_ids = eog_ids(*tok);
   engine::Engine eng(std::shared_ptr<model::Model>(std::move(*loaded)), opt);
 
   std::vector<std::vector<int32_t>> prompts;
   std::vector<std::shared_ptr<engine::Channel>> chans;
   for (size_t i = 0; i < texts.size(); ++i) {
-    prompts.push_back((*tok)->encode(texts[i], /*add_special=*/true, !a.raw));
+    prompts.push_back(tok->encode(texts[i], /*add_special=*/true, !a.raw));
     if (prompts.back().empty()) {
       return fail(make_error(ErrorCode::kInvalidArgument,
                              "prompt {} is empty and the model has no BOS token to start from",
@@ -132,7 +126,7 @@ int run(const RunArgs& a) {
     if (chans.size() > 1) fmt::print("### {}\n", i + 1);
     fmt::print("{}", texts[i]);
     std::fflush(stdout);
-    engine::Finished fin = drain(*chans[i], **tok, prompts[i], [&](const std::string& piece) {
+    engine::Finished fin = drain(*chans[i], *tok, prompts[i], [&](const std::string& piece) {
       fmt::print("{}", piece);
       std::fflush(stdout);
     });

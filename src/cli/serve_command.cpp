@@ -16,11 +16,11 @@
 #include "api/service.h"
 #include "checkpoint/checkpoint.h"
 #include "cli/commands.h"
+#include "cli/open_model.h"
 #include "cli/serve_setup.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "server/http_server.h"
-#include "tokenizer/from_checkpoint.h"
 
 namespace tf::cli {
 namespace {
@@ -60,17 +60,13 @@ int serve(ServeArgs a) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  auto ckpt = checkpoint::Checkpoint::open(a.model);
-  if (!ckpt) return fail(ckpt.error());
-  if (auto s = model::check_supported((*ckpt)->config()); !s.ok()) {
-    return fail(s.error().with_context(a.model));
-  }
-  auto tok = tokenizer::tokenizer_for(**ckpt);
-  if (!tok) return fail(tok.error());
-  auto chat_template = load_chat_template(**ckpt);
-  auto loaded = model::load_model(*ckpt, {a.threads});
+  auto opened = open_model(a.model);
+  if (!opened) return fail(opened.error());
+  const auto& ckpt = opened->ckpt;
+  auto chat_template = load_chat_template(*ckpt);
+  auto loaded = model::load_model(ckpt, {a.threads});
   if (!loaded) return fail(loaded.error());
-  prefault_weights(**ckpt);
+  prefault_weights(*ckpt);
 
   engine::EngineOptions eo;
   eo.max_parallel = a.parallel;
@@ -78,13 +74,11 @@ int serve(ServeArgs a) {
   eo.kv_budget_bytes = static_cast<int64_t>(a.kv_gib * (1 << 30));
   eo.context = a.context;
   eo.seed_salt = std::random_device{}() | static_cast<uint64_t>(std::random_device{}()) << 32;
-  for (int32_t id = 0; id < (*tok)->vocab_size(); ++id) {
-    if ((*tok)->is_eog(id)) eo.eog_ids.push_back(id);
-  }
+  eo.eog_ids = eog_ids(*opened->tokenizer);
   auto engine =
       std::make_shared<engine::Engine>(std::shared_ptr<model::Model>(std::move(*loaded)), eo);
 
-  api::Defaults defaults = generation_defaults(**ckpt);
+  api::Defaults defaults = generation_defaults(*ckpt);
   if (a.temperature) defaults.temperature = *a.temperature;
   if (a.top_p) defaults.top_p = *a.top_p;
   if (a.top_k) defaults.top_k = *a.top_k;
@@ -96,8 +90,8 @@ int serve(ServeArgs a) {
                       std::chrono::duration_cast<std::chrono::seconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count()};
-  auto service = std::make_shared<api::Service>(engine, *tok, std::move(chat_template), info,
-                                                defaults, eo.seed_salt);
+  auto service = std::make_shared<api::Service>(engine, opened->tokenizer, std::move(chat_template),
+                                                info, defaults, eo.seed_salt);
 
   server::ServerOptions so;
   so.host = a.host;
