@@ -1,9 +1,11 @@
 # Compiler launchers and linkers that speed up builds when present (ccache, mold), and the CUDA switch.
 find_program(TF_CCACHE ccache)
 if(TF_CCACHE)
-  set(CMAKE_C_COMPILER_LAUNCHER ${TF_CCACHE})
-  set(CMAKE_CXX_COMPILER_LAUNCHER ${TF_CCACHE})
-  set(CMAKE_CUDA_COMPILER_LAUNCHER ${TF_CCACHE})
+  # base_dir makes cached objects reusable across clones in other folders (CI builds a fresh clone).
+  set(tf_launcher ${CMAKE_COMMAND} -E env CCACHE_BASEDIR=${PROJECT_SOURCE_DIR} ${TF_CCACHE})
+  set(CMAKE_C_COMPILER_LAUNCHER ${tf_launcher})
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${tf_launcher})
+  set(CMAKE_CUDA_COMPILER_LAUNCHER ${tf_launcher})
 endif()
 find_program(TF_MOLD mold)
 if(TF_MOLD AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")

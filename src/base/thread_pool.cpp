@@ -20,14 +20,20 @@ inline void cpu_relax() {
 #endif
 }
 
-// Spins until pred() or the spin budget runs out; true if pred() became true.
+// Spins until pred() or the spin budget runs out; true if pred() became true. After a short
+// burst of pauses it yields the core on each turn: when the machine is oversubscribed, the thread
+// we wait for may need this very core, and a pure busy-wait would hold it off for a whole quantum.
 template <typename Pred>
 bool spin_until(Pred pred) {
   const auto deadline = std::chrono::steady_clock::now() + kSpin;
   for (int i = 0;; ++i) {
     if (pred()) return true;
-    cpu_relax();
-    if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) return false;
+    if (i < 64) {
+      cpu_relax();
+    } else {
+      std::this_thread::yield();
+      if (std::chrono::steady_clock::now() > deadline) return false;
+    }
   }
 }
 

@@ -10,5 +10,6 @@ namespace tf::cli {
 std::function<int()> add_info_command(CLI::App& app);
 std::function<int()> add_run_command(CLI::App& app);
 std::function<int()> add_serve_command(CLI::App& app);
+std::function<int()> add_tokenize_command(CLI::App& app);
 
 }  // namespace tf::cli

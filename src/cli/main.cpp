@@ -1,4 +1,4 @@
-// tensorfold: the command-line entry point (info, run, serve; pull, bench, tokenize come later).
+// tensorfold: the command-line entry point (info, run, serve, tokenize; pull, bench come later).
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -12,9 +12,11 @@ int main(int argc, char** argv) {
   auto info = tf::cli::add_info_command(app);
   auto run = tf::cli::add_run_command(app);
   auto serve = tf::cli::add_serve_command(app);
+  auto tokenize = tf::cli::add_tokenize_command(app);
   CLI11_PARSE(app, argc, argv);
   if (app.got_subcommand("info")) return info();
   if (app.got_subcommand("run")) return run();
   if (app.got_subcommand("serve")) return serve();
+  if (app.got_subcommand("tokenize")) return tokenize();
   return 1;
 }
