@@ -63,7 +63,7 @@ int serve(ServeArgs a) {
   auto opened = open_model(a.model);
   if (!opened) return fail(opened.error());
   const auto& ckpt = opened->ckpt;
-  auto chat_template = load_chat_template(*ckpt);
+  auto chat_template = load_chat_template(*ckpt, *opened->tokenizer);
   auto loaded = model::load_model(ckpt, {a.threads});
   if (!loaded) return fail(loaded.error());
   prefault_weights(*ckpt);

@@ -25,7 +25,7 @@ std::string default_model_path() {
 
 namespace {
 std::optional<std::string> read_file(const fs::path& p) {
-  std::ifstream in(p);
+  std::ifstream in(p, std::ios::binary);
   if (!in) return std::nullopt;
   std::stringstream ss;
   ss << in.rdbuf();
@@ -33,31 +33,41 @@ std::optional<std::string> read_file(const fs::path& p) {
 }
 }  // namespace
 
-std::optional<chat::ChatTemplate> load_chat_template(const checkpoint::Checkpoint& ckpt) {
-  Result<chat::ChatTemplate> t = make_error(ErrorCode::kNotFound, "no chat template");
-  if (const auto* g = ckpt.gguf()) {
-    auto src = g->get_string("tokenizer.chat_template");
-    if (src) {
-      auto token = [&](const char* key) -> std::string {
-        auto id = g->get_int(key);
-        auto tokens = g->find("tokenizer.ggml.tokens");
-        if (!id || !tokens || !tokens->is_array()) return "";
-        const auto& arr = *std::get<std::shared_ptr<checkpoint::GgufArray>>(tokens->v);
-        if (*id < 0 || *id >= static_cast<int64_t>(arr.size())) return "";
-        return std::get<std::string>(arr[*id].v);
-      };
-      t = chat::ChatTemplate::from_string(*src, token("tokenizer.ggml.bos_token_id"),
-                                          token("tokenizer.ggml.eos_token_id"));
+Result<chat::ChatTemplate> find_chat_template(const checkpoint::GgufFile* gguf,
+                                              const std::string& dir_path,
+                                              const tokenizer::Tokenizer& tok) {
+  if (gguf) {
+    auto src = gguf->get_string("tokenizer.chat_template");
+    if (!src) {
+      return make_error(ErrorCode::kNotFound, "{}: no tokenizer.chat_template in the GGUF file",
+                        gguf->name());
     }
-  } else {
-    const fs::path dir = ckpt.dir();
-    if (auto cfg = read_file(dir / "tokenizer_config.json")) {
-      t = chat::ChatTemplate::from_tokenizer_config(*cfg);
-    }
-    if (auto jinja = read_file(dir / "chat_template.jinja"); jinja && !t) {
-      t = chat::ChatTemplate::from_string(*jinja);
+    auto text = [&](tokenizer::TokenId id) { return id >= 0 ? tok.token_text(id) : ""; };
+    return chat::ChatTemplate::from_string(*src, text(tok.bos_id()), text(tok.eos_id()));
+  }
+  const fs::path dir(dir_path);
+  std::optional<Error> config_error;
+  if (auto cfg = read_file(dir / "tokenizer_config.json")) {
+    if (cfg->find("\"chat_template\"") != std::string::npos) {
+      auto t = chat::ChatTemplate::from_tokenizer_config(*cfg);
+      if (t) return t;
+      config_error = t.error().with_context((dir / "tokenizer_config.json").string());
     }
   }
+  if (auto jinja = read_file(dir / "chat_template.jinja")) {
+    auto t = chat::ChatTemplate::from_string(*jinja);
+    if (!t) return t.error().with_context((dir / "chat_template.jinja").string());
+    return t;
+  }
+  if (config_error) return *config_error;
+  return make_error(ErrorCode::kNotFound,
+                    "{}: no chat template (tokenizer_config.json or chat_template.jinja)",
+                    dir.string());
+}
+
+std::optional<chat::ChatTemplate> load_chat_template(const checkpoint::Checkpoint& ckpt,
+                                                     const tokenizer::Tokenizer& tok) {
+  auto t = find_chat_template(ckpt.gguf(), ckpt.dir(), tok);
   if (!t) {
     fmt::print(stderr, "warning: {}: {}; /v1/chat/completions will refuse requests\n", ckpt.path(),
                t.error().message);

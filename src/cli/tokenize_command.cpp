@@ -16,6 +16,7 @@
 #include "chat/chat_template.h"
 #include "checkpoint/checkpoint.h"
 #include "cli/commands.h"
+#include "cli/serve_setup.h"
 #include "tokenizer/from_checkpoint.h"
 #include "tokenizer/tokenizer.h"
 
@@ -73,37 +74,6 @@ Result<Loaded> load(const std::string& path) {
   TF_ASSIGN_OR_RETURN(auto tok, tokenizer::tokenizer_for(*ckpt));
   std::string dir = ckpt->dir();
   return Loaded{std::move(ckpt), std::move(tok), std::move(dir)};
-}
-
-// GGUF `tokenizer.chat_template`, or tokenizer_config.json / chat_template.jinja in the directory.
-Result<chat::ChatTemplate> load_template(const Loaded& m, const std::string& model_path) {
-  if (m.ckpt && m.ckpt->gguf()) {
-    auto src = m.ckpt->gguf()->get_string("tokenizer.chat_template");
-    if (!src) {
-      return make_error(ErrorCode::kNotFound, "{}: no tokenizer.chat_template in the GGUF file",
-                        model_path);
-    }
-    auto text = [&](tokenizer::TokenId id) { return id >= 0 ? m.tok->token_text(id) : ""; };
-    return chat::ChatTemplate::from_string(*src, text(m.tok->bos_id()), text(m.tok->eos_id()));
-  }
-  const fs::path dir(m.dir);
-  std::optional<Error> config_error;
-  if (auto cfg = read_file(dir / "tokenizer_config.json"); cfg.ok()) {
-    if (cfg->find("\"chat_template\"") != std::string::npos) {
-      auto t = chat::ChatTemplate::from_tokenizer_config(*cfg);
-      if (t) return t;
-      config_error = t.error().with_context((dir / "tokenizer_config.json").string());
-    }
-  }
-  if (auto jinja = read_file(dir / "chat_template.jinja"); jinja.ok()) {
-    auto t = chat::ChatTemplate::from_string(*jinja);
-    if (!t) return t.error().with_context((dir / "chat_template.jinja").string());
-    return t;
-  }
-  if (config_error) return *config_error;
-  return make_error(ErrorCode::kNotFound,
-                    "{}: no chat template (tokenizer_config.json or chat_template.jinja)",
-                    dir.string());
 }
 
 struct Conversation {
@@ -228,7 +198,7 @@ int run_tokenize(const TokenizeArgs& a) {
   if (chat_mode) {
     auto conv = read_conversation(a.chat_file);
     if (!conv) return fail(conv.error());
-    auto tmpl = load_template(*m, a.model);
+    auto tmpl = find_chat_template(m->ckpt ? m->ckpt->gguf() : nullptr, m->dir, *m->tok);
     if (!tmpl) return fail(tmpl.error());
     auto rendered = tmpl->render(conv->messages, conv->options);
     if (!rendered) return fail(rendered.error().with_context("chat template"));
