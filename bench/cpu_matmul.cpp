@@ -1,6 +1,8 @@
 // CPU matmul throughput for SmolLM2-135M-like shapes. Decode (M=1): GB/s of weight bytes streamed
 // per dtype on 1 and 2 threads; "cold" rotates copies larger than the LLC. Prefill (M=64, 256):
-// GFLOP/s (2 M N K per call) on 2 threads, hot weights. Usage: cpu_matmul [dtype...] (default all).
+// GFLOP/s (2 M N K per call) on 2 threads, hot weights. Batched decode (M=2..16): the time of one
+// call relative to M=1, on 2 threads, hot weights (ideal: about 1 while the weight reads dominate).
+// Usage: cpu_matmul [dtype...] (default all).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -109,6 +111,26 @@ int main(int argc, char** argv) {
           const double sec = time_matmul(*copies, t, s.n, s.k, pool);
           std::printf(" %7.2f GB/s", mb / sec / 1e9);
         }
+      }
+      std::printf("\n");
+    }
+  }
+  // Batched decode: what one more stream costs in a decode step.
+  const Shape decode_shapes[] = {{1536, 576}, {576, 1536}, {49152, 576}};
+  const int64_t decode_ms[] = {2, 4, 8, 16};
+  std::printf("\n%-6s %-12s %10s", "dtype", "N x K", "M=1 us");
+  for (int64_t m : decode_ms) std::printf("   M=%-2ld/M=1", static_cast<long>(m));
+  std::printf("\n");
+  for (const Shape& s : decode_shapes) {
+    for (DType t : types) {
+      if (s.k % tf::dtype_info(t).block_size != 0) continue;
+      std::vector<std::vector<uint8_t>> hot{make_weights(t, s.n, s.k)};
+      char dims[32];
+      std::snprintf(dims, sizeof(dims), "%ldx%ld", static_cast<long>(s.n), static_cast<long>(s.k));
+      const double one = time_matmul(hot, t, s.n, s.k, &pool2, 1);
+      std::printf("%-6s %-12s %10.1f", std::string(tf::dtype_name(t)).c_str(), dims, one * 1e6);
+      for (int64_t m : decode_ms) {
+        std::printf(" %10.2fx", time_matmul(hot, t, s.n, s.k, &pool2, m) / one);
       }
       std::printf("\n");
     }

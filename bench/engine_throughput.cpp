@@ -1,5 +1,7 @@
 // engine_throughput: N concurrent synthetic requests through the engine (no HTTP); prints
-// aggregate generation tok/s and TTFT / TPOT percentiles per concurrency level.
+// aggregate generation tok/s and TTFT / TPOT percentiles per concurrency level. With --rounds R
+// the levels run R times interleaved and each row is the round with the median tok/s, so a noisy
+// machine slows every level alike rather than one of them.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -29,6 +31,64 @@ struct StreamResult {
   int64_t tokens = 0;
 };
 
+struct Round {
+  double tps = 0;
+  std::vector<double> ttft_ms, tpot_ms;
+};
+
+// One concurrency level: n requests submitted at once, read to the end.
+tf::Result<Round> measure(const std::shared_ptr<tf::model::Model>& model, int n, int prompt_len,
+                          int gen_len, int64_t max_batch_tokens) {
+  const int vocab = model->config().vocab_size;
+  tf::engine::EngineOptions opt;
+  opt.max_batch_tokens = max_batch_tokens;
+  opt.max_parallel = std::max(n, 1);
+  opt.kv_budget_bytes = int64_t{2} << 30;
+  tf::engine::Engine engine(model, opt);
+  std::vector<StreamResult> results(n);
+  std::vector<std::thread> readers;
+  auto t0 = Clock::now();
+  for (int i = 0; i < n; ++i) {
+    tf::engine::Request r;
+    r.id = static_cast<uint64_t>(i + 1);
+    for (int t = 0; t < prompt_len; ++t)
+      r.prompt.push_back(100 + (t * 7919 + i * 104729) % (vocab - 200));
+    r.max_tokens = gen_len;
+    r.ignore_eos = true;
+    auto ch = engine.submit(r);
+    if (!ch) {
+      for (auto& t : readers) t.join();
+      return std::move(ch).error();
+    }
+    readers.emplace_back([&results, i, t0, ch = *ch] {
+      Clock::time_point first{}, last{};
+      while (auto ev = ch->pop()) {
+        if (auto* tok = std::get_if<tf::engine::Tokens>(&*ev)) {
+          last = Clock::now();
+          if (results[i].tokens == 0) first = last;
+          results[i].tokens += static_cast<int64_t>(tok->ids.size());
+        }
+      }
+      results[i].ttft = std::chrono::duration<double>(first - t0).count();
+      results[i].tpot = results[i].tokens > 1
+                            ? std::chrono::duration<double>(last - first).count() /
+                                  static_cast<double>(results[i].tokens - 1)
+                            : 0;
+    });
+  }
+  for (auto& t : readers) t.join();
+  double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  Round round;
+  int64_t total = 0;
+  for (const auto& r : results) {
+    total += r.tokens;
+    round.ttft_ms.push_back(r.ttft * 1e3);
+    round.tpot_ms.push_back(r.tpot * 1e3);
+  }
+  round.tps = static_cast<double>(total) / wall;
+  return round;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -40,12 +100,15 @@ int main(int argc, char** argv) {
   std::vector<int> streams = {1, 8};
   int prompt_len = 128, gen_len = 64, threads = 0;
   int64_t max_batch_tokens = 256;
+  int n_rounds = 1;
   app.add_option("model", path, "Checkpoint (.gguf or HF directory); default: SmolLM2 Q4_1");
   app.add_option("-c,--concurrency", streams, "Concurrent request counts to measure");
   app.add_option("--prompt", prompt_len, "Prompt tokens per request");
   app.add_option("--gen", gen_len, "Generated tokens per request");
   app.add_option("--threads", threads, "Compute threads (0: all)");
   app.add_option("--max-batch-tokens", max_batch_tokens, "Rows per engine step");
+  app.add_option("--rounds", n_rounds, "Interleaved rounds; each row reports the median round")
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
 
   auto ckpt = tf::checkpoint::Checkpoint::open(path);
@@ -59,65 +122,35 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::shared_ptr<tf::model::Model> model(std::move(*loaded));
-  const int vocab = model->config().vocab_size;
-  fmt::print("model: {}; prompt {} tokens, {} generated per request, max batch tokens {}\n", path,
-             prompt_len, gen_len, max_batch_tokens);
+  fmt::print(
+      "model: {}; prompt {} tokens, {} generated per request, max batch tokens {}, median of {} "
+      "rounds\n",
+      path, prompt_len, gen_len, max_batch_tokens, n_rounds);
   fmt::print(
       "| streams | gen tok/s (aggregate) | vs 1 stream | TTFT p50/p90/p99 ms | TPOT "
       "p50/p90/p99 ms |\n|---|---|---|---|---|\n");
-  double base = 0;
-  for (int n : streams) {
-    tf::engine::EngineOptions opt;
-    opt.max_batch_tokens = max_batch_tokens;
-    opt.max_parallel = std::max(n, 1);
-    opt.kv_budget_bytes = int64_t{2} << 30;
-    tf::engine::Engine engine(model, opt);
-    std::vector<StreamResult> results(n);
-    std::vector<std::thread> readers;
-    auto t0 = Clock::now();
-    for (int i = 0; i < n; ++i) {
-      tf::engine::Request r;
-      r.id = static_cast<uint64_t>(i + 1);
-      for (int t = 0; t < prompt_len; ++t)
-        r.prompt.push_back(100 + (t * 7919 + i * 104729) % (vocab - 200));
-      r.max_tokens = gen_len;
-      r.ignore_eos = true;
-      auto ch = engine.submit(r);
-      if (!ch) {
-        fmt::print(stderr, "error: {}\n", ch.error().message);
+  std::vector<std::vector<Round>> rounds(streams.size());
+  for (int r = 0; r < n_rounds; ++r) {
+    for (size_t i = 0; i < streams.size(); ++i) {
+      auto round = measure(model, streams[i], prompt_len, gen_len, max_batch_tokens);
+      if (!round) {
+        fmt::print(stderr, "error: {}\n", round.error().message);
         return 1;
       }
-      readers.emplace_back([&results, i, t0, ch = *ch] {
-        Clock::time_point first{}, last{};
-        while (auto ev = ch->pop()) {
-          if (auto* tok = std::get_if<tf::engine::Tokens>(&*ev)) {
-            last = Clock::now();
-            if (results[i].tokens == 0) first = last;
-            results[i].tokens += static_cast<int64_t>(tok->ids.size());
-          }
-        }
-        results[i].ttft = std::chrono::duration<double>(first - t0).count();
-        results[i].tpot = results[i].tokens > 1
-                              ? std::chrono::duration<double>(last - first).count() /
-                                    static_cast<double>(results[i].tokens - 1)
-                              : 0;
-      });
+      rounds[i].push_back(std::move(*round));
     }
-    for (auto& t : readers) t.join();
-    double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-    int64_t total = 0;
-    std::vector<double> ttft, tpot;
-    for (const auto& r : results) {
-      total += r.tokens;
-      ttft.push_back(r.ttft * 1e3);
-      tpot.push_back(r.tpot * 1e3);
-    }
-    double tps = static_cast<double>(total) / wall;
-    if (n == 1) base = tps;
-    fmt::print("| {} | {:.1f} | {} | {:.0f} / {:.0f} / {:.0f} | {:.1f} / {:.1f} / {:.1f} |\n", n,
-               tps, base > 0 ? fmt::format("{:.2f}x", tps / base) : "-", percentile(ttft, 50),
-               percentile(ttft, 90), percentile(ttft, 99), percentile(tpot, 50),
-               percentile(tpot, 90), percentile(tpot, 99));
+  }
+  double base = 0;
+  for (size_t i = 0; i < streams.size(); ++i) {
+    auto& rs = rounds[i];
+    std::sort(rs.begin(), rs.end(), [](const Round& a, const Round& b) { return a.tps < b.tps; });
+    const Round& med = rs[rs.size() / 2];
+    if (streams[i] == 1) base = med.tps;
+    fmt::print("| {} | {:.1f} | {} | {:.0f} / {:.0f} / {:.0f} | {:.1f} / {:.1f} / {:.1f} |\n",
+               streams[i], med.tps, base > 0 ? fmt::format("{:.2f}x", med.tps / base) : "-",
+               percentile(med.ttft_ms, 50), percentile(med.ttft_ms, 90),
+               percentile(med.ttft_ms, 99), percentile(med.tpot_ms, 50),
+               percentile(med.tpot_ms, 90), percentile(med.tpot_ms, 99));
   }
   return 0;
 }

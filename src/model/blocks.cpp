@@ -263,12 +263,15 @@ Status Decoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float* log
     for (float& e : x) e *= spec_.embed_scale;
 
   std::vector<const float*> k_blocks, v_blocks;
+  std::vector<cpu::AttentionSeq> seqs;
   for (int l = 0; l < cfg_.num_layers; ++l) {
     const LayerWeights& L = layers_[l];
     cpu::rms_norm(x.data(), L.attn_norm.data(), h.data(), n, d, eps());
-    cpu::matmul(L.wq, h.data(), n, q.data(), pool);
-    cpu::matmul(L.wk, h.data(), n, k.data(), pool);
-    cpu::matmul(L.wv, h.data(), n, v.data(), pool);
+    {
+      const Tensor* w[] = {&L.wq, &L.wk, &L.wv};
+      float* y[] = {q.data(), k.data(), v.data()};
+      cpu::matmul_many(w, y, 3, h.data(), n, pool);
+    }
     bytes += L.wq.nbytes() + L.wk.nbytes() + L.wv.nbytes() + L.wo.nbytes();
     if (!L.q_bias.empty()) {
       cpu::add_bias(q.data(), L.q_bias.data(), n, q_dim);
@@ -289,21 +292,28 @@ Status Decoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float* log
       std::copy_n(&v[r * kv_dim], kv_dim, kv.v(slots[r] / bs, l) + (slots[r] % bs) * kv_dim);
     }
     attn.window = spec_.window[l];
-    int64_t row = 0;
+    // Every sequence's block pointers for this layer, then one attention pass over the batch.
+    k_blocks.clear();
+    v_blocks.clear();
     for (const auto& c : batch) {
       const int64_t len = static_cast<int64_t>(c.tokens.size());
-      const int64_t blocks = (c.pos0 + len + bs - 1) / bs;
-      k_blocks.resize(blocks);
-      v_blocks.resize(blocks);
-      for (int64_t b = 0; b < blocks; ++b) {
-        k_blocks[b] = kv.k(c.block_table[b], l);
-        v_blocks[b] = kv.v(c.block_table[b], l);
+      for (int64_t b = 0; b < (c.pos0 + len + bs - 1) / bs; ++b) {
+        k_blocks.push_back(kv.k(c.block_table[b], l));
+        v_blocks.push_back(kv.v(c.block_table[b], l));
       }
-      cpu::attention(&q[row * q_dim], {k_blocks.data(), v_blocks.data(), bs}, &att[row * q_dim],
-                     len, c.pos0, cfg_.num_heads, cfg_.num_kv_heads, static_cast<int>(hd), attn,
-                     pool);
+    }
+    seqs.clear();
+    int64_t row = 0;
+    size_t block0 = 0;
+    for (const auto& c : batch) {
+      const int64_t len = static_cast<int64_t>(c.tokens.size());
+      seqs.push_back({&q[row * q_dim], {&k_blocks[block0], &v_blocks[block0], bs},
+                      &att[row * q_dim], len, c.pos0});
+      block0 += static_cast<size_t>((c.pos0 + len + bs - 1) / bs);
       row += len;
     }
+    cpu::attention_batch(seqs.data(), seqs.size(), cfg_.num_heads, cfg_.num_kv_heads,
+                         static_cast<int>(hd), attn, pool);
     cpu::matmul(L.wo, att.data(), n, h.data(), pool);
     if (!L.attn_out_norm.empty()) {
       cpu::rms_norm(h.data(), L.attn_out_norm.data(), h.data(), n, d, eps());
@@ -316,12 +326,23 @@ Status Decoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float* log
       std::copy_n(h.data(), n * d, att.data());  // att is free until the next layer
       bytes += moe_forward(L.moe, mp, att.data(), n, d, h.data(), pool);
     } else {
-      cpu::matmul(L.w_gate, h.data(), n, gate.data(), pool);
-      cpu::matmul(L.w_up, h.data(), n, up.data(), pool);
-      if (spec_.act == Activation::kGeluTanh) {
-        cpu::gelu_tanh_mul(gate.data(), up.data(), gate.data(), n * f);
+      const Tensor* w[] = {&L.w_gate, &L.w_up};
+      float* y[] = {gate.data(), up.data()};
+      cpu::matmul_many(w, y, 2, h.data(), n, pool);
+      // Element-wise, so any split over the pool gives the same bits; one exp per element is
+      // worth two threads at batch sizes above one.
+      auto act = [&](size_t b, size_t e) {
+        const auto len = static_cast<int64_t>(e - b);
+        if (spec_.act == Activation::kGeluTanh) {
+          cpu::gelu_tanh_mul(&gate[b], &up[b], &gate[b], len);
+        } else {
+          cpu::silu_mul(&gate[b], &up[b], &gate[b], len);
+        }
+      };
+      if (pool != nullptr && n > 1) {
+        pool->parallel_for(static_cast<size_t>(n * f), 1024, act);
       } else {
-        cpu::silu_mul(gate.data(), up.data(), gate.data(), n * f);
+        act(0, static_cast<size_t>(n * f));
       }
       cpu::matmul(L.w_down, gate.data(), n, h.data(), pool);
       bytes += L.w_gate.nbytes() + L.w_up.nbytes() + L.w_down.nbytes();

@@ -246,7 +246,7 @@ TEST_P(MatmulTypes, MatmulBitIdenticalToDotRow) {
   const auto x = random_x(17 * k, rng);
   for (int threads : {1, 2, 3}) {
     ThreadPool pool(threads);
-    for (int64_t m : {1, 2, 3, 5, 8, 9, 17}) {
+    for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 17}) {
       std::vector<float> y(m * n, NAN);
       matmul(w, x.data(), m, y.data(), &pool);
       for (int64_t i = 0; i < m; ++i) {
@@ -291,6 +291,39 @@ TEST(Matmul, NullPoolAndEmpty) {
   matmul(w, x.data(), 1, y.data(), nullptr);
   for (int64_t j = 0; j < n; ++j) EXPECT_EQ(y[j], dot_row(DType::kQ8_0, w.row(j), x.data(), k));
   matmul(w, x.data(), 0, nullptr, nullptr);  // no rows: nothing to do, nothing touched
+}
+
+// matmul_many splits the rows of several products over the pool together (a chunk may span two
+// of them); every output must still be what matmul gives for its own product.
+TEST(Matmul, ManyEqualsOneByOne) {
+  std::mt19937 rng(9);
+  const int64_t k = 96;
+  const int64_t rows[] = {37, 5, 70};
+  std::vector<std::vector<uint8_t>> data;
+  std::vector<Tensor> ws;
+  for (int64_t n : rows) data.push_back(random_rows(DType::kQ4_1, n, k, rng));
+  for (int i = 0; i < 3; ++i) ws.push_back(Tensor{DType::kQ4_1, {rows[i], k}, data[i].data()});
+  const auto x = random_x(6 * k, rng);
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    for (int64_t m : {1, 4, 6}) {
+      std::vector<std::vector<float>> got(3), want(3);
+      for (int i = 0; i < 3; ++i) {
+        got[i].assign(m * rows[i], NAN);
+        want[i].assign(m * rows[i], NAN);
+        matmul(ws[i], x.data(), m, want[i].data(), nullptr);
+      }
+      const Tensor* w[] = {&ws[0], &ws[1], &ws[2]};
+      float* y[] = {got[0].data(), got[1].data(), got[2].data()};
+      matmul_many(w, y, 3, x.data(), m, &pool);
+      for (int i = 0; i < 3; ++i) {
+        for (size_t j = 0; j < got[i].size(); ++j) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(got[i][j]), std::bit_cast<uint32_t>(want[i][j]))
+              << "product " << i << " m=" << m << " threads=" << threads << " at " << j;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -74,61 +74,49 @@ HWY_INLINE VF set_fp16(const uint8_t* p) {
 }
 HWY_INLINE float get_fp16(const uint8_t* p) { return hn::GetLane(set_fp16(p)); }
 
-// Each Slice type reads a block's scales once (head) and then writes the 32 elements
-// [32 s, 32 s + 32) of the block as kSliceVecs vectors (run).
+// Each Slice type reads a block's scales once (head); at(b, h, s, i) is then vector i of the 32
+// elements [32 s, 32 s + 32) of the block (kSliceVecs vectors per slice).
 struct ScaleMin {
   VF d, m;
 };
 
 struct SliceQ4_0 : quant::Q4_0 {
   static HWY_INLINE ScaleMin head(const uint8_t* b) { return {set_fp16(b), hn::Zero(DF())}; }
-  static HWY_INLINE void run(const uint8_t* b, const ScaleMin& h, int, VF* v) {
-    for (int i = 0; i < kSliceVecs; ++i) {
-      const VI q = hn::Sub(nibbles32(b + kQs, i * kN), hn::Set(DI(), 8));
-      v[i] = hn::Mul(hn::ConvertTo(DF(), q), h.d);
-    }
+  static HWY_INLINE VF at(const uint8_t* b, const ScaleMin& h, int, int i) {
+    const VI q = hn::Sub(nibbles32(b + kQs, i * kN), hn::Set(DI(), 8));
+    return hn::Mul(hn::ConvertTo(DF(), q), h.d);
   }
 };
 
 struct SliceQ4_1 : quant::Q4_1 {
   static HWY_INLINE ScaleMin head(const uint8_t* b) { return {set_fp16(b), set_fp16(b + 2)}; }
-  static HWY_INLINE void run(const uint8_t* b, const ScaleMin& h, int, VF* v) {
-    for (int i = 0; i < kSliceVecs; ++i) {
-      v[i] = hn::MulAdd(hn::ConvertTo(DF(), nibbles32(b + kQs, i * kN)), h.d, h.m);
-    }
+  static HWY_INLINE VF at(const uint8_t* b, const ScaleMin& h, int, int i) {
+    return hn::MulAdd(hn::ConvertTo(DF(), nibbles32(b + kQs, i * kN)), h.d, h.m);
   }
 };
 
 struct SliceQ5_0 : quant::Q5_0 {
   static HWY_INLINE ScaleMin head(const uint8_t* b) { return {set_fp16(b), hn::Zero(DF())}; }
-  static HWY_INLINE void run(const uint8_t* b, const ScaleMin& h, int, VF* v) {
-    const uint32_t qh = quant::load_u32(b + kQh);
-    for (int i = 0; i < kSliceVecs; ++i) {
-      const VI q = hn::Or(nibbles32(b + kQs, i * kN), high_bits32(qh, i * kN));
-      v[i] = hn::Mul(hn::ConvertTo(DF(), hn::Sub(q, hn::Set(DI(), 16))), h.d);
-    }
+  static HWY_INLINE VF at(const uint8_t* b, const ScaleMin& h, int, int i) {
+    const VI q = hn::Or(nibbles32(b + kQs, i * kN), high_bits32(quant::load_u32(b + kQh), i * kN));
+    return hn::Mul(hn::ConvertTo(DF(), hn::Sub(q, hn::Set(DI(), 16))), h.d);
   }
 };
 
 struct SliceQ5_1 : quant::Q5_1 {
   static HWY_INLINE ScaleMin head(const uint8_t* b) { return {set_fp16(b), set_fp16(b + 2)}; }
-  static HWY_INLINE void run(const uint8_t* b, const ScaleMin& h, int, VF* v) {
-    const uint32_t qh = quant::load_u32(b + kQh);
-    for (int i = 0; i < kSliceVecs; ++i) {
-      const VI q = hn::Or(nibbles32(b + kQs, i * kN), high_bits32(qh, i * kN));
-      v[i] = hn::MulAdd(hn::ConvertTo(DF(), q), h.d, h.m);
-    }
+  static HWY_INLINE VF at(const uint8_t* b, const ScaleMin& h, int, int i) {
+    const VI q = hn::Or(nibbles32(b + kQs, i * kN), high_bits32(quant::load_u32(b + kQh), i * kN));
+    return hn::MulAdd(hn::ConvertTo(DF(), q), h.d, h.m);
   }
 };
 
 struct SliceQ8_0 : quant::Q8_0 {
   static HWY_INLINE ScaleMin head(const uint8_t* b) { return {set_fp16(b), hn::Zero(DF())}; }
-  static HWY_INLINE void run(const uint8_t* b, const ScaleMin& h, int, VF* v) {
+  static HWY_INLINE VF at(const uint8_t* b, const ScaleMin& h, int, int i) {
     const auto* qs = reinterpret_cast<const int8_t*>(b + kQs);
-    for (int i = 0; i < kSliceVecs; ++i) {
-      const VI q = hn::PromoteTo(DI(), hn::LoadU(hn::Rebind<int8_t, DF>(), qs + i * kN));
-      v[i] = hn::Mul(hn::ConvertTo(DF(), q), h.d);
-    }
+    const VI q = hn::PromoteTo(DI(), hn::LoadU(hn::Rebind<int8_t, DF>(), qs + i * kN));
+    return hn::Mul(hn::ConvertTo(DF(), q), h.d);
   }
 };
 
@@ -163,31 +151,27 @@ HWY_INLINE KScales k_scales(const uint8_t* b, int scales_offset) {
 
 struct SliceQ4_K : quant::Q4_K {
   static HWY_INLINE KScales head(const uint8_t* b) { return k_scales(b, kScales); }
-  static HWY_INLINE void run(const uint8_t* b, const KScales& h, int s, VF* v) {
+  static HWY_INLINE VF at(const uint8_t* b, const KScales& h, int s, int i) {
     const DF df;
     const VF d1 = hn::Set(df, h.d1[s]), neg_m1 = hn::Set(df, h.neg_m1[s]);
     const uint8_t* q = b + kQs + 32 * (s / 2);
     const int shift = (s & 1) * 4;
-    for (int i = 0; i < kSliceVecs; ++i) {
-      const VI nib = hn::And(hn::ShiftRightSame(load_u8(q + i * kN), shift), hn::Set(DI(), 0xF));
-      v[i] = hn::MulAdd(d1, hn::ConvertTo(df, nib), neg_m1);
-    }
+    const VI nib = hn::And(hn::ShiftRightSame(load_u8(q + i * kN), shift), hn::Set(DI(), 0xF));
+    return hn::MulAdd(d1, hn::ConvertTo(df, nib), neg_m1);
   }
 };
 
 struct SliceQ5_K : quant::Q5_K {
   static HWY_INLINE KScales head(const uint8_t* b) { return k_scales(b, kScales); }
-  static HWY_INLINE void run(const uint8_t* b, const KScales& h, int s, VF* v) {
+  static HWY_INLINE VF at(const uint8_t* b, const KScales& h, int s, int i) {
     const DF df;
     const DI di;
     const VF d1 = hn::Set(df, h.d1[s]), neg_m1 = hn::Set(df, h.neg_m1[s]);
     const uint8_t* q = b + kQs + 32 * (s / 2);
     const int shift = (s & 1) * 4;
-    for (int i = 0; i < kSliceVecs; ++i) {
-      const VI nib = hn::And(hn::ShiftRightSame(load_u8(q + i * kN), shift), hn::Set(di, 0xF));
-      const VI hi = hn::And(hn::ShiftRightSame(load_u8(b + kQh + i * kN), s), hn::Set(di, 1));
-      v[i] = hn::MulAdd(d1, hn::ConvertTo(df, hn::Or(nib, hn::ShiftLeft<4>(hi))), neg_m1);
-    }
+    const VI nib = hn::And(hn::ShiftRightSame(load_u8(q + i * kN), shift), hn::Set(di, 0xF));
+    const VI hi = hn::And(hn::ShiftRightSame(load_u8(b + kQh + i * kN), s), hn::Set(di, 1));
+    return hn::MulAdd(d1, hn::ConvertTo(df, hn::Or(nib, hn::ShiftLeft<4>(hi))), neg_m1);
   }
 };
 
@@ -210,20 +194,18 @@ struct SliceQ6_K : quant::Q6_K {
     }
     return h;
   }
-  static HWY_INLINE void run(const uint8_t* b, const Q6Scales& hd, int s, VF* v) {
+  static HWY_INLINE VF at(const uint8_t* b, const Q6Scales& hd, int s, int i) {
     const DF df;
     const DI di;
     const int h = s / 4, t = s % 4;
     const uint8_t* ql = b + kQl + 64 * h + 32 * (t & 1);
     const uint8_t* qh = b + kQh + 32 * h;
     const int nib_shift = (t >> 1) * 4;
-    for (int i = 0; i < kSliceVecs; ++i) {
-      const VI lo = hn::And(hn::ShiftRightSame(load_u8(ql + i * kN), nib_shift), hn::Set(di, 0xF));
-      const VI hi = hn::And(hn::ShiftRightSame(load_u8(qh + i * kN), 2 * t), hn::Set(di, 3));
-      const VI q = hn::Sub(hn::Or(lo, hn::ShiftLeft<4>(hi)), hn::Set(di, 32));
-      const float d1 = hd.d1[8 * h + 2 * t + (i * kN >= 16 ? 1 : 0)];
-      v[i] = hn::Mul(hn::ConvertTo(df, q), hn::Set(df, d1));
-    }
+    const VI lo = hn::And(hn::ShiftRightSame(load_u8(ql + i * kN), nib_shift), hn::Set(di, 0xF));
+    const VI hi = hn::And(hn::ShiftRightSame(load_u8(qh + i * kN), 2 * t), hn::Set(di, 3));
+    const VI q = hn::Sub(hn::Or(lo, hn::ShiftLeft<4>(hi)), hn::Set(di, 32));
+    const float d1 = hd.d1[8 * h + 2 * t + (i * kN >= 16 ? 1 : 0)];
+    return hn::Mul(hn::ConvertTo(df, q), hn::Set(df, d1));
   }
 };
 
@@ -232,6 +214,11 @@ HWY_INLINE float reduce(VF acc) { return hn::GetLane(hn::SumOfLanes(DF(), acc));
 // Quant rows: R weight rows against one x, one accumulator per row (see the note at the top).
 template <class Slice>
 struct QuantKernel {
+  template <class Head>
+  static HWY_INLINE void run(const uint8_t* b, const Head& h, int s, VF* v) {
+    for (int i = 0; i < kSliceVecs; ++i) v[i] = Slice::at(b, h, s, i);
+  }
+
   // row_bytes: the distance between consecutive rows w[r] (0 when they are not consecutive).
   template <int R>
   static HWY_INLINE void dot(const uint8_t* const* w, const float* x, int64_t k, float* out,
@@ -253,7 +240,7 @@ struct QuantKernel {
           // stride that the hardware prefetcher follows poorly: fetch the next group's block.
           hwy::Prefetch(blk + R * row_bytes);
           VF v[kSliceVecs];
-          Slice::run(blk, Slice::head(blk), 0, v);
+          run(blk, Slice::head(blk), 0, v);
           for (int i = 0; i < kSliceVecs; ++i) acc[r] = hn::MulAdd(v[i], xv[i], acc[r]);
         }
       } else {
@@ -266,13 +253,40 @@ struct QuantKernel {
           for (int r = 0; r < R; ++r) {
             hwy::Prefetch(w[r] + b * Slice::kBytes + 32 * s + R * row_bytes);
             VF v[kSliceVecs];
-            Slice::run(w[r] + b * Slice::kBytes, head[r], s, v);
+            run(w[r] + b * Slice::kBytes, head[r], s, v);
             for (int i = 0; i < kSliceVecs; ++i) acc[r] = hn::MulAdd(v[i], xv[i], acc[r]);
           }
         }
       }
     }
     for (int r = 0; r < R; ++r) out[r] = reduce(acc[r]);
+  }
+
+  // RN weight rows against RM rows of x (row stride ldx), one accumulator per pair: each weight
+  // vector is dequantized once and used RM times; RN x RM independent FMA chains hide the latency.
+  static constexpr int64_t kUnit = Slice::kBlock;
+  template <int RN, int RM>
+  static HWY_INLINE void accumulate(const uint8_t* const* w, const float* xp, int64_t k,
+                                    VF (*acc)[RM]) {
+    const DF df;
+    for (int64_t b = 0; b < k / Slice::kBlock; ++b) {
+      decltype(Slice::head(w[0])) head[RN];
+      for (int r = 0; r < RN; ++r) head[r] = Slice::head(w[r] + b * Slice::kBytes);
+      for (int s = 0; s < Slice::kBlock / 32; ++s) {
+        const float* xb = xp + (b * Slice::kBlock + 32 * s) * RM;
+        for (int i = 0; i < kSliceVecs; ++i) {
+          for (int r = 0; r < RN; ++r) {
+            const VF v = Slice::at(w[r] + b * Slice::kBytes, head[r], s, i);
+            for (int m = 0; m < RM; ++m) {
+              acc[r][m] = hn::MulAdd(v, hn::Load(df, xb + (i * RM + m) * kN), acc[r][m]);
+            }
+          }
+        }
+      }
+    }
+  }
+  static HWY_INLINE float finish(VF acc, const uint8_t*, const float*, int64_t) {
+    return reduce(acc);
   }
 
   static HWY_INLINE void dequant(const uint8_t* w, float* y, int64_t k) {
@@ -282,7 +296,7 @@ struct QuantKernel {
       const auto head = Slice::head(blk);
       for (int s = 0; s < Slice::kBlock / 32; ++s) {
         VF v[kSliceVecs];
-        Slice::run(blk, head, s, v);
+        run(blk, head, s, v);
         float* dst = y + b * Slice::kBlock + 32 * s;
         for (int i = 0; i < kSliceVecs; ++i) hn::StoreU(v[i], df, dst + i * kN);
       }
@@ -340,6 +354,27 @@ struct PlainKernel {
       for (int64_t t = i; t < k; ++t) sum = std::fma(Load::scalar(w[r], t), x[t], sum);
       out[r] = sum;
     }
+  }
+
+  static constexpr int64_t kUnit = kN;
+  template <int RN, int RM>
+  static HWY_INLINE void accumulate(const uint8_t* const* w, const float* xp, int64_t k,
+                                    VF (*acc)[RM]) {
+    const DF df;
+    for (int64_t i = 0; i + kN <= k; i += kN) {
+      for (int r = 0; r < RN; ++r) {
+        const VF v = Load::load(w[r], i);
+        for (int m = 0; m < RM; ++m) {
+          acc[r][m] = hn::MulAdd(v, hn::Load(df, xp + (i * RM + m * kN)), acc[r][m]);
+        }
+      }
+    }
+  }
+  // The lanes' sum, then the scalar tail past the last whole vector, as dot() does.
+  static HWY_INLINE float finish(VF acc, const uint8_t* w, const float* x, int64_t k) {
+    float sum = reduce(acc);
+    for (int64_t t = k - k % kN; t < k; ++t) sum = std::fma(Load::scalar(w, t), x[t], sum);
+    return sum;
   }
 
   static HWY_INLINE void dequant(const uint8_t* w, float* y, int64_t k) {
@@ -408,6 +443,94 @@ void gemv_rows(const uint8_t* w, size_t row_bytes, int64_t k, const float* x, fl
   for (; n < n1; ++n) {
     const uint8_t* row = w + static_cast<size_t>(n) * row_bytes;
     K::template dot<1>(&row, x, k, y + n);
+  }
+}
+
+// 2 <= M <= kMaxRegRows: weights dequantized in registers, never stored. x is split into groups
+// of RM rows (4, then the rest); for each, RN weight rows at a time meet the RM x rows, with RN x RM
+// (about 12) independent FMA chains: an output's own chain is K / kN FMAs long, so a few chains
+// would stall on FMA latency. Rows are walked in tiles that stay in cache across the groups.
+constexpr int kMaxRegRows = 8;
+
+// x rows interleaved vector by vector ([k / kN][RM][kN]): the kernel then reads one stream, where
+// RM rows K floats apart would share L1 sets (4 KiB aliasing) for many K.
+template <int RM>
+HWY_INLINE void pack_x(const float* x, int64_t k, float* xp) {
+  const DF df;
+  for (int64_t i = 0; i + kN <= k; i += kN) {
+    for (int m = 0; m < RM; ++m) hn::Store(hn::LoadU(df, x + m * k + i), df, xp + i * RM + m * kN);
+  }
+}
+
+float* scratch(size_t floats);
+
+template <class K, int RN, int RM>
+HWY_INLINE void reg_rows(const uint8_t* w, size_t row_bytes, int64_t k, const float* x,
+                         const float* xp, float* y, int64_t ldy, int64_t n0, int64_t n1) {
+  const DF df;
+  int64_t n = n0;
+  auto run = [&]<int R>() {
+    const uint8_t* rows[R];
+    for (int r = 0; r < R; ++r) rows[r] = w + static_cast<size_t>(n + r) * row_bytes;
+    VF acc[R][RM];
+    for (int r = 0; r < R; ++r) {
+      for (int m = 0; m < RM; ++m) acc[r][m] = hn::Zero(df);
+    }
+    K::template accumulate<R, RM>(rows, xp, k, acc);
+    for (int r = 0; r < R; ++r) {
+      for (int m = 0; m < RM; ++m) y[m * ldy + n + r] = K::finish(acc[r][m], rows[r], x + m * k, k);
+    }
+    n += R;
+  };
+  while (n + RN <= n1) run.template operator()<RN>();
+  while (n < n1) run.template operator()<1>();
+}
+
+// One group of rm x rows (packed at xp) against weight rows [n0, n1); RN per RM keeps about 8-12
+// accumulators in the 16 AVX2 registers.
+template <class K>
+void reg_group(int rm, const uint8_t* w, size_t row_bytes, int64_t k, const float* x,
+               const float* xp, float* y, int64_t ldy, int64_t n0, int64_t n1) {
+  switch (rm) {
+    case 8: return reg_rows<K, 1, 8>(w, row_bytes, k, x, xp, y, ldy, n0, n1);
+    case 7: return reg_rows<K, 1, 7>(w, row_bytes, k, x, xp, y, ldy, n0, n1);
+    case 6: return reg_rows<K, 1, 6>(w, row_bytes, k, x, xp, y, ldy, n0, n1);
+    case 5: return reg_rows<K, 1, 5>(w, row_bytes, k, x, xp, y, ldy, n0, n1);
+    case 4: return reg_rows<K, 2, 4>(w, row_bytes, k, x, xp, y, ldy, n0, n1);
+    case 3: return reg_rows<K, 2, 3>(w, row_bytes, k, x, xp, y, ldy, n0, n1);
+    case 2: return reg_rows<K, 4, 2>(w, row_bytes, k, x, xp, y, ldy, n0, n1);
+    default: return reg_rows<K, 4, 1>(w, row_bytes, k, x, xp, y, ldy, n0, n1);
+  }
+}
+
+// All M rows in one group while they fit in L1 next to the weights; otherwise groups of 4, over
+// tiles of weight rows small enough to stay in L2 until every group has used them.
+template <class K>
+void small_m_rows(int64_t m, const uint8_t* w, size_t row_bytes, int64_t k, const float* x,
+                  float* y, int64_t ldy, int64_t n0, int64_t n1) {
+  constexpr int64_t kL1Bytes = 20 << 10, kTileRows = 48;
+  const int64_t group = m * k * 4 <= kL1Bytes ? m : 4;
+  float* xp = scratch(static_cast<size_t>(m * k));
+  for (int64_t i = 0; i < m; i += group) {
+    const int rm = static_cast<int>(std::min(group, m - i));
+    switch (rm) {
+      case 8: pack_x<8>(x + i * k, k, xp + i * k); break;
+      case 7: pack_x<7>(x + i * k, k, xp + i * k); break;
+      case 6: pack_x<6>(x + i * k, k, xp + i * k); break;
+      case 5: pack_x<5>(x + i * k, k, xp + i * k); break;
+      case 4: pack_x<4>(x + i * k, k, xp + i * k); break;
+      case 3: pack_x<3>(x + i * k, k, xp + i * k); break;
+      case 2: pack_x<2>(x + i * k, k, xp + i * k); break;
+      default: pack_x<1>(x + i * k, k, xp + i * k); break;
+    }
+  }
+  const int64_t tile = group == m ? n1 - n0 : kTileRows;
+  for (int64_t nt = n0; nt < n1; nt += tile) {
+    const int64_t ne = std::min(n1, nt + tile);
+    for (int64_t i = 0; i < m; i += group) {
+      const int rm = static_cast<int>(std::min(group, m - i));
+      reg_group<K>(rm, w, row_bytes, k, x + i * k, xp + i * k, y + i * ldy, ldy, nt, ne);
+    }
   }
 }
 
@@ -504,6 +627,8 @@ void MatmulRowsT(DType t, const uint8_t* w, size_t row_bytes, int64_t k, const f
     using K = decltype(kernel);
     if (m == 1) {
       gemv_rows<K>(w, row_bytes, k, x, y, n0, n1);
+    } else if (m <= kMaxRegRows) {
+      small_m_rows<K>(m, w, row_bytes, k, x, y, ldy, n0, n1);
     } else {
       gemm_rows<K>(w, row_bytes, k, x, m, y, ldy, n0, n1);
     }

@@ -2,6 +2,7 @@
 // Threads split over N (weight rows) only, never over K, so a result never depends on the pool.
 #include "backend/cpu/matmul.h"
 
+#include <algorithm>
 #include <cassert>
 
 #include "backend/cpu/dot_kernels.h"
@@ -31,6 +32,35 @@ void matmul(const Tensor& w, const float* x, int64_t m, float* y, ThreadPool* po
     return;
   }
   pool->parallel_for(static_cast<size_t>(n), kGrainRows, run);
+}
+
+void matmul_many(const Tensor* const* w, float* const* y, int count, const float* x, int64_t m,
+                 ThreadPool* pool) {
+  // Weight rows of all the products, numbered one after another; a pool chunk may span several.
+  size_t total = 0, bytes = 0;
+  for (int i = 0; i < count; ++i) {
+    total += static_cast<size_t>(w[i]->rows());
+    bytes += w[i]->nbytes();
+  }
+  if (total == 0 || m == 0) return;
+  auto run = [&](size_t begin, size_t end) {
+    size_t first = 0;
+    for (int i = 0; i < count && first < end; ++i) {
+      const size_t n = static_cast<size_t>(w[i]->rows());
+      const size_t lo = std::max(begin, first), hi = std::min(end, first + n);
+      if (lo < hi) {
+        matmul_rows(w[i]->dtype, static_cast<const uint8_t*>(w[i]->data), w[i]->row_bytes(),
+                    w[i]->cols(), x, m, y[i], static_cast<int64_t>(n),
+                    static_cast<int64_t>(lo - first), static_cast<int64_t>(hi - first));
+      }
+      first += n;
+    }
+  };
+  if (pool == nullptr || pool->size() <= 1 || bytes * static_cast<size_t>(m) < kMinParallelBytes) {
+    run(0, total);
+    return;
+  }
+  pool->parallel_for(total, kGrainRows, run);
 }
 
 void embedding_rows(const Tensor& table, const int32_t* ids, int64_t n, float* out) {

@@ -21,6 +21,11 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t k);
 // y[M, N] = x[M, K] . w[N, K]^T ; w.shape == {N, K}; x, y row-major f32. pool may be null.
 void matmul(const Tensor& w, const float* x, int64_t m, float* y, ThreadPool* pool);
 
+// Several products of the same x at once (q/k/v, gate/up): y[i] = x . w[i]^T, all in one pass
+// over the pool, each output exactly as matmul would give it.
+void matmul_many(const Tensor* const* w, float* const* y, int count, const float* x, int64_t m,
+                 ThreadPool* pool);
+
 // Gathers rows of an embedding table (any dtype) into f32: out[i] = dequant(table.row(ids[i])).
 void embedding_rows(const Tensor& table, const int32_t* ids, int64_t n, float* out);
 

@@ -50,6 +50,17 @@ struct AttentionParams {
 void attention(const float* q, const PagedKv& kv, float* out, int64_t rows, int64_t pos0,
                int n_heads, int n_kv_heads, int head_dim, const AttentionParams& params,
                ThreadPool* pool);
+
+// The same for several sequences at once, in one pass over the pool (a batched decode step would
+// otherwise wake it once per sequence per layer). Every (row, head) result is as above.
+struct AttentionSeq {
+  const float* q;
+  PagedKv kv;
+  float* out;
+  int64_t rows, pos0;
+};
+void attention_batch(const AttentionSeq* seqs, size_t n_seqs, int n_heads, int n_kv_heads,
+                     int head_dim, const AttentionParams& params, ThreadPool* pool);
 inline void attention(const float* q, const PagedKv& kv, float* out, int64_t rows, int64_t pos0,
                       int n_heads, int n_kv_heads, int head_dim, float scale, ThreadPool* pool) {
   attention(q, kv, out, rows, pos0, n_heads, n_kv_heads, head_dim, AttentionParams{scale, 0, 0},
