@@ -1,5 +1,5 @@
-// Highway kernels: f32 x dotted with weight rows of any dtype, dequantizing in registers (M = 1)
-// or into a per-thread f32 scratch tile (M > 1).
+// Highway kernels: f32 x dotted with weight rows of any dtype, dequantizing in registers (M <= 8)
+// or into a per-thread f32 scratch tile (larger M).
 //
 // Reduction order, the one thing every path shares (so matmul == dot_row bit for bit, at any M and
 // any thread count): each output (m, n) has ONE accumulator vector of kN lanes; lane l accumulates
@@ -8,9 +8,10 @@
 // whose k is not a multiple of kN, a scalar fma tail in increasing k.
 //
 // Speed comes from independent outputs rather than split accumulators: the M = 1 path runs 4
-// weight rows at once (4 independent FMA chains sharing each x vector); the M > 1 path dequantizes
-// a tile of weight rows once into scratch and runs a 3 (n) x 4 (m) register-blocked microkernel
-// over all M rows, so dequantization is amortized over M and the inner loop is pure FMA.
+// weight rows at once (4 independent FMA chains sharing each x vector); M = 2..8 (batched decode)
+// dequantizes each weight vector in registers once and runs it against all M rows (x packed so the
+// rows stream as one); larger M dequantizes a tile of weight rows once into scratch and runs a
+// 3 (n) x 4 (m) register-blocked microkernel over all M rows, so the inner loop is pure FMA.
 #include "backend/cpu/dot_kernels.h"
 
 #include <algorithm>
@@ -446,11 +447,21 @@ void gemv_rows(const uint8_t* w, size_t row_bytes, int64_t k, const float* x, fl
   }
 }
 
-// 2 <= M <= kMaxRegRows: weights dequantized in registers, never stored. x is split into groups
-// of RM rows (4, then the rest); for each, RN weight rows at a time meet the RM x rows, with RN x RM
-// (about 12) independent FMA chains: an output's own chain is K / kN FMAs long, so a few chains
-// would stall on FMA latency. Rows are walked in tiles that stay in cache across the groups.
+// 2 <= M <= kMaxRegRows: weights dequantized in registers, never stored. RN weight rows at a time
+// meet a group of RM x rows: RN x RM (8 or more) independent FMA chains, since an output's own
+// chain is K / kN FMAs long and a few chains would stall on FMA latency.
 constexpr int kMaxRegRows = 8;
+
+// Per-thread scratch (packed x rows, dequantized weight tiles), grown on demand, never shrunk.
+float* scratch(size_t floats) {
+  thread_local hwy::AlignedFreeUniquePtr<float[]> buf;
+  thread_local size_t cap = 0;
+  if (cap < floats) {
+    buf = hwy::AllocateAligned<float>(floats);
+    cap = floats;
+  }
+  return buf.get();
+}
 
 // x rows interleaved vector by vector ([k / kN][RM][kN]): the kernel then reads one stream, where
 // RM rows K floats apart would share L1 sets (4 KiB aliasing) for many K.
@@ -461,8 +472,6 @@ HWY_INLINE void pack_x(const float* x, int64_t k, float* xp) {
     for (int m = 0; m < RM; ++m) hn::Store(hn::LoadU(df, x + m * k + i), df, xp + i * RM + m * kN);
   }
 }
-
-float* scratch(size_t floats);
 
 template <class K, int RN, int RM>
 HWY_INLINE void reg_rows(const uint8_t* w, size_t row_bytes, int64_t k, const float* x,
@@ -581,18 +590,7 @@ HWY_INLINE void micro_m(int rm, const float* w, size_t ws, const float* x, int64
   }
 }
 
-// Per-thread scratch for dequantized weight tiles, grown on demand, never shrunk.
-float* scratch(size_t floats) {
-  thread_local hwy::AlignedFreeUniquePtr<float[]> buf;
-  thread_local size_t cap = 0;
-  if (cap < floats) {
-    buf = hwy::AllocateAligned<float>(floats);
-    cap = floats;
-  }
-  return buf.get();
-}
-
-// M > 1: tiles of weight rows are dequantized once into scratch (sized to stay in L2 next to the
+// M > kMaxRegRows: tiles of weight rows are dequantized once into scratch (sized to stay in L2 next to the
 // x rows), then every group of 4 x rows (in L1 while it sweeps the tile) runs the microkernel over
 // the tile 3 rows at a time.
 template <class K>
