@@ -10,3 +10,17 @@ endif()
 enable_language(CUDA)
 find_package(CUDAToolkit REQUIRED)
 add_subdirectory(${PROJECT_SOURCE_DIR}/src/backend/cuda ${PROJECT_BINARY_DIR}/backend_cuda)
+
+# The GPU decoder (model/cuda/) joins tf_model, which then runs on either backend.
+target_sources(tf_model PRIVATE ${PROJECT_SOURCE_DIR}/src/model/cuda/cuda_decoder.cpp)
+target_link_libraries(tf_model PUBLIC tf_backend_cuda)
+target_compile_definitions(tf_model PUBLIC TF_HAVE_CUDA=1)
+
+# GPU model tests: compiled with the rest, run only on the H200 (never registered with ctest).
+if(TF_BUILD_TESTS)
+  add_executable(cuda_model_test ${PROJECT_SOURCE_DIR}/tests/gpu/cuda_model_test.cpp)
+  target_link_libraries(cuda_model_test PRIVATE tf_model GTest::gtest_main)
+  target_compile_definitions(cuda_model_test PRIVATE TF_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  target_include_directories(cuda_model_test PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  set_target_properties(cuda_model_test PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/gpu)
+endif()

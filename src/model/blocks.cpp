@@ -8,6 +8,7 @@
 
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/ops.h"
+#include "model/decoder_weights.h"
 #include "model/moe.h"
 #include "model/rope.h"
 #include "model/weights.h"
@@ -19,13 +20,6 @@ namespace cpu = backend::cpu;
 using checkpoint::Checkpoint;
 using checkpoint::Format;
 using checkpoint::ModelConfig;
-
-struct LayerWeights {
-  std::vector<float> attn_norm, ffn_norm, attn_out_norm, ffn_out_norm, q_norm, k_norm;
-  std::vector<float> q_bias, k_bias, v_bias;
-  Tensor wq, wk, wv, wo, w_gate, w_up, w_down;
-  MoeWeights moe;
-};
 
 std::string name_of(const std::string& pattern, int layer) {
   return fmt::format(fmt::runtime(pattern), layer);
@@ -39,7 +33,7 @@ Tensor rows_view(const Tensor& t, int64_t first, int64_t count) {
   return v;
 }
 
-class Decoder final : public Model {
+class Decoder final : public DecoderModel {
  public:
   Decoder(std::shared_ptr<Checkpoint> ckpt, std::shared_ptr<ThreadPool> pool, DecoderSpec spec)
       : ckpt_(std::move(ckpt)),
@@ -117,6 +111,9 @@ class Decoder final : public Model {
 
   using Model::forward;
   const ModelConfig& config() const override { return cfg_; }
+  const DecoderSpec& spec() const override { return spec_; }
+  const DecoderWeights& weights() const override { return w_; }
+  std::shared_ptr<Checkpoint> checkpoint() const override { return ckpt_; }
 
   // A decode step reads the dense weights and, per MoE layer, top_k experts' worth.
   size_t weight_bytes() const override {
@@ -172,37 +169,6 @@ class Decoder final : public Model {
     return {};
   }
 
-  // Refuses a step whose chunks reach outside their block tables, the pool or the vocabulary.
-  Status validate(std::span<const SeqChunk> batch, const KvCache& kv) const {
-    const int bs = kv.block_size();
-    for (const auto& c : batch) {
-      const int64_t len = static_cast<int64_t>(c.tokens.size());
-      if (c.pos0 < 0 || c.n_logits < 0 || c.n_logits > len) {
-        return make_error(ErrorCode::kInvalidArgument, "bad chunk: pos0 {}, {} tokens, {} logits",
-                          c.pos0, len, c.n_logits);
-      }
-      const int64_t blocks = (c.pos0 + len + bs - 1) / bs;
-      if (blocks > static_cast<int64_t>(c.block_table.size())) {
-        return make_error(ErrorCode::kInvalidArgument,
-                          "positions up to {} need {} KV blocks, the block table has {}",
-                          c.pos0 + len - 1, blocks, c.block_table.size());
-      }
-      for (int64_t b = 0; b < blocks; ++b) {
-        if (c.block_table[b] < 0 || c.block_table[b] >= kv.num_blocks()) {
-          return make_error(ErrorCode::kInvalidArgument, "KV block {} outside the pool of {}",
-                            c.block_table[b], kv.num_blocks());
-        }
-      }
-      for (int32_t t : c.tokens) {
-        if (t < 0 || t >= cfg_.vocab_size) {
-          return make_error(ErrorCode::kInvalidArgument, "token id {} outside vocabulary of {}", t,
-                            cfg_.vocab_size);
-        }
-      }
-    }
-    return {};
-  }
-
   float eps() const { return static_cast<float>(cfg_.rms_norm_eps); }
   int rope_dim() const { return cfg_.rope_dim > 0 ? cfg_.rope_dim : cfg_.head_dim; }
 
@@ -211,14 +177,16 @@ class Decoder final : public Model {
   std::shared_ptr<ThreadPool> pool_;
   DecoderSpec spec_;
   Rope rope_, local_rope_;
-  Tensor embed_, output_;
-  std::vector<float> out_norm_;
-  std::vector<LayerWeights> layers_;
+  DecoderWeights w_;
+  Tensor& embed_ = w_.embed;
+  Tensor& output_ = w_.output;
+  std::vector<float>& out_norm_ = w_.out_norm;
+  std::vector<LayerWeights>& layers_ = w_.layers;
   size_t bytes_read_ = 0;
 };
 
 Status Decoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float* logits) {
-  TF_RETURN_IF_ERROR(validate(batch, kv));
+  TF_RETURN_IF_ERROR(validate_batch(batch, kv, cfg_));
   int64_t n = 0, n_out = 0;
   for (const auto& c : batch) {
     n += static_cast<int64_t>(c.tokens.size());
@@ -372,6 +340,37 @@ Status Decoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float* log
 }
 
 }  // namespace
+
+Status validate_batch(std::span<const SeqChunk> batch, const KvCache& kv, 
+                      const ModelConfig& cfg) {
+  const int bs = kv.block_size();
+  for (const auto& c : batch) {
+    const int64_t len = static_cast<int64_t>(c.tokens.size());
+    if (c.pos0 < 0 || c.n_logits < 0 || c.n_logits > len) {
+      return make_error(ErrorCode::kInvalidArgument, "bad chunk: pos0 {}, {} tokens, {} logits",
+                        c.pos0, len, c.n_logits);
+    }
+    const int64_t blocks = (c.pos0 + len + bs - 1) / bs;
+    if (blocks > static_cast<int64_t>(c.block_table.size())) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "positions up to {} need {} KV blocks, the block table has {}",
+                        c.pos0 + len - 1, blocks, c.block_table.size());
+    }
+    for (int64_t b = 0; b < blocks; ++b) {
+      if (c.block_table[b] < 0 || c.block_table[b] >= kv.num_blocks()) {
+        return make_error(ErrorCode::kInvalidArgument, "KV block {} outside the pool of {}",
+                          c.block_table[b], kv.num_blocks());
+      }
+    }
+    for (int32_t t : c.tokens) {
+      if (t < 0 || t >= cfg.vocab_size) {
+        return make_error(ErrorCode::kInvalidArgument, "token id {} outside vocabulary of {}", t,
+                          cfg.vocab_size);
+      }
+    }
+  }
+  return {};
+}
 
 DecoderNames hf_names() {
   DecoderNames n;

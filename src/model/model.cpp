@@ -3,7 +3,12 @@
 
 #include <thread>
 
+#include "base/log.h"
+#include "model/decoder_weights.h"
 #include "model/families/families.h"
+#ifdef TF_HAVE_CUDA
+#include "model/cuda/cuda_decoder.h"
+#endif
 
 namespace tf::model {
 namespace {
@@ -44,11 +49,37 @@ Result<std::unique_ptr<Model>> load_model(std::shared_ptr<checkpoint::Checkpoint
   if (Status s = check_supported(ckpt->config()); !s.ok()) {
     return s.error().with_context(ckpt->path());
   }
+  [[maybe_unused]] const std::shared_ptr<checkpoint::Checkpoint> ckpt_copy = ckpt;
   int threads = options.threads > 0
                     ? options.threads
                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto pool = std::make_shared<ThreadPool>(threads);
-  return find_family(ckpt->config().family)->make(std::move(ckpt), std::move(pool));
+  TF_ASSIGN_OR_RETURN(std::unique_ptr<Model> cpu,
+                      find_family(ckpt->config().family)->make(std::move(ckpt), std::move(pool)));
+  if (options.backend == Backend::kCpu) return cpu;
+#ifdef TF_HAVE_CUDA
+  std::unique_ptr<DecoderModel> decoder(dynamic_cast<DecoderModel*>(cpu.get()));
+  if (!decoder) {
+    return make_error(ErrorCode::kInternal, "model is not a shared decoder");
+  }
+  cpu.release();
+  auto gpu = make_cuda_decoder(std::move(decoder));
+  if (gpu || options.backend == Backend::kCuda) return gpu;
+  TF_LOG_WARN("running on the CPU: {}", gpu.error().message);
+  return load_model(ckpt_copy, LoadOptions{options.threads, Backend::kCpu});
+#else
+  if (options.backend == Backend::kCuda) {
+    return make_error(ErrorCode::kUnsupported, "this build has no CUDA backend");
+  }
+  return cpu;
+#endif
+}
+
+std::optional<Backend> parse_backend(std::string_view name) {
+  if (name == "cpu") return Backend::kCpu;
+  if (name == "cuda") return Backend::kCuda;
+  if (name == "auto") return Backend::kAuto;
+  return std::nullopt;
 }
 
 }  // namespace tf::model

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <span>
 #include <vector>
 
@@ -21,9 +23,17 @@ struct SeqChunk {
   int64_t n_logits = 1;                  // logits for the last n_logits tokens (0..tokens.size())
 };
 
+// Where forward steps run. kAuto: the GPU when this build has CUDA, a device is present and the
+// model's features are covered there; otherwise the CPU (saying why in the log).
+enum class Backend { kCpu, kCuda, kAuto };
+
 struct LoadOptions {
   int threads = 0;  // 0: all hardware threads
+  Backend backend = Backend::kCpu;
 };
+
+// "cpu", "cuda" or "auto"; nullopt for anything else.
+std::optional<Backend> parse_backend(std::string_view name);
 
 class Model {
  public:

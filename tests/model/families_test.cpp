@@ -18,12 +18,19 @@
 
 #include "checkpoint/checkpoint.h"
 #include "model/model.h"
+#include "support/model_fixtures.h"
 
 namespace tf {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using test::argmax;
+using test::fixtures_dir;
+using test::load_reference;
+using test::max_abs_diff;
+using test::read_text;
+using test::Reference;
 
 // f32 fixtures: transformers' f32 eager logits. bf16 fixtures: transformers' f32 compute over the
 // same bf16 weights (the engine widens bf16 weights and computes in f32), so the same bound holds.
@@ -32,41 +39,6 @@ constexpr float kTolerance = 1e-3f;
 const char* const kFixtures[] = {"llama",   "llama31", "llama_linear", "llama_yarn",
                                  "mistral", "qwen2",   "qwen3",        "qwen3_moe",
                                  "gemma3",  "phi3",    "llama_bf16",   "qwen3_bf16"};
-
-fs::path fixtures_dir() { return fs::path(TF_SOURCE_DIR) / "tests" / "fixtures" / "models"; }
-
-std::string read_text(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-struct Reference {
-  json index;
-  std::vector<float> data;
-  const float* at(const json& entry) const { return data.data() + entry["offset"].get<size_t>(); }
-};
-
-Reference load_reference(const fs::path& dir) {
-  Reference r;
-  r.index = json::parse(read_text(dir / "reference.json"));
-  const std::string bin = read_text(dir / r.index["bin"].get<std::string>());
-  r.data.resize(bin.size() / sizeof(float));
-  std::memcpy(r.data.data(), bin.data(), r.data.size() * sizeof(float));
-  EXPECT_EQ(r.data.size(), r.index["bin_floats"].get<size_t>());
-  return r;
-}
-
-float max_abs_diff(const float* a, const float* b, size_t n) {
-  float m = 0.0f;
-  for (size_t i = 0; i < n; ++i) m = std::max(m, std::abs(a[i] - b[i]));
-  return m;
-}
-
-int32_t argmax(const float* x, int64_t n) {
-  return static_cast<int32_t>(std::max_element(x, x + n) - x);
-}
 
 std::unique_ptr<model::Model> load(const fs::path& dir,
                                    std::shared_ptr<checkpoint::Checkpoint>* c) {
@@ -96,6 +68,7 @@ TEST_P(FamilyFixture, MatchesTransformers) {
   auto m = load(dir, &ckpt);
   ASSERT_TRUE(m);
   const Reference ref = load_reference(dir);
+  ASSERT_TRUE(ref.complete) << dir;
   const int64_t vocab = m->config().vocab_size;
   float worst_prompt = 0.0f, worst_step = 0.0f;
   for (const json& p : ref.index["prompts"]) {
@@ -144,6 +117,7 @@ TEST_P(FamilyFixture, ChunkedPrefillIsExact) {
   auto m = load(dir, &ckpt);
   ASSERT_TRUE(m);
   const Reference ref = load_reference(dir);
+  ASSERT_TRUE(ref.complete) << dir;
   const auto tokens = ref.index["prompts"].back()["tokens"].get<std::vector<int32_t>>();
   const int64_t len = static_cast<int64_t>(tokens.size()), vocab = m->config().vocab_size;
   const int64_t blocks = len / model::KvCache::kDefaultBlockSize + 1;

@@ -104,7 +104,65 @@ __global__ void rope_kv_kernel(const bf16* __restrict__ qkv, const int32_t* __re
   for (int i = threadIdx.x; i < static_cast<int>(kv_width); i += blockDim.x) vd[i] = vs[i];
 }
 
+// One warp per (row, head): bias, then the head's RMSNorm (q and k heads only), then bf16.
+__global__ void qkv_finish_kernel(const float* __restrict__ qkv, const float* __restrict__ bias,
+                                  const float* __restrict__ q_norm,
+                                  const float* __restrict__ k_norm, QkvParams p,
+                                  bf16* __restrict__ out) {
+  constexpr int kPerLane = 8;  // head_dim <= 256
+  const int row = blockIdx.x, head = blockIdx.y, lane = threadIdx.x, hd = p.head_dim;
+  const int width = (p.n_heads + 2 * p.n_kv_heads) * hd;
+  const int64_t base = static_cast<int64_t>(row) * width + static_cast<int64_t>(head) * hd;
+  float v[kPerLane];
+  float ss = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int d = lane + 32 * i;
+    v[i] = 0.0f;
+    if (d < hd) {
+      v[i] = qkv[base + d] + (bias ? bias[head * hd + d] : 0.0f);
+      ss += v[i] * v[i];
+    }
+  }
+  const float* w = head < p.n_heads ? q_norm : head < p.n_heads + p.n_kv_heads ? k_norm : nullptr;
+  float inv = 1.0f;
+  if (w) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    inv = rsqrtf(ss / static_cast<float>(hd) + p.eps);
+  }
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int d = lane + 32 * i;
+    if (d < hd) out[base + d] = __float2bfloat16(w ? (v[i] * inv) * w[d] : v[i]);
+  }
+}
+
+__global__ void gather_rows_kernel(const float* __restrict__ src, const int32_t* __restrict__ idx,
+                                   float* __restrict__ dst, int n) {
+  const float* s = src + static_cast<int64_t>(idx[blockIdx.x]) * n;
+  float* d = dst + static_cast<int64_t>(blockIdx.x) * n;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) d[i] = s[i];
+}
+
 }  // namespace
+
+cudaError_t qkv_finish(const float* qkv, const float* bias, const float* q_norm,
+                       const float* k_norm, const QkvParams& p, bf16* out, int rows,
+                       cudaStream_t s) {
+  if (rows <= 0) return cudaSuccess;
+  if (p.head_dim > 256) return cudaErrorInvalidValue;
+  qkv_finish_kernel<<<dim3(rows, p.n_heads + 2 * p.n_kv_heads), 32, 0, s>>>(qkv, bias, q_norm,
+                                                                           k_norm, p, out);
+  return cudaGetLastError();
+}
+
+cudaError_t gather_rows(const float* src, const int32_t* idx, float* dst, int rows, int n,
+                        cudaStream_t s) {
+  if (rows <= 0) return cudaSuccess;
+  gather_rows_kernel<<<rows, 256, 0, s>>>(src, idx, dst, n);
+  return cudaGetLastError();
+}
 
 cudaError_t add_rms_norm(float* resid, const float* delta, const bf16* weight, bf16* out, int rows,
                          int n, float eps, cudaStream_t s) {

@@ -48,4 +48,35 @@ cudaError_t rope_kv_write(const bf16* qkv, const int32_t* pos, const int64_t* sl
                           const float* cos, const float* sin, const RopeParams& p, bf16* q_out,
                           bf16* k_cache, bf16* v_cache, int rows, cudaStream_t s);
 
+// qkv [rows, (n_heads + 2 n_kv_heads) * head_dim] f32 -> bf16 out, after adding bias (per column,
+// may be null) and RMSNorm over each q head and each k head with q_norm / k_norm (head_dim f32
+// weights each; both null for none). One warp per (row, head), fixed reduction tree.
+struct QkvParams {
+  int n_heads, n_kv_heads, head_dim;
+  float eps;
+};
+cudaError_t qkv_finish(const float* qkv, const float* bias, const float* q_norm,
+                       const float* k_norm, const QkvParams& p, bf16* out, int rows,
+                       cudaStream_t s);
+
+// dst[r] = src[idx[r]], rows of n floats.
+cudaError_t gather_rows(const float* src, const int32_t* idx, float* dst, int rows, int n,
+                        cudaStream_t s);
+
+// Causal attention for `rows` query rows (q: [rows, n_heads * head_dim], rotated) over paged
+// caches laid out as rope_kv_write writes them. Row r belongs to sequence row_seq[r], sits at
+// position pos[r] and sees positions [pos[r] - window + 1 (or 0), pos[r]]; position t of sequence
+// s is in slot block_tables[s * max_blocks + t / block_size] * block_size + t % block_size.
+// out: [rows, n_heads * head_dim]. Each (row, head) has one fixed reduction order (attention.cu).
+struct AttentionParams {
+  int n_heads, n_kv_heads, head_dim, block_size, max_blocks;
+  float scale;
+  int window = 0;          // > 0: sliding window
+  float softcap = 0.0f;    // > 0: scores soft-capped before the softmax
+};
+cudaError_t paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache,
+                            const int32_t* block_tables, const int32_t* row_seq,
+                            const int32_t* pos, const AttentionParams& p, bf16* out, int rows,
+                            cudaStream_t s);
+
 }  // namespace tf::backend::cuda

@@ -1,0 +1,354 @@
+// The shared decoder's forward step on the GPU. Same DecoderSpec, same weights (uploaded once as
+// bf16 with q/k/v and gate/up concatenated), an f32 residual stream, bf16 activations and a bf16
+// paged KV cache that mirrors the engine's block numbering. Every op is batch-invariant, so a
+// row's logits do not depend on the other rows of a step nor on how its prompt was chunked.
+#include "model/cuda/cuda_decoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "backend/cpu/matmul.h"
+#include "backend/cuda/device.h"
+#include "backend/cuda/ops.h"
+#include "base/half.h"
+#include "model/rope.h"
+
+namespace tf::model {
+namespace {
+
+namespace cuda = backend::cuda;
+using cuda::bf16;
+using cuda::DeviceBuffer;
+
+#define TF_CUDA_TRY(expr)                                                                        \
+  do {                                                                                           \
+    if (cudaError_t e_ = (expr); e_ != cudaSuccess) {                                            \
+      return make_error(ErrorCode::kInternal, "CUDA: {} ({})", cudaGetErrorString(e_), #expr); \
+    }                                                                                            \
+  } while (0)
+
+// Grows a device buffer to at least `bytes` (never shrinks: step shapes repeat).
+Status ensure(DeviceBuffer& b, size_t bytes) {
+  if (b.bytes() >= bytes) return {};
+  TF_CUDA_TRY(b.allocate(std::max<size_t>(bytes, 256)));
+  return {};
+}
+
+template <typename T>
+Status upload(DeviceBuffer& dst, const std::vector<T>& host) {
+  TF_CUDA_TRY(dst.allocate(std::max<size_t>(host.size() * sizeof(T), 1)));
+  TF_CUDA_TRY(cudaMemcpy(dst.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  return {};
+}
+
+std::vector<uint16_t> to_bf16(const std::vector<float>& v) {
+  std::vector<uint16_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = f32_to_bf16(v[i]);
+  return out;
+}
+
+// Weight upload with a progress line on stderr: matrices are widened row by row on the host (any
+// checkpoint dtype) and copied as bf16, concatenating the parts of fused projections.
+class Uploader {
+ public:
+  explicit Uploader(size_t total_bytes) : total_(total_bytes) {}
+
+  Status matrix(std::initializer_list<const Tensor*> parts, DeviceBuffer& dst) {
+    int64_t rows = 0;
+    const int64_t cols = (*parts.begin())->cols();
+    for (const Tensor* t : parts) rows += t->rows();
+    TF_CUDA_TRY(dst.allocate(static_cast<size_t>(rows * cols) * sizeof(uint16_t)));
+    std::vector<float> f32(static_cast<size_t>(cols));
+    std::vector<uint16_t> staging;
+    int64_t row0 = 0;
+    for (const Tensor* t : parts) {
+      constexpr int64_t kChunkRows = 1024;
+      for (int64_t r = 0; r < t->rows(); r += kChunkRows) {
+        const int64_t n = std::min(kChunkRows, t->rows() - r);
+        staging.resize(static_cast<size_t>(n * cols));
+        for (int64_t i = 0; i < n; ++i) {
+          backend::cpu::dequantize_row(t->dtype, t->row(r + i), f32.data(), cols);
+          for (int64_t c = 0; c < cols; ++c) staging[i * cols + c] = f32_to_bf16(f32[c]);
+        }
+        TF_CUDA_TRY(cudaMemcpy(dst.get<uint16_t>() + (row0 + r) * cols, staging.data(),
+                               staging.size() * sizeof(uint16_t), cudaMemcpyHostToDevice));
+        progress(static_cast<size_t>(n * cols) * sizeof(uint16_t));
+      }
+      row0 += t->rows();
+    }
+    return {};
+  }
+
+  void done() const {
+    if (total_ > (size_t{256} << 20)) std::fprintf(stderr, "\n");
+  }
+
+ private:
+  void progress(size_t bytes) {
+    done_ += bytes;
+    // Only for uploads that take a while; tests load tiny fixtures.
+    if (total_ <= (size_t{256} << 20)) return;
+    const int pct = static_cast<int>(100.0 * static_cast<double>(done_) / static_cast<double>(total_));
+    if (pct == last_pct_) return;
+    last_pct_ = pct;
+    std::fprintf(stderr, "\ruploading weights to the GPU: %3d%% (%.2f / %.2f GB)", pct,
+                 static_cast<double>(done_) / 1e9, static_cast<double>(total_) / 1e9);
+  }
+  size_t total_, done_ = 0;
+  int last_pct_ = -1;
+};
+
+struct DeviceLayer {
+  DeviceBuffer attn_norm, ffn_norm;   // bf16 [d]
+  DeviceBuffer q_norm, k_norm;        // f32 [head_dim], or empty
+  DeviceBuffer qkv_bias;              // f32 [q_dim + 2 kv_dim], or empty
+  DeviceBuffer wqkv, wo, w_gate_up, w_down;
+};
+
+class CudaDecoder final : public Model {
+ public:
+  explicit CudaDecoder(std::unique_ptr<DecoderModel> cpu)
+      : cpu_(std::move(cpu)), cfg_(cpu_->config()), spec_(cpu_->spec()) {}
+
+  Status check() const {
+    auto unsupported = [&](const char* what) {
+      return make_error(ErrorCode::kUnsupported, "the CUDA backend does not support {} yet ({})",
+                        what, cfg_.family);
+    };
+    const DecoderWeights& w = cpu_->weights();
+    for (size_t i = 0; i < w.layers.size(); ++i) {
+      if (spec_.moe[i]) return unsupported("mixture-of-experts layers");
+      if (!w.layers[i].attn_out_norm.empty() || !w.layers[i].ffn_out_norm.empty())
+        return unsupported("sandwich norms");
+      if (spec_.local_rope[i]) return unsupported("per-layer rope bases");
+    }
+    if (spec_.act != Activation::kSilu) return unsupported("GeGLU");
+    if (spec_.embed_scale != 1.0f || spec_.norm_offset) return unsupported("Gemma's scalings");
+    if (spec_.final_softcap > 0) return unsupported("final logit soft-capping");
+    const int64_t hd = cfg_.head_dim, q_dim = cfg_.num_heads * hd;
+    if (hd > 256 || hd % 2 != 0) return unsupported("head_dim above 256 or odd");
+    if (cfg_.hidden_size % 32 != 0 || q_dim % 32 != 0 || cfg_.intermediate_size % 32 != 0 ||
+        cfg_.vocab_size % 8 != 0 || cfg_.intermediate_size % 8 != 0) {
+      return unsupported("dimensions that are not multiples of 32 (K) and 8 (N)");
+    }
+    return {};
+  }
+
+  Status upload_all() {
+    int count = 0;
+    TF_CUDA_TRY(cudaGetDeviceCount(&count));
+    if (count == 0) return make_error(ErrorCode::kUnsupported, "no CUDA device");
+    const DecoderWeights& w = cpu_->weights();
+    const int64_t hd = cfg_.head_dim;
+    size_t total = w.embed.rows() * w.embed.cols() * 2;
+    if (w.output.data != w.embed.data) total += w.output.rows() * w.output.cols() * 2;
+    for (const auto& L : w.layers) {
+      for (const Tensor* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
+        total += static_cast<size_t>(t->rows() * t->cols()) * 2;
+    }
+    Uploader up(total);
+    TF_RETURN_IF_ERROR(up.matrix({&w.embed}, embed_));
+    tied_ = w.output.data == w.embed.data;
+    if (!tied_) TF_RETURN_IF_ERROR(up.matrix({&w.output}, output_));
+    TF_RETURN_IF_ERROR(upload(out_norm_, to_bf16(w.out_norm)));
+    layers_.resize(w.layers.size());
+    for (size_t i = 0; i < w.layers.size(); ++i) {
+      const LayerWeights& L = w.layers[i];
+      DeviceLayer& D = layers_[i];
+      TF_RETURN_IF_ERROR(upload(D.attn_norm, to_bf16(L.attn_norm)));
+      TF_RETURN_IF_ERROR(upload(D.ffn_norm, to_bf16(L.ffn_norm)));
+      if (!L.q_norm.empty()) {
+        TF_RETURN_IF_ERROR(upload(D.q_norm, L.q_norm));
+        TF_RETURN_IF_ERROR(upload(D.k_norm, L.k_norm));
+      }
+      if (!L.q_bias.empty()) {
+        std::vector<float> bias = L.q_bias;
+        bias.insert(bias.end(), L.k_bias.begin(), L.k_bias.end());
+        bias.insert(bias.end(), L.v_bias.begin(), L.v_bias.end());
+        TF_RETURN_IF_ERROR(upload(D.qkv_bias, bias));
+      }
+      TF_RETURN_IF_ERROR(up.matrix({&L.wq, &L.wk, &L.wv}, D.wqkv));
+      TF_RETURN_IF_ERROR(up.matrix({&L.wo}, D.wo));
+      TF_RETURN_IF_ERROR(up.matrix({&L.w_gate, &L.w_up}, D.w_gate_up));
+      TF_RETURN_IF_ERROR(up.matrix({&L.w_down}, D.w_down));
+    }
+    up.done();
+    weight_bytes_ = total;
+    // RoPE tables for every position the model was trained for (at least 4096).
+    Rope rope(cfg_);
+    max_pos_ = std::max(cfg_.max_position, 4096);
+    const int half = rope.half();
+    std::vector<float> cos(static_cast<size_t>(max_pos_) * half), sin(cos.size());
+    for (int64_t p = 0; p < max_pos_; ++p) rope.at(p, &cos[p * half], &sin[p * half]);
+    TF_RETURN_IF_ERROR(upload(cos_, cos));
+    TF_RETURN_IF_ERROR(upload(sin_, sin));
+    (void)hd;
+    return {};
+  }
+
+  const checkpoint::ModelConfig& config() const override { return cfg_; }
+  size_t weight_bytes() const override { return weight_bytes_; }
+  Status forward(std::span<const SeqChunk> batch, KvCache& kv, float* logits) override;
+
+ private:
+  Status ensure_kv(const KvCache& kv) {
+    if (kv_owner_ == &kv && kv_blocks_ == kv.num_blocks()) return {};
+    const size_t per_layer = static_cast<size_t>(kv.num_blocks()) * kv.block_size() *
+                             cfg_.num_kv_heads * cfg_.head_dim;
+    TF_CUDA_TRY(k_cache_.allocate(per_layer * cfg_.num_layers * sizeof(uint16_t)));
+    TF_CUDA_TRY(v_cache_.allocate(per_layer * cfg_.num_layers * sizeof(uint16_t)));
+    kv_layer_elems_ = per_layer;
+    kv_owner_ = &kv;
+    kv_blocks_ = kv.num_blocks();
+    return {};
+  }
+
+  std::unique_ptr<DecoderModel> cpu_;  // the checkpoint mapping, spec and host weight views
+  checkpoint::ModelConfig cfg_;
+  DecoderSpec spec_;
+  cuda::Stream stream_;
+  DeviceBuffer embed_, output_, out_norm_, cos_, sin_;
+  bool tied_ = false;
+  int64_t max_pos_ = 0;
+  std::vector<DeviceLayer> layers_;
+  size_t weight_bytes_ = 0;
+  // The KV pool, bf16 [layer][block * block_size + offset][kv_heads * head_dim], mirroring the
+  // engine's KvCache block numbering.
+  const KvCache* kv_owner_ = nullptr;
+  int64_t kv_blocks_ = 0;
+  size_t kv_layer_elems_ = 0;
+  DeviceBuffer k_cache_, v_cache_;
+  // Per-step buffers, grown as needed.
+  DeviceBuffer d_tokens_, d_pos_, d_slots_, d_row_seq_, d_tables_, d_out_rows_;
+  DeviceBuffer x_, h_, qkv_f32_, qkv_, q_, att_, o_, gu_, act_, down_, xg_, hg_, logits_;
+};
+
+Status CudaDecoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float* logits) {
+  TF_RETURN_IF_ERROR(validate_batch(batch, kv, cfg_));
+  TF_RETURN_IF_ERROR(ensure_kv(kv));
+  const int bs = kv.block_size();
+  std::vector<int32_t> tokens, pos, row_seq, out_rows, tables;
+  std::vector<int64_t> slots;
+  int max_blocks = 1;
+  for (const auto& c : batch) {
+    const int64_t len = static_cast<int64_t>(c.tokens.size());
+    max_blocks = std::max<int>(max_blocks, static_cast<int>((c.pos0 + len + bs - 1) / bs));
+  }
+  for (size_t s = 0; s < batch.size(); ++s) {
+    const SeqChunk& c = batch[s];
+    const int64_t len = static_cast<int64_t>(c.tokens.size());
+    if (c.pos0 + len > max_pos_) {
+      return make_error(ErrorCode::kInvalidArgument, "position {} past the RoPE table of {}",
+                        c.pos0 + len - 1, max_pos_);
+    }
+    const int64_t row0 = static_cast<int64_t>(tokens.size());
+    for (int64_t i = 0; i < len; ++i) {
+      const int64_t p = c.pos0 + i;
+      tokens.push_back(c.tokens[i]);
+      pos.push_back(static_cast<int32_t>(p));
+      row_seq.push_back(static_cast<int32_t>(s));
+      slots.push_back(static_cast<int64_t>(c.block_table[p / bs]) * bs + p % bs);
+    }
+    for (int64_t i = len - c.n_logits; i < len; ++i) out_rows.push_back(static_cast<int32_t>(row0 + i));
+    const int64_t blocks = (c.pos0 + len + bs - 1) / bs;
+    for (int b = 0; b < max_blocks; ++b) tables.push_back(b < blocks ? c.block_table[b] : 0);
+  }
+  const int n = static_cast<int>(tokens.size()), n_out = static_cast<int>(out_rows.size());
+  if (n == 0) return {};
+  const int d = cfg_.hidden_size, hd = cfg_.head_dim, f = cfg_.intermediate_size;
+  const int q_dim = cfg_.num_heads * hd, kv_dim = cfg_.num_kv_heads * hd;
+  const int qkv_dim = q_dim + 2 * kv_dim, vocab = cfg_.vocab_size;
+  cudaStream_t s = stream_.get();
+
+  auto h2d = [&](DeviceBuffer& b, const auto& v) -> Status {
+    const size_t bytes = v.size() * sizeof(v[0]);
+    TF_RETURN_IF_ERROR(ensure(b, bytes));
+    TF_CUDA_TRY(cudaMemcpyAsync(b.get(), v.data(), bytes, cudaMemcpyHostToDevice, s));
+    return {};
+  };
+  TF_RETURN_IF_ERROR(h2d(d_tokens_, tokens));
+  TF_RETURN_IF_ERROR(h2d(d_pos_, pos));
+  TF_RETURN_IF_ERROR(h2d(d_slots_, slots));
+  TF_RETURN_IF_ERROR(h2d(d_row_seq_, row_seq));
+  TF_RETURN_IF_ERROR(h2d(d_tables_, tables));
+  if (n_out > 0) TF_RETURN_IF_ERROR(h2d(d_out_rows_, out_rows));
+  const size_t rows = static_cast<size_t>(n);
+  TF_RETURN_IF_ERROR(ensure(x_, rows * d * 4));
+  TF_RETURN_IF_ERROR(ensure(h_, rows * d * 2));
+  TF_RETURN_IF_ERROR(ensure(qkv_f32_, rows * qkv_dim * 4));
+  TF_RETURN_IF_ERROR(ensure(qkv_, rows * qkv_dim * 2));
+  TF_RETURN_IF_ERROR(ensure(q_, rows * q_dim * 2));
+  TF_RETURN_IF_ERROR(ensure(att_, rows * q_dim * 2));
+  TF_RETURN_IF_ERROR(ensure(o_, rows * d * 4));
+  TF_RETURN_IF_ERROR(ensure(gu_, rows * 2 * f * 2));
+  TF_RETURN_IF_ERROR(ensure(act_, rows * f * 2));
+  TF_RETURN_IF_ERROR(ensure(down_, rows * d * 4));
+
+  auto* x = x_.get<float>();
+  auto* h = h_.get<bf16>();
+  auto* down = down_.get<float>();
+  TF_CUDA_TRY(cuda::embedding(embed_.get<bf16>(), d_tokens_.get<int32_t>(), x, n, d, s));
+  const float eps = static_cast<float>(cfg_.rms_norm_eps);
+  const float scale =
+      spec_.attn_scale > 0 ? spec_.attn_scale : 1.0f / std::sqrt(static_cast<float>(hd));
+  const cuda::RopeParams rp{cfg_.num_heads, cfg_.num_kv_heads, hd,
+                            cfg_.rope_dim > 0 ? cfg_.rope_dim : hd,
+                            cfg_.rope_style == checkpoint::RopeStyle::kInterleaved};
+  const cuda::QkvParams qp{cfg_.num_heads, cfg_.num_kv_heads, hd, eps};
+  for (int l = 0; l < cfg_.num_layers; ++l) {
+    const DeviceLayer& L = layers_[l];
+    // The previous layer's MLP output joins the residual here, fused with this layer's norm.
+    TF_CUDA_TRY(cuda::add_rms_norm(x, l == 0 ? nullptr : down, L.attn_norm.get<bf16>(), h, n, d,
+                                   eps, s));
+    TF_CUDA_TRY(cuda::matmul(h, L.wqkv.get<bf16>(), qkv_f32_.get<float>(), n, qkv_dim, d, s));
+    TF_CUDA_TRY(cuda::qkv_finish(qkv_f32_.get<float>(), L.qkv_bias.get<float>(),
+                                 L.q_norm.get<float>(), L.k_norm.get<float>(), qp,
+                                 qkv_.get<bf16>(), n, s));
+    bf16* kc = k_cache_.get<bf16>() + kv_layer_elems_ * l;
+    bf16* vc = v_cache_.get<bf16>() + kv_layer_elems_ * l;
+    TF_CUDA_TRY(cuda::rope_kv_write(qkv_.get<bf16>(), d_pos_.get<int32_t>(),
+                                    d_slots_.get<int64_t>(), cos_.get<float>(), sin_.get<float>(),
+                                    rp, q_.get<bf16>(), kc, vc, n, s));
+    cuda::AttentionParams ap{cfg_.num_heads, cfg_.num_kv_heads, hd, bs, max_blocks, scale};
+    ap.window = spec_.window[l];
+    ap.softcap = spec_.attn_softcap;
+    TF_CUDA_TRY(cuda::paged_attention(q_.get<bf16>(), kc, vc, d_tables_.get<int32_t>(),
+                                      d_row_seq_.get<int32_t>(), d_pos_.get<int32_t>(), ap,
+                                      att_.get<bf16>(), n, s));
+    TF_CUDA_TRY(cuda::matmul(att_.get<bf16>(), L.wo.get<bf16>(), o_.get<float>(), n, d, q_dim, s));
+    TF_CUDA_TRY(cuda::add_rms_norm(x, o_.get<float>(), L.ffn_norm.get<bf16>(), h, n, d, eps, s));
+    TF_CUDA_TRY(cuda::matmul(h, L.w_gate_up.get<bf16>(), gu_.get<bf16>(), n, 2 * f, d, s));
+    TF_CUDA_TRY(cuda::swiglu(gu_.get<bf16>(), act_.get<bf16>(), n, f, s));
+    TF_CUDA_TRY(cuda::matmul(act_.get<bf16>(), L.w_down.get<bf16>(), down, n, d, f, s));
+  }
+  if (n_out > 0) {
+    // The last MLP output joins the residual (the norm written to h is not used), then the rows
+    // that want logits are gathered, normalized and projected.
+    TF_CUDA_TRY(cuda::add_rms_norm(x, down, out_norm_.get<bf16>(), h, n, d, eps, s));
+    const size_t outs = static_cast<size_t>(n_out);
+    TF_RETURN_IF_ERROR(ensure(xg_, outs * d * 4));
+    TF_RETURN_IF_ERROR(ensure(hg_, outs * d * 2));
+    TF_RETURN_IF_ERROR(ensure(logits_, outs * vocab * 4));
+    TF_CUDA_TRY(cuda::gather_rows(x, d_out_rows_.get<int32_t>(), xg_.get<float>(), n_out, d, s));
+    TF_CUDA_TRY(cuda::add_rms_norm(xg_.get<float>(), nullptr, out_norm_.get<bf16>(),
+                                   hg_.get<bf16>(), n_out, d, eps, s));
+    const bf16* out_w = tied_ ? embed_.get<bf16>() : output_.get<bf16>();
+    TF_CUDA_TRY(cuda::matmul(hg_.get<bf16>(), out_w, logits_.get<float>(), n_out, vocab, d, s));
+    TF_CUDA_TRY(cudaMemcpyAsync(logits, logits_.get(), outs * vocab * 4, cudaMemcpyDeviceToHost, s));
+  }
+  TF_CUDA_TRY(stream_.sync());
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> make_cuda_decoder(std::unique_ptr<DecoderModel> cpu) {
+  auto m = std::make_unique<CudaDecoder>(std::move(cpu));
+  TF_RETURN_IF_ERROR(m->check());
+  TF_RETURN_IF_ERROR(m->upload_all());
+  return std::unique_ptr<Model>(std::move(m));
+}
+
+}  // namespace tf::model
