@@ -38,12 +38,12 @@ struct Round {
 
 // One concurrency level: n requests submitted at once, read to the end.
 tf::Result<Round> measure(const std::shared_ptr<tf::model::Model>& model, int n, int prompt_len,
-                          int gen_len, int64_t max_batch_tokens) {
+                          int gen_len, int64_t max_batch_tokens, int64_t kv_gib) {
   const int vocab = model->config().vocab_size;
   tf::engine::EngineOptions opt;
   opt.max_batch_tokens = max_batch_tokens;
   opt.max_parallel = std::max(n, 1);
-  opt.kv_budget_bytes = int64_t{2} << 30;
+  opt.kv_budget_bytes = kv_gib << 30;
   tf::engine::Engine engine(model, opt);
   std::vector<StreamResult> results(n);
   std::vector<std::thread> readers;
@@ -101,11 +101,19 @@ int main(int argc, char** argv) {
   int prompt_len = 128, gen_len = 64, threads = 0;
   int64_t max_batch_tokens = 256;
   int n_rounds = 1;
+  std::vector<int> prefill_lens;
   app.add_option("model", path, "Checkpoint (.gguf or HF directory); default: SmolLM2 Q4_1");
   app.add_option("-c,--concurrency", streams, "Concurrent request counts to measure");
   app.add_option("--prompt", prompt_len, "Prompt tokens per request");
   app.add_option("--gen", gen_len, "Generated tokens per request");
   app.add_option("--threads", threads, "Compute threads (0: all)");
+  app.add_option("--prefill", prefill_lens,
+                 "Also time one request's prefill of this many tokens (prompt tok/s)");
+  std::string backend = "auto";
+  app.add_option("--backend", backend, "cpu, cuda or auto")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  int64_t kv_gib = 2;
+  app.add_option("--kv-gib", kv_gib, "KV cache budget in GiB");
   app.add_option("--max-batch-tokens", max_batch_tokens, "Rows per engine step");
   app.add_option("--rounds", n_rounds, "Interleaved rounds; each row reports the median round")
       ->check(CLI::PositiveNumber);
@@ -116,7 +124,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "error: {}\n", ckpt.error().message);
     return 1;
   }
-  auto loaded = tf::model::load_model(*ckpt, {threads});
+  auto loaded = tf::model::load_model(*ckpt, {threads, tf::model::backend_names().at(backend)});
   if (!loaded) {
     fmt::print(stderr, "error: {}\n", loaded.error().message);
     return 1;
@@ -132,7 +140,7 @@ int main(int argc, char** argv) {
   std::vector<std::vector<Round>> rounds(streams.size());
   for (int r = 0; r < n_rounds; ++r) {
     for (size_t i = 0; i < streams.size(); ++i) {
-      auto round = measure(model, streams[i], prompt_len, gen_len, max_batch_tokens);
+      auto round = measure(model, streams[i], prompt_len, gen_len, max_batch_tokens, kv_gib);
       if (!round) {
         fmt::print(stderr, "error: {}\n", round.error().message);
         return 1;
@@ -151,6 +159,24 @@ int main(int argc, char** argv) {
                percentile(med.ttft_ms, 50), percentile(med.ttft_ms, 90),
                percentile(med.ttft_ms, 99), percentile(med.tpot_ms, 50),
                percentile(med.tpot_ms, 90), percentile(med.tpot_ms, 99));
+  }
+  if (!prefill_lens.empty()) {
+    fmt::print("\n| prefill tokens | TTFT ms | prompt tok/s | weight GB read per step |\n|---|---|---|---|\n");
+  }
+  for (int len : prefill_lens) {
+    // A warm-up first (allocations, first-touch), then the median of the rounds.
+    std::vector<double> ttft;
+    for (int r = 0; r <= n_rounds; ++r) {
+      auto round = measure(model, 1, len, 1, std::max<int64_t>(max_batch_tokens, len), kv_gib);
+      if (!round) {
+        fmt::print(stderr, "error: {}\n", round.error().message);
+        return 1;
+      }
+      if (r > 0) ttft.push_back(round->ttft_ms[0]);
+    }
+    const double ms = percentile(ttft, 50);
+    fmt::print("| {} | {:.1f} | {:.0f} | {:.2f} |\n", len, ms, len / (ms / 1e3),
+               static_cast<double>(model->weight_bytes()) / 1e9);
   }
   return 0;
 }

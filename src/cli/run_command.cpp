@@ -30,6 +30,7 @@ struct RunArgs {
   float repeat_penalty = 1.0f;
   int64_t seed = -1;
   int threads = 0;
+  std::string backend = "auto";
   int64_t context = 0;
   int64_t max_batch_tokens = 256;
   bool raw = false;
@@ -94,7 +95,7 @@ int run(const RunArgs& a) {
       a.prompts_file.empty() ? std::vector<std::string>{a.prompt} : read_lines(a.prompts_file);
   if (texts.empty())
     return fail(make_error(ErrorCode::kInvalidArgument, "{}: no prompts", a.prompts_file));
-  auto loaded = model::load_model(opened->ckpt, model::LoadOptions{a.threads});
+  auto loaded = model::load_model(opened->ckpt, model::LoadOptions{a.threads, model::backend_names().at(a.backend)});
   if (!loaded) return fail(loaded.error());
 
   engine::EngineOptions opt;
@@ -177,6 +178,8 @@ std::function<int()> add_run_command(CLI::App& app) {
   cmd->add_option("--repeat-penalty", a->repeat_penalty, "Repetition penalty (1 = off)")
       ->check(CLI::Range(0.01, 100.0));
   cmd->add_option("--seed", a->seed, "Sampling seed (default: derived from the prompt)");
+  cmd->add_option("--backend", a->backend, "Where to run: cpu, cuda or auto (GPU when present)")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   cmd->add_option("--threads", a->threads, "Compute threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--context", a->context, "Context length in tokens (default: the model's)")

@@ -39,6 +39,7 @@ struct ServeArgs {
   int64_t max_batch_tokens = 256;
   double kv_gib = 1.0;
   int threads = 0;
+  std::string backend = "auto";
   std::vector<std::string> api_keys;
   size_t max_body_mib = 8;
 };
@@ -64,7 +65,7 @@ int serve(ServeArgs a) {
   if (!opened) return fail(opened.error());
   const auto& ckpt = opened->ckpt;
   auto chat_template = load_chat_template(*ckpt, *opened->tokenizer);
-  auto loaded = model::load_model(ckpt, {a.threads});
+  auto loaded = model::load_model(ckpt, {a.threads, model::backend_names().at(a.backend)});
   if (!loaded) return fail(loaded.error());
   prefault_weights(*ckpt);
 
@@ -160,6 +161,8 @@ std::function<int()> add_serve_command(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--kv-gib", a->kv_gib, "KV cache pool size in GiB")
       ->check(CLI::Range(0.001, 4096.0));
+  cmd->add_option("--backend", a->backend, "Where to run: cpu, cuda or auto (GPU when present)")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   cmd->add_option("--threads", a->threads, "Compute threads (0: all cores)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--api-key", a->api_keys, "Require this key (also TENSORFOLD_API_KEY)");

@@ -232,7 +232,11 @@ void Engine::step() {
   }
   if (plan.chunks.empty()) return;
   const int64_t vocab = model_->config().vocab_size;
-  logits_.resize(plan.chunks.size() * vocab);
+  float* logits = model_->logits_buffer(plan.chunks.size() * vocab);
+  if (logits == nullptr) {
+    logits_.resize(plan.chunks.size() * vocab);
+    logits = logits_.data();
+  }
   const auto now = Clock::now();
   for (auto& c : plan.chunks) {
     if (!c.seq->scheduled_once) {
@@ -240,12 +244,12 @@ void Engine::step() {
       c.seq->first_scheduled = now;
     }
   }
-  std::vector<Status> status = run_chunks(plan.chunks, logits_.data());
+  std::vector<Status> status = run_chunks(plan.chunks, logits);
   int64_t offset = 0;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     Sequence& s = *plan.chunks[i].seq;
     const bool wants = s.computed + plan.chunks[i].n == static_cast<int64_t>(s.tokens.size());
-    const float* row = logits_.data() + offset * vocab;
+    const float* row = logits + offset * vocab;
     offset += wants ? 1 : 0;
     if (!status[i].ok()) {
       finish(s, FinishReason::kError, status[i].error());

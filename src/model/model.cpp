@@ -58,6 +58,7 @@ Result<std::unique_ptr<Model>> load_model(std::shared_ptr<checkpoint::Checkpoint
                       find_family(ckpt->config().family)->make(std::move(ckpt), std::move(pool)));
   if (options.backend == Backend::kCpu) return cpu;
 #ifdef TF_HAVE_CUDA
+  if (options.backend == Backend::kAuto && !cuda_device_present()) return cpu;
   std::unique_ptr<DecoderModel> decoder(dynamic_cast<DecoderModel*>(cpu.get()));
   if (!decoder) {
     return make_error(ErrorCode::kInternal, "model is not a shared decoder");
@@ -66,6 +67,7 @@ Result<std::unique_ptr<Model>> load_model(std::shared_ptr<checkpoint::Checkpoint
   auto gpu = make_cuda_decoder(std::move(decoder));
   if (gpu || options.backend == Backend::kCuda) return gpu;
   TF_LOG_WARN("running on the CPU: {}", gpu.error().message);
+  // The failed attempt consumed the CPU model; loading again only maps views.
   return load_model(ckpt_copy, LoadOptions{options.threads, Backend::kCpu});
 #else
   if (options.backend == Backend::kCuda) {
@@ -73,13 +75,6 @@ Result<std::unique_ptr<Model>> load_model(std::shared_ptr<checkpoint::Checkpoint
   }
   return cpu;
 #endif
-}
-
-std::optional<Backend> parse_backend(std::string_view name) {
-  if (name == "cpu") return Backend::kCpu;
-  if (name == "cuda") return Backend::kCuda;
-  if (name == "auto") return Backend::kAuto;
-  return std::nullopt;
 }
 
 }  // namespace tf::model

@@ -3,9 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
-#include <optional>
-#include <string_view>
+#include <string>
 #include <span>
 #include <vector>
 
@@ -32,8 +32,12 @@ struct LoadOptions {
   Backend backend = Backend::kCpu;
 };
 
-// "cpu", "cuda" or "auto"; nullopt for anything else.
-std::optional<Backend> parse_backend(std::string_view name);
+// The names command lines use for them.
+inline const std::map<std::string, Backend>& backend_names() {
+  static const std::map<std::string, Backend> names = {
+      {"cpu", Backend::kCpu}, {"cuda", Backend::kCuda}, {"auto", Backend::kAuto}};
+  return names;
+}
 
 class Model {
  public:
@@ -50,6 +54,10 @@ class Model {
   // One sequence whose KV occupies blocks 0.. of `kv` in order (tests, simple tools).
   Status forward(std::span<const int32_t> tokens, int64_t pos0, KvCache& kv, float* logits,
                  int64_t n_logits = 1);
+
+  // Host memory for `floats` logits that forward() fills fastest (pinned memory on CUDA), valid
+  // until the next call; nullptr: use any buffer.
+  virtual float* logits_buffer(size_t /*floats*/) { return nullptr; }
 
   // Bytes of weights one decode step reads (for bandwidth floors in benchmarks).
   virtual size_t weight_bytes() const = 0;

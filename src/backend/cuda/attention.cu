@@ -1,12 +1,12 @@
 // Paged causal attention over bf16 K/V caches, for prefill and decode rows alike.
 //
-// Design note. One block of kWarps warps computes one (query row, head). Warp w takes the chunks
-// w, w + kWarps, ... of 32 positions; a lane scores one position of a chunk (q.k in increasing
-// dim order, f32), the warp keeps an online softmax (running max, sum, and head_dim accumulators
-// spread over its lanes), and at the end the warps are merged in warp order. Every step of that
-// order depends only on the row's own number of visible positions, never on the other rows of the
-// launch or on how the sequence was chunked, so results are batch- and chunk-invariant. Not a
-// tensor-core kernel: attention is a small share of a step at the batch sizes served here.
+// Design note. Split-KV ("flash decoding"): a row's visible positions are cut into splits of
+// kSplit; one block computes one (row, kv head, split) for every q head of that kv head's group,
+// staging K and V tiles in shared memory (each read once, coalesced), and a second kernel combines
+// a row's splits in split order. Every sum runs in an order fixed by the row's own visible
+// positions, never by the other rows of the launch or by how the sequence was chunked, so results
+// are batch- and chunk-invariant. Splits keep the GPU busy when a few rows
+// have long contexts. Not a tensor-core kernel yet: long prefills want one (see the notes).
 #include <cuda_bf16.h>
 
 #include <cmath>
@@ -17,9 +17,10 @@
 namespace tf::backend::cuda {
 namespace {
 
-constexpr int kWarps = 4;
 constexpr int kMaxHeadDim = 256;
-constexpr int kDimsPerLane = kMaxHeadDim / 32;
+// Positions per split: a row's positions are cut at fixed multiples of kSplit (counted from its
+// first visible position), so how a row is split depends on that row alone.
+constexpr int kSplit = 256;
 
 __device__ inline float warp_max(float v) {
 #pragma unroll
@@ -33,92 +34,152 @@ __device__ inline float warp_sum(float v) {
   return v;
 }
 
-__global__ void __launch_bounds__(kWarps * 32)
-    paged_attention_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k_cache,
-                           const bf16* __restrict__ v_cache, const int32_t* __restrict__ tables,
-                           const int32_t* __restrict__ row_seq, const int32_t* __restrict__ pos,
-                           AttentionParams p, bf16* __restrict__ out) {
-  const int row = blockIdx.x, head = blockIdx.y;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int hd = p.head_dim, kv_head = head / (p.n_heads / p.n_kv_heads);
+__device__ inline int first_visible(const AttentionParams& p, int last) {
+  return p.window > 0 ? max(0, last - p.window + 1) : 0;
+}
+
+// One (row, kv head, split), for every q head of the kv head's group. Pass 1 stages K in tiles of
+// kTile positions in shared memory (coalesced 16-byte loads, all in flight at once) and scores
+// each (head, position): q.k in increasing dim order. Then, per head, the max and the sum of
+// exp(score - max) in a fixed order. Pass 2 stages V the same way and accumulates each (head, dim)
+// output over the positions in order. Writes the split's (max, sum, acc[hd]) per head.
+constexpr int kThreads = 128;
+constexpr int kTile = 32;
+constexpr int kMaxOutPerThread = 16;  // group * head_dim <= 2048
+
+__global__ void __launch_bounds__(kThreads)
+    split_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k_cache,
+                 const bf16* __restrict__ v_cache, const int32_t* __restrict__ tables,
+                 const int32_t* __restrict__ row_seq, const int32_t* __restrict__ pos,
+                 AttentionParams p, int max_splits, float* __restrict__ part) {
+  extern __shared__ float smem[];
+  const int row = blockIdx.x, kv_head = blockIdx.y, split = blockIdx.z, tid = threadIdx.x;
+  const int hd = p.head_dim, group = p.n_heads / p.n_kv_heads, ld = hd + 2;
+  const int last = pos[row], first = first_visible(p, last);
+  const int s0 = first + split * kSplit;
+  if (s0 > last) return;  // this row has fewer splits
+  const int n = min(last + 1, s0 + kSplit) - s0;
   const int64_t kv_width = static_cast<int64_t>(p.n_kv_heads) * hd;
   const int32_t* table = tables + static_cast<int64_t>(row_seq[row]) * p.max_blocks;
-  const int last = pos[row];
-  const int first = p.window > 0 ? max(0, last - p.window + 1) : 0;
+  float* qs = smem;                  // [group][hd]
+  float* sc = qs + group * hd;       // [group][kSplit]: scores, then exp(score - max)
+  float* stats = sc + group * kSplit;  // [group][2]: max, sum
+  bf16* tile = reinterpret_cast<bf16*>(stats + 2 * group);  // [kTile][ld]
+  const bf16* qrow = q + (static_cast<int64_t>(row) * p.n_heads + kv_head * group) * hd;
+  for (int i = tid; i < group * hd; i += kThreads) qs[i] = __bfloat162float(qrow[i]);
 
-  __shared__ float qs[kMaxHeadDim];
-  __shared__ float warp_m[kWarps], warp_l[kWarps];
-  __shared__ float warp_acc[kWarps][kMaxHeadDim];
-  const bf16* qrow = q + (static_cast<int64_t>(row) * p.n_heads + head) * hd;
-  for (int d = threadIdx.x; d < hd; d += blockDim.x) qs[d] = __bfloat162float(qrow[d]);
-  __syncthreads();
-
-  float m = -INFINITY, l = 0.0f;
-  float acc[kDimsPerLane];
-#pragma unroll
-  for (int i = 0; i < kDimsPerLane; ++i) acc[i] = 0.0f;
-
-  for (int c0 = first + warp * 32; c0 <= last; c0 += kWarps * 32) {
-    // Lane scores position c0 + lane.
-    const int my_pos = c0 + lane;
-    float s = -INFINITY;
-    if (my_pos <= last) {
+  // Stages positions [s0 + t0, s0 + t0 + tn) of `cache` into the tile.
+  auto stage = [&](const bf16* cache, int t0, int tn) {
+    const int pieces = hd / 8;
+    for (int i = tid; i < tn * pieces; i += kThreads) {
+      const int pp = i / pieces, c = (i % pieces) * 8, at = s0 + t0 + pp;
       const int64_t slot =
-          static_cast<int64_t>(table[my_pos / p.block_size]) * p.block_size + my_pos % p.block_size;
-      const bf16* kr = k_cache + slot * kv_width + static_cast<int64_t>(kv_head) * hd;
+          static_cast<int64_t>(table[at / p.block_size]) * p.block_size + at % p.block_size;
+      const uint4 raw = *reinterpret_cast<const uint4*>(cache + slot * kv_width +
+                                                        static_cast<int64_t>(kv_head) * hd + c);
+      const uint32_t* w = reinterpret_cast<const uint32_t*>(&raw);
+      uint32_t* dst = reinterpret_cast<uint32_t*>(tile + pp * ld + c);
+#pragma unroll
+      for (int t = 0; t < 4; ++t) dst[t] = w[t];
+    }
+  };
+
+  for (int t0 = 0; t0 < n; t0 += kTile) {
+    const int tn = min(kTile, n - t0);
+    __syncthreads();
+    stage(k_cache, t0, tn);
+    __syncthreads();
+    for (int i = tid; i < group * tn; i += kThreads) {
+      const int hh = i / tn, pp = i % tn;
+      const float* qh = qs + hh * hd;
+      const __nv_bfloat162* kr = reinterpret_cast<const __nv_bfloat162*>(tile + pp * ld);
       float dot = 0.0f;
-      for (int d = 0; d < hd; d += 2) {
-        const float2 kk = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(kr + d));
-        dot = fmaf(qs[d], kk.x, dot);
-        dot = fmaf(qs[d + 1], kk.y, dot);
+      for (int d = 0; d < hd / 2; ++d) {
+        const float2 f = __bfloat1622float2(kr[d]);
+        dot = fmaf(qh[2 * d], f.x, dot);
+        dot = fmaf(qh[2 * d + 1], f.y, dot);
       }
-      s = dot * p.scale;
+      float s = dot * p.scale;
       if (p.softcap > 0.0f) s = tanhf(s / p.softcap) * p.softcap;
+      sc[hh * kSplit + t0 + pp] = s;
     }
-    const float m_new = fmaxf(m, warp_max(s));
-    const float scale_old = m == -INFINITY ? 0.0f : __expf(m - m_new);
-    const float e = my_pos <= last ? __expf(s - m_new) : 0.0f;
-    l = l * scale_old + warp_sum(e);
-#pragma unroll
-    for (int i = 0; i < kDimsPerLane; ++i) acc[i] *= scale_old;
-    const int n_here = min(32, last - c0 + 1);
-    for (int j = 0; j < n_here; ++j) {
-      const float ej = __shfl_sync(0xffffffffu, e, j);
-      const int pj = c0 + j;
-      const int64_t slot =
-          static_cast<int64_t>(table[pj / p.block_size]) * p.block_size + pj % p.block_size;
-      const bf16* vr = v_cache + slot * kv_width + static_cast<int64_t>(kv_head) * hd;
-#pragma unroll
-      for (int i = 0; i < kDimsPerLane; ++i) {
-        const int d = lane + 32 * i;
-        if (d < hd) acc[i] = fmaf(ej, __bfloat162float(vr[d]), acc[i]);
-      }
-    }
-    m = m_new;
-  }
-
-  if (lane == 0) {
-    warp_m[warp] = m;
-    warp_l[warp] = l;
-  }
-#pragma unroll
-  for (int i = 0; i < kDimsPerLane; ++i) {
-    const int d = lane + 32 * i;
-    if (d < hd) warp_acc[warp][d] = acc[i];
   }
   __syncthreads();
-  // Merge the warps in warp order (a warp that saw no position has m = -inf and adds nothing).
+  // Per head (one warp each in turn): lane-strided max and sums in position order, then a tree.
+  const int warp = tid >> 5, lane = tid & 31;
+  for (int hh = warp; hh < group; hh += kThreads / 32) {
+    float* row_sc = sc + hh * kSplit;
+    float m = -INFINITY;
+    for (int j = lane; j < n; j += 32) m = fmaxf(m, row_sc[j]);
+    m = warp_max(m);
+    float l = 0.0f;
+    for (int j = lane; j < n; j += 32) {
+      const float e = __expf(row_sc[j] - m);
+      row_sc[j] = e;
+      l += e;
+    }
+    l = warp_sum(l);
+    if (lane == 0) {
+      stats[2 * hh] = m;
+      stats[2 * hh + 1] = l;
+    }
+  }
+  float acc[kMaxOutPerThread];
+#pragma unroll
+  for (int j = 0; j < kMaxOutPerThread; ++j) acc[j] = 0.0f;
+  for (int t0 = 0; t0 < n; t0 += kTile) {
+    const int tn = min(kTile, n - t0);
+    __syncthreads();
+    stage(v_cache, t0, tn);
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < kMaxOutPerThread; ++j) {
+      const int o = tid + kThreads * j;
+      if (o < group * hd) {
+        const int hh = o / hd, d = o % hd;
+        const float* e = sc + hh * kSplit + t0;
+        for (int pp = 0; pp < tn; ++pp) {
+          acc[j] = fmaf(e[pp], __bfloat162float(tile[pp * ld + d]), acc[j]);
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kMaxOutPerThread; ++j) {
+    const int o = tid + kThreads * j;
+    if (o < group * hd) {
+      const int hh = o / hd, d = o % hd;
+      const int head = kv_head * group + hh;
+      float* out =
+          part + ((static_cast<int64_t>(row) * p.n_heads + head) * max_splits + split) * (hd + 2);
+      if (d == 0) {
+        out[0] = stats[2 * hh];
+        out[1] = stats[2 * hh + 1];
+      }
+      out[2 + d] = acc[j];
+    }
+  }
+}
+
+// One (row, head): the row's splits combined in split order, then normalized to bf16.
+__global__ void combine_kernel(const float* __restrict__ part, const int32_t* __restrict__ pos,
+                               AttentionParams p, int max_splits, bf16* __restrict__ out) {
+  const int row = blockIdx.x, head = blockIdx.y, hd = p.head_dim;
+  const int last = pos[row], first = first_visible(p, last);
+  const int n_splits = (last - first) / kSplit + 1;
+  const float* base =
+      part + (static_cast<int64_t>(row) * p.n_heads + head) * max_splits * (hd + 2);
   float m_all = -INFINITY;
-  for (int w = 0; w < kWarps; ++w) m_all = fmaxf(m_all, warp_m[w]);
+  for (int s = 0; s < n_splits; ++s) m_all = fmaxf(m_all, base[s * (hd + 2)]);
   float l_all = 0.0f;
-  for (int w = 0; w < kWarps; ++w) {
-    if (warp_m[w] != -INFINITY) l_all += warp_l[w] * __expf(warp_m[w] - m_all);
+  for (int s = 0; s < n_splits; ++s) {
+    l_all += base[s * (hd + 2) + 1] * __expf(base[s * (hd + 2)] - m_all);
   }
   bf16* orow = out + (static_cast<int64_t>(row) * p.n_heads + head) * hd;
   for (int d = threadIdx.x; d < hd; d += blockDim.x) {
     float o = 0.0f;
-    for (int w = 0; w < kWarps; ++w) {
-      if (warp_m[w] != -INFINITY) o += warp_acc[w][d] * __expf(warp_m[w] - m_all);
+    for (int s = 0; s < n_splits; ++s) {
+      o += base[s * (hd + 2) + 2 + d] * __expf(base[s * (hd + 2)] - m_all);
     }
     orow[d] = __float2bfloat16(o / l_all);
   }
@@ -126,17 +187,28 @@ __global__ void __launch_bounds__(kWarps * 32)
 
 }  // namespace
 
+int attention_splits(int visible_positions) { return (visible_positions - 1) / kSplit + 1; }
+
+size_t attention_scratch_bytes(int rows, int n_heads, int head_dim, int max_splits) {
+  return static_cast<size_t>(rows) * n_heads * max_splits * (head_dim + 2) * sizeof(float);
+}
+
 cudaError_t paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache,
                             const int32_t* block_tables, const int32_t* row_seq,
-                            const int32_t* pos, const AttentionParams& p, bf16* out, int rows,
-                            cudaStream_t s) {
+                            const int32_t* pos, const AttentionParams& p, int max_splits,
+                            float* scratch, bf16* out, int rows, cudaStream_t s) {
   if (rows <= 0) return cudaSuccess;
-  if (p.head_dim > kMaxHeadDim || p.head_dim % 2 != 0 || p.n_kv_heads <= 0 ||
-      p.n_heads % p.n_kv_heads != 0) {
+  if (p.head_dim > kMaxHeadDim || p.head_dim % 8 != 0 || p.n_kv_heads <= 0 ||
+      p.n_heads % p.n_kv_heads != 0 || max_splits <= 0) {
     return cudaErrorInvalidValue;
   }
-  paged_attention_kernel<<<dim3(rows, p.n_heads), kWarps * 32, 0, s>>>(
-      q, k_cache, v_cache, block_tables, row_seq, pos, p, out);
+  const int group = p.n_heads / p.n_kv_heads;
+  if (group * p.head_dim > kThreads * kMaxOutPerThread) return cudaErrorInvalidValue;
+  const size_t smem = (static_cast<size_t>(group) * (p.head_dim + kSplit + 2)) * sizeof(float) +
+                      static_cast<size_t>(kTile) * (p.head_dim + 2) * sizeof(bf16);
+  split_kernel<<<dim3(rows, p.n_kv_heads, max_splits), kThreads, smem, s>>>(
+      q, k_cache, v_cache, block_tables, row_seq, pos, p, max_splits, scratch);
+  combine_kernel<<<dim3(rows, p.n_heads), 128, 0, s>>>(scratch, pos, p, max_splits, out);
   return cudaGetLastError();
 }
 

@@ -7,6 +7,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend/cpu/matmul.h"
@@ -100,6 +104,50 @@ class Uploader {
   int last_pct_ = -1;
 };
 
+// TF_CUDA_PROFILE=1: GPU time per op kind over the model's life, printed at exit (cudaEvents
+// between ops; the extra sync per step makes it a diagnosis tool, not a default).
+class PhaseTimer {
+ public:
+  PhaseTimer() : on_(std::getenv("TF_CUDA_PROFILE") != nullptr) {}
+  ~PhaseTimer() {
+    if (!on_ || totals_.empty()) return;
+    double all = 0;
+    for (const auto& [name, ms] : totals_) all += ms;
+    std::fprintf(stderr, "CUDA time by op over %d steps (%.1f ms; decode %d):\n", steps_, all,
+                 decode_steps_);
+    for (const auto& [name, ms] : totals_) {
+      std::fprintf(stderr, "  %-12s %9.2f ms  %5.1f%%\n", name.c_str(), ms, 100.0 * ms / all);
+    }
+  }
+  void mark(const char* name, cudaStream_t s) {
+    if (!on_) return;
+    cudaEvent_t e;
+    cudaEventCreate(&e);
+    cudaEventRecord(e, s);
+    marks_.push_back({name, e});
+  }
+  // kind: "decode" or "prefill" (steps whose chunks are all one token, or not), kept apart.
+  void finish(const char* kind) {
+    if (!on_ || marks_.empty()) return;
+    cudaEventSynchronize(marks_.back().second);
+    for (size_t i = 1; i < marks_.size(); ++i) {
+      float ms = 0;
+      cudaEventElapsedTime(&ms, marks_[i - 1].second, marks_[i].second);
+      totals_[std::string(kind) + "/" + marks_[i].first] += ms;
+    }
+    for (auto& m : marks_) cudaEventDestroy(m.second);
+    marks_.clear();
+    ++steps_;
+    if (std::string_view(kind) == "decode") ++decode_steps_;
+  }
+
+ private:
+  bool on_;
+  int steps_ = 0, decode_steps_ = 0;
+  std::vector<std::pair<std::string, cudaEvent_t>> marks_;
+  std::map<std::string, double> totals_;
+};
+
 struct DeviceLayer {
   DeviceBuffer attn_norm, ffn_norm;   // bf16 [d]
   DeviceBuffer q_norm, k_norm;        // f32 [head_dim], or empty
@@ -128,7 +176,10 @@ class CudaDecoder final : public Model {
     if (spec_.embed_scale != 1.0f || spec_.norm_offset) return unsupported("Gemma's scalings");
     if (spec_.final_softcap > 0) return unsupported("final logit soft-capping");
     const int64_t hd = cfg_.head_dim, q_dim = cfg_.num_heads * hd;
-    if (hd > 256 || hd % 2 != 0) return unsupported("head_dim above 256 or odd");
+    if (hd > 256 || hd % 8 != 0) return unsupported("head_dim above 256 or not a multiple of 8");
+    if (cfg_.num_heads / cfg_.num_kv_heads * hd > 2048) {
+      return unsupported("more than 2048 query dims per KV head");
+    }
     if (cfg_.hidden_size % 32 != 0 || q_dim % 32 != 0 || cfg_.intermediate_size % 32 != 0 ||
         cfg_.vocab_size % 8 != 0 || cfg_.intermediate_size % 8 != 0) {
       return unsupported("dimensions that are not multiples of 32 (K) and 8 (N)");
@@ -137,9 +188,7 @@ class CudaDecoder final : public Model {
   }
 
   Status upload_all() {
-    int count = 0;
-    TF_CUDA_TRY(cudaGetDeviceCount(&count));
-    if (count == 0) return make_error(ErrorCode::kUnsupported, "no CUDA device");
+    if (!cuda_device_present()) return make_error(ErrorCode::kUnsupported, "no CUDA device");
     const DecoderWeights& w = cpu_->weights();
     const int64_t hd = cfg_.head_dim;
     size_t total = w.embed.rows() * w.embed.cols() * 2;
@@ -190,6 +239,22 @@ class CudaDecoder final : public Model {
 
   const checkpoint::ModelConfig& config() const override { return cfg_; }
   size_t weight_bytes() const override { return weight_bytes_; }
+  float* logits_buffer(size_t floats) override {
+    if (pinned_floats_ < floats) {
+      if (pinned_) cudaFreeHost(pinned_);
+      pinned_ = nullptr;
+      pinned_floats_ = 0;
+      if (cudaHostAlloc(reinterpret_cast<void**>(&pinned_), floats * sizeof(float),
+                        cudaHostAllocDefault) != cudaSuccess) {
+        return nullptr;  // the caller's pageable buffer still works, only slower
+      }
+      pinned_floats_ = floats;
+    }
+    return pinned_;
+  }
+  ~CudaDecoder() override {
+    if (pinned_) cudaFreeHost(pinned_);
+  }
   Status forward(std::span<const SeqChunk> batch, KvCache& kv, float* logits) override;
 
  private:
@@ -209,11 +274,14 @@ class CudaDecoder final : public Model {
   checkpoint::ModelConfig cfg_;
   DecoderSpec spec_;
   cuda::Stream stream_;
+  PhaseTimer timer_;
   DeviceBuffer embed_, output_, out_norm_, cos_, sin_;
   bool tied_ = false;
   int64_t max_pos_ = 0;
   std::vector<DeviceLayer> layers_;
   size_t weight_bytes_ = 0;
+  float* pinned_ = nullptr;  // logits_buffer(): page-locked, so the copy back runs at PCIe speed
+  size_t pinned_floats_ = 0;
   // The KV pool, bf16 [layer][block * block_size + offset][kv_heads * head_dim], mirroring the
   // engine's KvCache block numbering.
   const KvCache* kv_owner_ = nullptr;
@@ -222,6 +290,7 @@ class CudaDecoder final : public Model {
   DeviceBuffer k_cache_, v_cache_;
   // Per-step buffers, grown as needed.
   DeviceBuffer d_tokens_, d_pos_, d_slots_, d_row_seq_, d_tables_, d_out_rows_;
+  DeviceBuffer attn_scratch_;
   DeviceBuffer x_, h_, qkv_f32_, qkv_, q_, att_, o_, gu_, act_, down_, xg_, hg_, logits_;
 };
 
@@ -289,7 +358,9 @@ Status CudaDecoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float*
   auto* x = x_.get<float>();
   auto* h = h_.get<bf16>();
   auto* down = down_.get<float>();
+  timer_.mark("start", s);
   TF_CUDA_TRY(cuda::embedding(embed_.get<bf16>(), d_tokens_.get<int32_t>(), x, n, d, s));
+  timer_.mark("embed", s);
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
   const float scale =
       spec_.attn_scale > 0 ? spec_.attn_scale : 1.0f / std::sqrt(static_cast<float>(hd));
@@ -302,26 +373,44 @@ Status CudaDecoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float*
     // The previous layer's MLP output joins the residual here, fused with this layer's norm.
     TF_CUDA_TRY(cuda::add_rms_norm(x, l == 0 ? nullptr : down, L.attn_norm.get<bf16>(), h, n, d,
                                    eps, s));
+    timer_.mark("norm", s);
     TF_CUDA_TRY(cuda::matmul(h, L.wqkv.get<bf16>(), qkv_f32_.get<float>(), n, qkv_dim, d, s));
+    timer_.mark("qkv", s);
     TF_CUDA_TRY(cuda::qkv_finish(qkv_f32_.get<float>(), L.qkv_bias.get<float>(),
                                  L.q_norm.get<float>(), L.k_norm.get<float>(), qp,
                                  qkv_.get<bf16>(), n, s));
+    timer_.mark("qkv_finish", s);
     bf16* kc = k_cache_.get<bf16>() + kv_layer_elems_ * l;
     bf16* vc = v_cache_.get<bf16>() + kv_layer_elems_ * l;
     TF_CUDA_TRY(cuda::rope_kv_write(qkv_.get<bf16>(), d_pos_.get<int32_t>(),
                                     d_slots_.get<int64_t>(), cos_.get<float>(), sin_.get<float>(),
                                     rp, q_.get<bf16>(), kc, vc, n, s));
+    timer_.mark("rope_kv", s);
     cuda::AttentionParams ap{cfg_.num_heads, cfg_.num_kv_heads, hd, bs, max_blocks, scale};
     ap.window = spec_.window[l];
     ap.softcap = spec_.attn_softcap;
+    int max_splits = 1;
+    for (int32_t p : pos) {
+      const int visible = ap.window > 0 ? std::min(p + 1, ap.window) : p + 1;
+      max_splits = std::max(max_splits, cuda::attention_splits(visible));
+    }
+    TF_RETURN_IF_ERROR(
+        ensure(attn_scratch_, cuda::attention_scratch_bytes(n, ap.n_heads, hd, max_splits)));
     TF_CUDA_TRY(cuda::paged_attention(q_.get<bf16>(), kc, vc, d_tables_.get<int32_t>(),
                                       d_row_seq_.get<int32_t>(), d_pos_.get<int32_t>(), ap,
-                                      att_.get<bf16>(), n, s));
+                                      max_splits, attn_scratch_.get<float>(), att_.get<bf16>(), n,
+                                      s));
+    timer_.mark("attention", s);
     TF_CUDA_TRY(cuda::matmul(att_.get<bf16>(), L.wo.get<bf16>(), o_.get<float>(), n, d, q_dim, s));
+    timer_.mark("o_proj", s);
     TF_CUDA_TRY(cuda::add_rms_norm(x, o_.get<float>(), L.ffn_norm.get<bf16>(), h, n, d, eps, s));
+    timer_.mark("norm", s);
     TF_CUDA_TRY(cuda::matmul(h, L.w_gate_up.get<bf16>(), gu_.get<bf16>(), n, 2 * f, d, s));
+    timer_.mark("gate_up", s);
     TF_CUDA_TRY(cuda::swiglu(gu_.get<bf16>(), act_.get<bf16>(), n, f, s));
+    timer_.mark("swiglu", s);
     TF_CUDA_TRY(cuda::matmul(act_.get<bf16>(), L.w_down.get<bf16>(), down, n, d, f, s));
+    timer_.mark("down", s);
   }
   if (n_out > 0) {
     // The last MLP output joins the residual (the norm written to h is not used), then the rows
@@ -335,14 +424,23 @@ Status CudaDecoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float*
     TF_CUDA_TRY(cuda::add_rms_norm(xg_.get<float>(), nullptr, out_norm_.get<bf16>(),
                                    hg_.get<bf16>(), n_out, d, eps, s));
     const bf16* out_w = tied_ ? embed_.get<bf16>() : output_.get<bf16>();
+    timer_.mark("final_norm", s);
     TF_CUDA_TRY(cuda::matmul(hg_.get<bf16>(), out_w, logits_.get<float>(), n_out, vocab, d, s));
+    timer_.mark("lm_head", s);
     TF_CUDA_TRY(cudaMemcpyAsync(logits, logits_.get(), outs * vocab * 4, cudaMemcpyDeviceToHost, s));
+    timer_.mark("logits", s);
   }
+  timer_.finish(static_cast<size_t>(n) == batch.size() ? "decode" : "prefill");
   TF_CUDA_TRY(stream_.sync());
   return {};
 }
 
 }  // namespace
+
+bool cuda_device_present() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
 
 Result<std::unique_ptr<Model>> make_cuda_decoder(std::unique_ptr<DecoderModel> cpu) {
   auto m = std::make_unique<CudaDecoder>(std::move(cpu));

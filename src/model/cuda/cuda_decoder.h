@@ -13,4 +13,7 @@ namespace tf::model {
 // can be used; the caller may then keep the CPU model.
 Result<std::unique_ptr<Model>> make_cuda_decoder(std::unique_ptr<DecoderModel> cpu);
 
+// Whether a CUDA device can be used here (a driver and at least one GPU).
+bool cuda_device_present();
+
 }  // namespace tf::model
