@@ -1,6 +1,7 @@
 // The model fixtures on the CUDA backend (run on the H200; CI only compiles it): transformers'
 // f32 logits within a bf16 tolerance, the share of greedy steps that agree, chunked prefill bit for
-// bit, and batch invariance: 32 sequences in one step give exactly their solo logits.
+// bit, and batch invariance: 32 sequences in one step give exactly their solo logits, and a decode
+// step replayed from a CUDA graph equals the same token computed in an eager prefill step.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -170,6 +171,15 @@ TEST_P(CudaFixture, ThirtyTwoStreamsMatchSolo) {
         << GetParam() << " stream " << s << " prefill";
     EXPECT_EQ(std::memcmp(solo_step.data(), &together_step[s * vocab], vocab * sizeof(float)), 0)
         << GetParam() << " stream " << s << " decode";
+    // The decode steps above replay CUDA graphs; the same token prefilled with its prompt in one
+    // eager step must give the same bits.
+    std::vector<int32_t> with_next = prompts[s];
+    with_next.push_back(next);
+    model::KvCache eager_kv(m->config(), per_seq);
+    std::vector<float> eager(vocab);
+    ASSERT_TRUE(m->forward(with_next, 0, eager_kv, eager.data(), 1).ok());
+    EXPECT_EQ(std::memcmp(eager.data(), solo_step.data(), vocab * sizeof(float)), 0)
+        << GetParam() << " stream " << s << " graph decode vs eager prefill";
     off += static_cast<size_t>(len);
   }
 }

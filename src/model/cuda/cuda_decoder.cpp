@@ -5,6 +5,8 @@
 #include "model/cuda/cuda_decoder.h"
 
 #include <algorithm>
+#include <bit>
+#include <utility>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -32,13 +34,6 @@ using cuda::DeviceBuffer;
       return make_error(ErrorCode::kInternal, "CUDA: {} ({})", cudaGetErrorString(e_), #expr); \
     }                                                                                            \
   } while (0)
-
-// Grows a device buffer to at least `bytes` (never shrinks: step shapes repeat).
-Status ensure(DeviceBuffer& b, size_t bytes) {
-  if (b.bytes() >= bytes) return {};
-  TF_CUDA_TRY(b.allocate(std::max<size_t>(bytes, 256)));
-  return {};
-}
 
 template <typename T>
 Status upload(DeviceBuffer& dst, const std::vector<T>& host) {
@@ -258,10 +253,38 @@ class CudaDecoder final : public Model {
   Status forward(std::span<const SeqChunk> batch, KvCache& kv, float* logits) override;
 
  private:
+  static constexpr size_t kMaxGraphRows = 512;
+
+  struct Graph {
+    cudaGraphExec_t exec = nullptr;
+    Graph() = default;
+    Graph(Graph&& o) noexcept : exec(std::exchange(o.exec, nullptr)) {}
+    Graph& operator=(Graph&&) = delete;
+    ~Graph() {
+      if (exec) cudaGraphExecDestroy(exec);
+    }
+  };
+
+  Status size_buffers(int n, int n_out, int max_splits);
+  Status enqueue(int n, int n_out, int bs, int width, int fixed_splits,
+                 const std::vector<int32_t>& pos);
+
+  // Grows a device buffer to at least `bytes` (never shrinks: step shapes repeat); a move bumps
+  // gen_, which retires the captured graphs.
+  Status grow(DeviceBuffer& b, size_t bytes) {
+    if (b.bytes() >= bytes) return {};
+    TF_CUDA_TRY(b.allocate(std::max<size_t>(bytes, 256)));
+    ++gen_;
+    return {};
+  }
+
+  // The device pool: the engine's blocks plus one spare block (index num_blocks) that padding
+  // rows of graph steps write to.
   Status ensure_kv(const KvCache& kv) {
     if (kv_owner_ == &kv && kv_blocks_ == kv.num_blocks()) return {};
-    const size_t per_layer = static_cast<size_t>(kv.num_blocks()) * kv.block_size() *
+    const size_t per_layer = static_cast<size_t>(kv.num_blocks() + 1) * kv.block_size() *
                              cfg_.num_kv_heads * cfg_.head_dim;
+    ++gen_;
     TF_CUDA_TRY(k_cache_.allocate(per_layer * cfg_.num_layers * sizeof(uint16_t)));
     TF_CUDA_TRY(v_cache_.allocate(per_layer * cfg_.num_layers * sizeof(uint16_t)));
     kv_layer_elems_ = per_layer;
@@ -275,6 +298,14 @@ class CudaDecoder final : public Model {
   DecoderSpec spec_;
   cuda::Stream stream_;
   PhaseTimer timer_;
+  // Decode graphs by (rows, table width) bucket; TF_CUDA_GRAPHS=0 or TF_CUDA_PROFILE turn them
+  // off (the profile's events need eager launches).
+  bool graphs_enabled_ = [] {
+    const char* g = std::getenv("TF_CUDA_GRAPHS");
+    return (g == nullptr || std::string_view(g) != "0") && std::getenv("TF_CUDA_PROFILE") == nullptr;
+  }();
+  std::map<int64_t, Graph> graphs_;
+  uint64_t gen_ = 0, graphs_gen_ = 0;
   DeviceBuffer embed_, output_, out_norm_, cos_, sin_;
   bool tied_ = false;
   int64_t max_pos_ = 0;
@@ -301,10 +332,20 @@ Status CudaDecoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float*
   std::vector<int32_t> tokens, pos, row_seq, out_rows, tables;
   std::vector<int64_t> slots;
   int max_blocks = 1;
+  size_t n_tokens = 0;
   for (const auto& c : batch) {
     const int64_t len = static_cast<int64_t>(c.tokens.size());
     max_blocks = std::max<int>(max_blocks, static_cast<int>((c.pos0 + len + bs - 1) / bs));
+    n_tokens += c.tokens.size();
   }
+  // A decode step (one token and its logits per sequence) replays a CUDA graph captured for its
+  // bucket: rows padded to a power of two with rows that write to the spare KV block, and block
+  // tables padded to a power-of-two width. Padding rows never touch real rows, and a real row's
+  // arithmetic is the same as in an eager step, so outputs do not change.
+  bool decode = graphs_enabled_ && n_tokens == batch.size() && n_tokens <= kMaxGraphRows;
+  for (const auto& c : batch) decode = decode && c.n_logits == 1;
+  const int width = decode ? static_cast<int>(std::bit_ceil(static_cast<unsigned>(max_blocks)))
+                           : max_blocks;
   for (size_t s = 0; s < batch.size(); ++s) {
     const SeqChunk& c = batch[s];
     const int64_t len = static_cast<int64_t>(c.tokens.size());
@@ -320,20 +361,35 @@ Status CudaDecoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float*
       row_seq.push_back(static_cast<int32_t>(s));
       slots.push_back(static_cast<int64_t>(c.block_table[p / bs]) * bs + p % bs);
     }
-    for (int64_t i = len - c.n_logits; i < len; ++i) out_rows.push_back(static_cast<int32_t>(row0 + i));
+    for (int64_t i = len - c.n_logits; i < len; ++i) {
+      out_rows.push_back(static_cast<int32_t>(row0 + i));
+    }
     const int64_t blocks = (c.pos0 + len + bs - 1) / bs;
-    for (int b = 0; b < max_blocks; ++b) tables.push_back(b < blocks ? c.block_table[b] : 0);
+    for (int b = 0; b < width; ++b) tables.push_back(b < blocks ? c.block_table[b] : 0);
   }
   const int n = static_cast<int>(tokens.size()), n_out = static_cast<int>(out_rows.size());
   if (n == 0) return {};
-  const int d = cfg_.hidden_size, hd = cfg_.head_dim, f = cfg_.intermediate_size;
-  const int q_dim = cfg_.num_heads * hd, kv_dim = cfg_.num_kv_heads * hd;
-  const int qkv_dim = q_dim + 2 * kv_dim, vocab = cfg_.vocab_size;
-  cudaStream_t s = stream_.get();
+  const int n_run = decode ? static_cast<int>(std::bit_ceil(static_cast<unsigned>(n))) : n;
+  for (int r = n; r < n_run; ++r) {  // padding rows: token 0 at position 0 in the spare block
+    tokens.push_back(0);
+    pos.push_back(0);
+    row_seq.push_back(r);
+    slots.push_back(static_cast<int64_t>(kv_blocks_) * bs);
+    out_rows.push_back(r);
+    for (int b = 0; b < width; ++b) tables.push_back(static_cast<int32_t>(kv_blocks_));
+  }
+  const int n_out_run = decode ? n_run : n_out;
+  int max_pos_seen = 0;
+  for (int32_t p : pos) max_pos_seen = std::max(max_pos_seen, static_cast<int>(p));
+  // Graph steps launch every split a table of this width can hold (blocks past a row's own
+  // splits exit at once); eager steps compute it per layer from the positions.
+  const int splits_bound =
+      decode ? cuda::attention_splits(width * bs) : cuda::attention_splits(max_pos_seen + 1);
 
+  cudaStream_t s = stream_.get();
   auto h2d = [&](DeviceBuffer& b, const auto& v) -> Status {
     const size_t bytes = v.size() * sizeof(v[0]);
-    TF_RETURN_IF_ERROR(ensure(b, bytes));
+    TF_RETURN_IF_ERROR(grow(b, bytes));
     TF_CUDA_TRY(cudaMemcpyAsync(b.get(), v.data(), bytes, cudaMemcpyHostToDevice, s));
     return {};
   };
@@ -342,19 +398,75 @@ Status CudaDecoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float*
   TF_RETURN_IF_ERROR(h2d(d_slots_, slots));
   TF_RETURN_IF_ERROR(h2d(d_row_seq_, row_seq));
   TF_RETURN_IF_ERROR(h2d(d_tables_, tables));
-  if (n_out > 0) TF_RETURN_IF_ERROR(h2d(d_out_rows_, out_rows));
-  const size_t rows = static_cast<size_t>(n);
-  TF_RETURN_IF_ERROR(ensure(x_, rows * d * 4));
-  TF_RETURN_IF_ERROR(ensure(h_, rows * d * 2));
-  TF_RETURN_IF_ERROR(ensure(qkv_f32_, rows * qkv_dim * 4));
-  TF_RETURN_IF_ERROR(ensure(qkv_, rows * qkv_dim * 2));
-  TF_RETURN_IF_ERROR(ensure(q_, rows * q_dim * 2));
-  TF_RETURN_IF_ERROR(ensure(att_, rows * q_dim * 2));
-  TF_RETURN_IF_ERROR(ensure(o_, rows * d * 4));
-  TF_RETURN_IF_ERROR(ensure(gu_, rows * 2 * f * 2));
-  TF_RETURN_IF_ERROR(ensure(act_, rows * f * 2));
-  TF_RETURN_IF_ERROR(ensure(down_, rows * d * 4));
+  if (n_out_run > 0) TF_RETURN_IF_ERROR(h2d(d_out_rows_, out_rows));
+  TF_RETURN_IF_ERROR(size_buffers(n_run, n_out_run, splits_bound));
 
+  if (!decode) {
+    TF_RETURN_IF_ERROR(enqueue(n, n_out, bs, max_blocks, 0, pos));
+  } else {
+    if (graphs_gen_ != gen_) {  // a buffer moved: every captured graph points at stale memory
+      graphs_.clear();
+      graphs_gen_ = gen_;
+    }
+    const int64_t key = static_cast<int64_t>(n_run) << 32 | width;
+    auto it = graphs_.find(key);
+    if (it == graphs_.end()) {
+      TF_CUDA_TRY(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+      Status st = enqueue(n_run, n_run, bs, width, splits_bound, pos);
+      cudaGraph_t graph = nullptr;
+      const cudaError_t end = cudaStreamEndCapture(s, &graph);
+      TF_RETURN_IF_ERROR(st);
+      TF_CUDA_TRY(end);
+      Graph g;
+      const cudaError_t inst = cudaGraphInstantiate(&g.exec, graph, 0);
+      cudaGraphDestroy(graph);
+      TF_CUDA_TRY(inst);
+      it = graphs_.emplace(key, std::move(g)).first;
+    }
+    TF_CUDA_TRY(cudaGraphLaunch(it->second.exec, s));
+  }
+  if (n_out > 0) {
+    TF_CUDA_TRY(cudaMemcpyAsync(logits, logits_.get(),
+                                static_cast<size_t>(n_out) * cfg_.vocab_size * sizeof(float),
+                                cudaMemcpyDeviceToHost, s));
+    timer_.mark("logits", s);
+  }
+  timer_.finish(decode ? "decode" : "prefill");
+  TF_CUDA_TRY(stream_.sync());
+  return {};
+}
+
+Status CudaDecoder::size_buffers(int n, int n_out, int max_splits) {
+  const int d = cfg_.hidden_size, hd = cfg_.head_dim, f = cfg_.intermediate_size;
+  const int q_dim = cfg_.num_heads * hd, kv_dim = cfg_.num_kv_heads * hd;
+  const size_t rows = static_cast<size_t>(n), qkv_dim = q_dim + 2 * kv_dim;
+  TF_RETURN_IF_ERROR(grow(x_, rows * d * 4));
+  TF_RETURN_IF_ERROR(grow(h_, rows * d * 2));
+  TF_RETURN_IF_ERROR(grow(qkv_f32_, rows * qkv_dim * 4));
+  TF_RETURN_IF_ERROR(grow(qkv_, rows * qkv_dim * 2));
+  TF_RETURN_IF_ERROR(grow(q_, rows * q_dim * 2));
+  TF_RETURN_IF_ERROR(grow(att_, rows * q_dim * 2));
+  TF_RETURN_IF_ERROR(grow(o_, rows * d * 4));
+  TF_RETURN_IF_ERROR(grow(gu_, rows * 2 * f * 2));
+  TF_RETURN_IF_ERROR(grow(act_, rows * f * 2));
+  TF_RETURN_IF_ERROR(grow(down_, rows * d * 4));
+  TF_RETURN_IF_ERROR(
+      grow(attn_scratch_, cuda::attention_scratch_bytes(n, cfg_.num_heads, hd, max_splits)));
+  const size_t outs = static_cast<size_t>(std::max(n_out, 1));
+  TF_RETURN_IF_ERROR(grow(xg_, outs * d * 4));
+  TF_RETURN_IF_ERROR(grow(hg_, outs * d * 2));
+  TF_RETURN_IF_ERROR(grow(logits_, outs * cfg_.vocab_size * 4));
+  return {};
+}
+
+// The step's kernels, all on the stream and none allocating (so a graph can capture them).
+// fixed_splits > 0: attention launches that many splits per row; 0: the most any row needs.
+Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, int fixed_splits,
+                            const std::vector<int32_t>& pos) {
+  const int d = cfg_.hidden_size, hd = cfg_.head_dim, f = cfg_.intermediate_size;
+  const int q_dim = cfg_.num_heads * hd, kv_dim = cfg_.num_kv_heads * hd;
+  const int qkv_dim = q_dim + 2 * kv_dim, vocab = cfg_.vocab_size;
+  cudaStream_t s = stream_.get();
   auto* x = x_.get<float>();
   auto* h = h_.get<bf16>();
   auto* down = down_.get<float>();
@@ -386,16 +498,17 @@ Status CudaDecoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float*
                                     d_slots_.get<int64_t>(), cos_.get<float>(), sin_.get<float>(),
                                     rp, q_.get<bf16>(), kc, vc, n, s));
     timer_.mark("rope_kv", s);
-    cuda::AttentionParams ap{cfg_.num_heads, cfg_.num_kv_heads, hd, bs, max_blocks, scale};
+    cuda::AttentionParams ap{cfg_.num_heads, cfg_.num_kv_heads, hd, bs, width, scale};
     ap.window = spec_.window[l];
     ap.softcap = spec_.attn_softcap;
-    int max_splits = 1;
-    for (int32_t p : pos) {
-      const int visible = ap.window > 0 ? std::min(p + 1, ap.window) : p + 1;
-      max_splits = std::max(max_splits, cuda::attention_splits(visible));
+    int max_splits = fixed_splits;
+    if (max_splits == 0) {
+      max_splits = 1;
+      for (int32_t p : pos) {
+        const int visible = ap.window > 0 ? std::min(p + 1, ap.window) : p + 1;
+        max_splits = std::max(max_splits, cuda::attention_splits(visible));
+      }
     }
-    TF_RETURN_IF_ERROR(
-        ensure(attn_scratch_, cuda::attention_scratch_bytes(n, ap.n_heads, hd, max_splits)));
     TF_CUDA_TRY(cuda::paged_attention(q_.get<bf16>(), kc, vc, d_tables_.get<int32_t>(),
                                       d_row_seq_.get<int32_t>(), d_pos_.get<int32_t>(), ap,
                                       max_splits, attn_scratch_.get<float>(), att_.get<bf16>(), n,
@@ -416,10 +529,6 @@ Status CudaDecoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float*
     // The last MLP output joins the residual (the norm written to h is not used), then the rows
     // that want logits are gathered, normalized and projected.
     TF_CUDA_TRY(cuda::add_rms_norm(x, down, out_norm_.get<bf16>(), h, n, d, eps, s));
-    const size_t outs = static_cast<size_t>(n_out);
-    TF_RETURN_IF_ERROR(ensure(xg_, outs * d * 4));
-    TF_RETURN_IF_ERROR(ensure(hg_, outs * d * 2));
-    TF_RETURN_IF_ERROR(ensure(logits_, outs * vocab * 4));
     TF_CUDA_TRY(cuda::gather_rows(x, d_out_rows_.get<int32_t>(), xg_.get<float>(), n_out, d, s));
     TF_CUDA_TRY(cuda::add_rms_norm(xg_.get<float>(), nullptr, out_norm_.get<bf16>(),
                                    hg_.get<bf16>(), n_out, d, eps, s));
@@ -427,11 +536,7 @@ Status CudaDecoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float*
     timer_.mark("final_norm", s);
     TF_CUDA_TRY(cuda::matmul(hg_.get<bf16>(), out_w, logits_.get<float>(), n_out, vocab, d, s));
     timer_.mark("lm_head", s);
-    TF_CUDA_TRY(cudaMemcpyAsync(logits, logits_.get(), outs * vocab * 4, cudaMemcpyDeviceToHost, s));
-    timer_.mark("logits", s);
   }
-  timer_.finish(static_cast<size_t>(n) == batch.size() ? "decode" : "prefill");
-  TF_CUDA_TRY(stream_.sync());
   return {};
 }
 
