@@ -59,11 +59,14 @@ Result<std::unique_ptr<Model>> load_model(std::shared_ptr<checkpoint::Checkpoint
   if (options.backend == Backend::kCpu) return cpu;
 #ifdef TF_HAVE_CUDA
   if (options.backend == Backend::kAuto && !cuda_device_present()) return cpu;
-  std::unique_ptr<DecoderModel> decoder(dynamic_cast<DecoderModel*>(cpu.get()));
-  if (!decoder) {
-    return make_error(ErrorCode::kInternal, "model is not a shared decoder");
+  auto* as_decoder = dynamic_cast<DecoderModel*>(cpu.get());
+  if (as_decoder == nullptr) {
+    if (options.backend == Backend::kAuto) return cpu;
+    return make_error(ErrorCode::kUnsupported, "{}: not a shared decoder, CPU only",
+                      ckpt_copy->path());
   }
   cpu.release();
+  std::unique_ptr<DecoderModel> decoder(as_decoder);
   auto gpu = make_cuda_decoder(std::move(decoder));
   if (gpu || options.backend == Backend::kCuda) return gpu;
   TF_LOG_WARN("running on the CPU: {}", gpu.error().message);

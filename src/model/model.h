@@ -39,6 +39,8 @@ inline const std::map<std::string, Backend>& backend_names() {
   return names;
 }
 
+// Not reentrant: one caller steps a model at a time (the engine thread); its thread pool and
+// device buffers serve one batch at a time.
 class Model {
  public:
   virtual ~Model() = default;

@@ -12,6 +12,7 @@
 #include "checkpoint/checkpoint.h"
 #include "model/model.h"
 #include "support/model_fixtures.h"
+#include "support/model_runs.h"
 
 namespace tf {
 namespace {
@@ -101,21 +102,10 @@ TEST_P(CudaFixture, ChunkedPrefillIsExact) {
   if (!m) GTEST_SKIP() << why;
   const auto ref = load_reference(fixtures_dir() / GetParam());
   const auto tokens = ref.index["prompts"].back()["tokens"].get<std::vector<int32_t>>();
-  const int64_t len = static_cast<int64_t>(tokens.size()), vocab = m->config().vocab_size;
-  const int64_t blocks = len / model::KvCache::kDefaultBlockSize + 1;
-  model::KvCache whole_kv(m->config(), blocks);
-  std::vector<float> whole(len * vocab);
-  ASSERT_TRUE(m->forward(tokens, 0, whole_kv, whole.data(), len).ok());
-  model::KvCache kv(m->config(), blocks + 2);
-  std::vector<int32_t> table;
-  for (int64_t b = 0; b < blocks; ++b) table.push_back(static_cast<int32_t>(blocks + 1 - b));
-  std::vector<float> chunked(len * vocab);
-  for (int64_t pos = 0; pos < len; pos += 7) {
-    const int64_t n = std::min<int64_t>(7, len - pos);
-    model::SeqChunk c{std::span<const int32_t>(tokens).subspan(pos, n), pos, table, n};
-    ASSERT_TRUE(
-        m->forward(std::span<const model::SeqChunk>(&c, 1), kv, &chunked[pos * vocab]).ok());
-  }
+  const std::vector<float> whole = test::prefill_whole(*m, tokens);
+  const std::vector<float> chunked = test::prefill_chunked(*m, tokens, 7);
+  ASSERT_EQ(whole.size(), chunked.size());
+  ASSERT_FALSE(whole.empty());
   EXPECT_EQ(std::memcmp(whole.data(), chunked.data(), whole.size() * sizeof(float)), 0)
       << GetParam() << ": max diff " << max_abs_diff(whole.data(), chunked.data(), whole.size());
 }

@@ -185,7 +185,6 @@ class CudaDecoder final : public Model {
   Status upload_all() {
     if (!cuda_device_present()) return make_error(ErrorCode::kUnsupported, "no CUDA device");
     const DecoderWeights& w = cpu_->weights();
-    const int64_t hd = cfg_.head_dim;
     size_t total = w.embed.rows() * w.embed.cols() * 2;
     if (w.output.data != w.embed.data) total += w.output.rows() * w.output.cols() * 2;
     for (const auto& L : w.layers) {
@@ -228,7 +227,6 @@ class CudaDecoder final : public Model {
     for (int64_t p = 0; p < max_pos_; ++p) rope.at(p, &cos[p * half], &sin[p * half]);
     TF_RETURN_IF_ERROR(upload(cos_, cos));
     TF_RETURN_IF_ERROR(upload(sin_, sin));
-    (void)hd;
     return {};
   }
 
