@@ -1,7 +1,7 @@
 // Paged causal attention over bf16 K/V caches, for prefill and decode rows alike.
 //
-// Design note. Split-KV ("flash decoding"): a row's visible positions are cut into splits of
-// kSplit; one block computes one (row, kv head, split) for every q head of that kv head's group,
+// Design note. Split-KV ("flash decoding"): a row's visible positions are cut into splits (of a
+// length set by the row's own visible count); one block computes one (row, kv head, split) for every q head of that kv head's group,
 // staging K and V tiles in shared memory (each read once, coalesced), and a second kernel combines
 // a row's splits in split order. Every sum runs in an order fixed by the row's own visible
 // positions, never by the other rows of the launch or by how the sequence was chunked, so results
@@ -18,9 +18,22 @@ namespace tf::backend::cuda {
 namespace {
 
 constexpr int kMaxHeadDim = 256;
-// Positions per split: a row's positions are cut at fixed multiples of kSplit (counted from its
-// first visible position), so how a row is split depends on that row alone.
-constexpr int kSplit = 256;
+// Positions per split for a row that sees `visible` positions: about visible / 16 rounded up to a
+// multiple of 32, within [64, 256], cut from the row's first visible position. A function of the
+// row alone, so how a row is split never depends on the batch; short rows still get several
+// splits, so a lone decode row keeps many SMs busy.
+constexpr int kSplitMin = 64, kSplitMax = 256, kSplitsTarget = 16;
+
+__host__ __device__ inline int split_len(int visible) {
+  int len = (visible + kSplitsTarget - 1) / kSplitsTarget;
+  len = (len + 31) / 32 * 32;
+  return len < kSplitMin ? kSplitMin : (len > kSplitMax ? kSplitMax : len);
+}
+
+__host__ __device__ inline int splits_of(int visible) {
+  const int len = split_len(visible);
+  return (visible + len - 1) / len;
+}
 
 __device__ inline float warp_max(float v) {
 #pragma unroll
@@ -56,14 +69,15 @@ __global__ void __launch_bounds__(kThreads)
   const int row = blockIdx.x, kv_head = blockIdx.y, split = blockIdx.z, tid = threadIdx.x;
   const int hd = p.head_dim, group = p.n_heads / p.n_kv_heads, ld = hd + 2;
   const int last = pos[row], first = first_visible(p, last);
-  const int s0 = first + split * kSplit;
+  const int len = split_len(last - first + 1);
+  const int s0 = first + split * len;
   if (s0 > last) return;  // this row has fewer splits
-  const int n = min(last + 1, s0 + kSplit) - s0;
+  const int n = min(last + 1, s0 + len) - s0;
   const int64_t kv_width = static_cast<int64_t>(p.n_kv_heads) * hd;
   const int32_t* table = tables + static_cast<int64_t>(row_seq[row]) * p.max_blocks;
   float* qs = smem;                  // [group][hd]
-  float* sc = qs + group * hd;       // [group][kSplit]: scores, then exp(score - max)
-  float* stats = sc + group * kSplit;  // [group][2]: max, sum
+  float* sc = qs + group * hd;          // [group][kSplitMax]: scores, then exp(score - max)
+  float* stats = sc + group * kSplitMax;  // [group][2]: max, sum
   bf16* tile = reinterpret_cast<bf16*>(stats + 2 * group);  // [kTile][ld]
   const bf16* qrow = q + (static_cast<int64_t>(row) * p.n_heads + kv_head * group) * hd;
   for (int i = tid; i < group * hd; i += kThreads) qs[i] = __bfloat162float(qrow[i]);
@@ -101,14 +115,14 @@ __global__ void __launch_bounds__(kThreads)
       }
       float s = dot * p.scale;
       if (p.softcap > 0.0f) s = tanhf(s / p.softcap) * p.softcap;
-      sc[hh * kSplit + t0 + pp] = s;
+      sc[hh * kSplitMax + t0 + pp] = s;
     }
   }
   __syncthreads();
   // Per head (one warp each in turn): lane-strided max and sums in position order, then a tree.
   const int warp = tid >> 5, lane = tid & 31;
   for (int hh = warp; hh < group; hh += kThreads / 32) {
-    float* row_sc = sc + hh * kSplit;
+    float* row_sc = sc + hh * kSplitMax;
     float m = -INFINITY;
     for (int j = lane; j < n; j += 32) m = fmaxf(m, row_sc[j]);
     m = warp_max(m);
@@ -137,7 +151,7 @@ __global__ void __launch_bounds__(kThreads)
       const int o = tid + kThreads * j;
       if (o < group * hd) {
         const int hh = o / hd, d = o % hd;
-        const float* e = sc + hh * kSplit + t0;
+        const float* e = sc + hh * kSplitMax + t0;
         for (int pp = 0; pp < tn; ++pp) {
           acc[j] = fmaf(e[pp], __bfloat162float(tile[pp * ld + d]), acc[j]);
         }
@@ -166,7 +180,7 @@ __global__ void combine_kernel(const float* __restrict__ part, const int32_t* __
                                AttentionParams p, int max_splits, bf16* __restrict__ out) {
   const int row = blockIdx.x, head = blockIdx.y, hd = p.head_dim;
   const int last = pos[row], first = first_visible(p, last);
-  const int n_splits = (last - first) / kSplit + 1;
+  const int n_splits = splits_of(last - first + 1);
   const float* base =
       part + (static_cast<int64_t>(row) * p.n_heads + head) * max_splits * (hd + 2);
   float m_all = -INFINITY;
@@ -187,7 +201,13 @@ __global__ void combine_kernel(const float* __restrict__ part, const int32_t* __
 
 }  // namespace
 
-int attention_splits(int visible_positions) { return (visible_positions - 1) / kSplit + 1; }
+int attention_splits(int visible_positions) { return splits_of(visible_positions); }
+
+int attention_max_splits(int max_visible) {
+  // splits_of is not monotonic below kSplitsTarget * kSplitMax positions, where it is at most
+  // kSplitsTarget; above, it grows with the positions.
+  return max_visible <= kSplitsTarget * kSplitMax ? kSplitsTarget : splits_of(max_visible);
+}
 
 size_t attention_scratch_bytes(int rows, int n_heads, int head_dim, int max_splits) {
   return static_cast<size_t>(rows) * n_heads * max_splits * (head_dim + 2) * sizeof(float);
@@ -204,7 +224,7 @@ cudaError_t paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_ca
   }
   const int group = p.n_heads / p.n_kv_heads;
   if (group * p.head_dim > kThreads * kMaxOutPerThread) return cudaErrorInvalidValue;
-  const size_t smem = (static_cast<size_t>(group) * (p.head_dim + kSplit + 2)) * sizeof(float) +
+  const size_t smem = (static_cast<size_t>(group) * (p.head_dim + kSplitMax + 2)) * sizeof(float) +
                       static_cast<size_t>(kTile) * (p.head_dim + 2) * sizeof(bf16);
   split_kernel<<<dim3(rows, p.n_kv_heads, max_splits), kThreads, smem, s>>>(
       q, k_cache, v_cache, block_tables, row_seq, pos, p, max_splits, scratch);

@@ -77,6 +77,8 @@ struct AttentionParams {
 // Splits a row with this many visible positions is cut into; max_splits below must be at least
 // that for every row of the launch, and scratch at least attention_scratch_bytes.
 int attention_splits(int visible_positions);
+// At least attention_splits(v) for every v <= max_visible.
+int attention_max_splits(int max_visible);
 size_t attention_scratch_bytes(int rows, int n_heads, int head_dim, int max_splits);
 cudaError_t paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache,
                             const int32_t* block_tables, const int32_t* row_seq,

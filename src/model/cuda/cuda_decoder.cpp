@@ -382,7 +382,7 @@ Status CudaDecoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float*
   // Graph steps launch every split a table of this width can hold (blocks past a row's own
   // splits exit at once); eager steps compute it per layer from the positions.
   const int splits_bound =
-      decode ? cuda::attention_splits(width * bs) : cuda::attention_splits(max_pos_seen + 1);
+      cuda::attention_max_splits(decode ? width * bs : max_pos_seen + 1);
 
   cudaStream_t s = stream_.get();
   auto h2d = [&](DeviceBuffer& b, const auto& v) -> Status {
