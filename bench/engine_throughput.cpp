@@ -161,7 +161,9 @@ int main(int argc, char** argv) {
                percentile(med.tpot_ms, 90), percentile(med.tpot_ms, 99));
   }
   if (!prefill_lens.empty()) {
-    fmt::print("\n| prefill tokens | TTFT ms | prompt tok/s | weight GB read per step |\n|---|---|---|---|\n");
+    fmt::print(
+        "\n| prefill tokens | TTFT ms | prompt tok/s | weight GB read per step "
+        "|\n|---|---|---|---|\n");
   }
   for (int len : prefill_lens) {
     // A warm-up first (allocations, first-touch), then the median of the rounds.

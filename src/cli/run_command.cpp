@@ -95,7 +95,8 @@ int run(const RunArgs& a) {
       a.prompts_file.empty() ? std::vector<std::string>{a.prompt} : read_lines(a.prompts_file);
   if (texts.empty())
     return fail(make_error(ErrorCode::kInvalidArgument, "{}: no prompts", a.prompts_file));
-  auto loaded = model::load_model(opened->ckpt, model::LoadOptions{a.threads, model::backend_names().at(a.backend)});
+  auto loaded = model::load_model(
+      opened->ckpt, model::LoadOptions{a.threads, model::backend_names().at(a.backend)});
   if (!loaded) return fail(loaded.error());
 
   engine::EngineOptions opt;

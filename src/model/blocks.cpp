@@ -275,8 +275,11 @@ Status Decoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float* log
     size_t block0 = 0;
     for (const auto& c : batch) {
       const int64_t len = static_cast<int64_t>(c.tokens.size());
-      seqs.push_back({&q[row * q_dim], {&k_blocks[block0], &v_blocks[block0], bs},
-                      &att[row * q_dim], len, c.pos0});
+      seqs.push_back({&q[row * q_dim],
+                      {&k_blocks[block0], &v_blocks[block0], bs},
+                      &att[row * q_dim],
+                      len,
+                      c.pos0});
       block0 += static_cast<size_t>((c.pos0 + len + bs - 1) / bs);
       row += len;
     }
@@ -341,8 +344,7 @@ Status Decoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float* log
 
 }  // namespace
 
-Status validate_batch(std::span<const SeqChunk> batch, const KvCache& kv, 
-                      const ModelConfig& cfg) {
+Status validate_batch(std::span<const SeqChunk> batch, const KvCache& kv, const ModelConfig& cfg) {
   const int bs = kv.block_size();
   for (const auto& c : batch) {
     const int64_t len = static_cast<int64_t>(c.tokens.size());

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <string>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "base/result.h"

@@ -144,8 +144,8 @@ TEST_P(CudaFixture, ThirtyTwoStreamsMatchSolo) {
   const int32_t next = 1;
   std::vector<model::SeqChunk> step;
   for (int s = 0; s < kStreams; ++s) {
-    step.push_back({std::span<const int32_t>(&next, 1),
-                    static_cast<int64_t>(prompts[s].size()), tbl[s], 1});
+    step.push_back(
+        {std::span<const int32_t>(&next, 1), static_cast<int64_t>(prompts[s].size()), tbl[s], 1});
   }
   std::vector<float> together_step(static_cast<size_t>(kStreams) * vocab);
   ASSERT_TRUE(m->forward(step, kv, together_step.data()).ok());
@@ -156,7 +156,8 @@ TEST_P(CudaFixture, ThirtyTwoStreamsMatchSolo) {
     const int64_t len = static_cast<int64_t>(prompts[s].size());
     std::vector<float> solo(len * vocab), solo_step(vocab);
     ASSERT_TRUE(m->forward(prompts[s], 0, solo_kv, solo.data(), len).ok());
-    ASSERT_TRUE(m->forward(std::span<const int32_t>(&next, 1), len, solo_kv, solo_step.data()).ok());
+    ASSERT_TRUE(
+        m->forward(std::span<const int32_t>(&next, 1), len, solo_kv, solo_step.data()).ok());
     EXPECT_EQ(std::memcmp(solo.data(), &together[off * vocab], solo.size() * sizeof(float)), 0)
         << GetParam() << " stream " << s << " prefill";
     EXPECT_EQ(std::memcmp(solo_step.data(), &together_step[s * vocab], vocab * sizeof(float)), 0)

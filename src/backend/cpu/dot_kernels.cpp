@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "backend/cpu/matmul.h"
 #include "backend/cpu/quant_blocks.h"
@@ -432,8 +433,8 @@ void DequantizeRowT(DType t, const uint8_t* w, float* y, int64_t k) {
 // M = 1 (per x row): weight rows in groups of 4, dequantized in registers; 4 rows give 4
 // independent FMA chains, enough to hide FMA latency behind the dequantization work.
 template <class K>
-void gemv_rows(const uint8_t* w, size_t row_bytes, int64_t k, const float* x, float* y,
-               int64_t n0, int64_t n1) {
+void gemv_rows(const uint8_t* w, size_t row_bytes, int64_t k, const float* x, float* y, int64_t n0,
+               int64_t n1) {
   constexpr int kRows = 4;
   int64_t n = n0;
   for (; n + kRows <= n1; n += kRows) {
@@ -495,21 +496,40 @@ HWY_INLINE void reg_rows(const uint8_t* w, size_t row_bytes, int64_t k, const fl
   while (n < n1) run.template operator()<1>();
 }
 
-// One group of rm x rows (packed at xp) against weight rows [n0, n1); RN per RM keeps about 8-12
-// accumulators in the 16 AVX2 registers.
+// Calls f(std::integral_constant<int, rm>{}) for rm in 1..kMaxRegRows: kernels take the number
+// of x rows as a template argument so that their accumulators live in registers.
+template <class F>
+HWY_INLINE void with_rows(int rm, F&& f) {
+  switch (rm) {
+    case 8:
+      return f(std::integral_constant<int, 8>{});
+    case 7:
+      return f(std::integral_constant<int, 7>{});
+    case 6:
+      return f(std::integral_constant<int, 6>{});
+    case 5:
+      return f(std::integral_constant<int, 5>{});
+    case 4:
+      return f(std::integral_constant<int, 4>{});
+    case 3:
+      return f(std::integral_constant<int, 3>{});
+    case 2:
+      return f(std::integral_constant<int, 2>{});
+    default:
+      return f(std::integral_constant<int, 1>{});
+  }
+}
+
+// One group of rm x rows (packed at xp) against weight rows [n0, n1); RN weight rows per pass keep
+// 8-12 accumulators in the 16 AVX2 registers.
 template <class K>
 void reg_group(int rm, const uint8_t* w, size_t row_bytes, int64_t k, const float* x,
                const float* xp, float* y, int64_t ldy, int64_t n0, int64_t n1) {
-  switch (rm) {
-    case 8: return reg_rows<K, 1, 8>(w, row_bytes, k, x, xp, y, ldy, n0, n1);
-    case 7: return reg_rows<K, 1, 7>(w, row_bytes, k, x, xp, y, ldy, n0, n1);
-    case 6: return reg_rows<K, 1, 6>(w, row_bytes, k, x, xp, y, ldy, n0, n1);
-    case 5: return reg_rows<K, 1, 5>(w, row_bytes, k, x, xp, y, ldy, n0, n1);
-    case 4: return reg_rows<K, 2, 4>(w, row_bytes, k, x, xp, y, ldy, n0, n1);
-    case 3: return reg_rows<K, 2, 3>(w, row_bytes, k, x, xp, y, ldy, n0, n1);
-    case 2: return reg_rows<K, 4, 2>(w, row_bytes, k, x, xp, y, ldy, n0, n1);
-    default: return reg_rows<K, 4, 1>(w, row_bytes, k, x, xp, y, ldy, n0, n1);
-  }
+  with_rows(rm, [&](auto rows) {
+    constexpr int RM = decltype(rows)::value;
+    constexpr int RN = RM >= 5 ? 1 : RM >= 3 ? 2 : 4;
+    reg_rows<K, RN, RM>(w, row_bytes, k, x, xp, y, ldy, n0, n1);
+  });
 }
 
 // All M rows in one group while they fit in L1 next to the weights; otherwise groups of 4, over
@@ -522,16 +542,7 @@ void small_m_rows(int64_t m, const uint8_t* w, size_t row_bytes, int64_t k, cons
   float* xp = scratch(static_cast<size_t>(m * k));
   for (int64_t i = 0; i < m; i += group) {
     const int rm = static_cast<int>(std::min(group, m - i));
-    switch (rm) {
-      case 8: pack_x<8>(x + i * k, k, xp + i * k); break;
-      case 7: pack_x<7>(x + i * k, k, xp + i * k); break;
-      case 6: pack_x<6>(x + i * k, k, xp + i * k); break;
-      case 5: pack_x<5>(x + i * k, k, xp + i * k); break;
-      case 4: pack_x<4>(x + i * k, k, xp + i * k); break;
-      case 3: pack_x<3>(x + i * k, k, xp + i * k); break;
-      case 2: pack_x<2>(x + i * k, k, xp + i * k); break;
-      default: pack_x<1>(x + i * k, k, xp + i * k); break;
-    }
+    with_rows(rm, [&](auto r) { pack_x<decltype(r)::value>(x + i * k, k, xp + i * k); });
   }
   const int64_t tile = group == m ? n1 - n0 : kTileRows;
   for (int64_t nt = n0; nt < n1; nt += tile) {
@@ -590,17 +601,17 @@ HWY_INLINE void micro_m(int rm, const float* w, size_t ws, const float* x, int64
   }
 }
 
-// M > kMaxRegRows: tiles of weight rows are dequantized once into scratch (sized to stay in L2 next to the
-// x rows), then every group of 4 x rows (in L1 while it sweeps the tile) runs the microkernel over
-// the tile 3 rows at a time.
+// M > kMaxRegRows: tiles of weight rows are dequantized once into scratch (sized to stay in L2 next
+// to the x rows), then every group of 4 x rows (in L1 while it sweeps the tile) runs the
+// microkernel over the tile 3 rows at a time.
 template <class K>
 void gemm_rows(const uint8_t* w, size_t row_bytes, int64_t k, const float* x, int64_t m, float* y,
                int64_t ldy, int64_t n0, int64_t n1) {
   constexpr size_t kTileBytes = 128 << 10;
   // Rows padded to whole 64-byte lines, so every row starts aligned.
   const size_t ws = (static_cast<size_t>(k) + 15) & ~size_t{15};
-  const int64_t tile = std::max<int64_t>(
-      kNR, static_cast<int64_t>(kTileBytes / (ws * sizeof(float))) / kNR * kNR);
+  const int64_t tile =
+      std::max<int64_t>(kNR, static_cast<int64_t>(kTileBytes / (ws * sizeof(float))) / kNR * kNR);
   float* buf = scratch(ws * static_cast<size_t>(tile));
   for (int64_t nb = n0; nb < n1; nb += tile) {
     const int64_t ne = std::min(n1, nb + tile);

@@ -199,8 +199,8 @@ void attention_batch(const AttentionSeq* seqs, size_t n_seqs, int n_heads, int n
   }
   auto work = [&](size_t begin, size_t end) {
     std::vector<float> scores(static_cast<size_t>(max_pos));
-    size_t s = static_cast<size_t>(
-        std::upper_bound(first_job.begin(), first_job.end(), begin) - first_job.begin() - 1);
+    size_t s = static_cast<size_t>(std::upper_bound(first_job.begin(), first_job.end(), begin) -
+                                   first_job.begin() - 1);
     for (size_t job = begin; job < end; ++job) {
       while (job >= first_job[s + 1]) ++s;
       const AttentionSeq& seq = seqs[s];

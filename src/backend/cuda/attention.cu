@@ -1,12 +1,13 @@
 // Paged causal attention over bf16 K/V caches, for prefill and decode rows alike.
 //
 // Design note. Split-KV ("flash decoding"): a row's visible positions are cut into splits (of a
-// length set by the row's own visible count); one block computes one (row, kv head, split) for every q head of that kv head's group,
-// staging K and V tiles in shared memory (each read once, coalesced), and a second kernel combines
-// a row's splits in split order. Every sum runs in an order fixed by the row's own visible
-// positions, never by the other rows of the launch or by how the sequence was chunked, so results
-// are batch- and chunk-invariant. Splits keep the GPU busy when a few rows
-// have long contexts. Not a tensor-core kernel yet: long prefills want one (see the notes).
+// length set by the row's own visible count); one block computes one (row, kv head, split) for
+// every q head of that kv head's group, staging K and V tiles in shared memory (each read once,
+// coalesced), and a second kernel combines a row's splits in split order. Every sum runs in an
+// order fixed by the row's own visible positions, never by the other rows of the launch or by how
+// the sequence was chunked, so results are batch- and chunk-invariant. Splits keep the GPU busy
+// when a few rows have long contexts. Not a tensor-core kernel yet: long prefills want one (see the
+// notes).
 #include <cuda_bf16.h>
 
 #include <cmath>
@@ -75,8 +76,8 @@ __global__ void __launch_bounds__(kThreads)
   const int n = min(last + 1, s0 + len) - s0;
   const int64_t kv_width = static_cast<int64_t>(p.n_kv_heads) * hd;
   const int32_t* table = tables + static_cast<int64_t>(row_seq[row]) * p.max_blocks;
-  float* qs = smem;                  // [group][hd]
-  float* sc = qs + group * hd;          // [group][kSplitMax]: scores, then exp(score - max)
+  float* qs = smem;                       // [group][hd]
+  float* sc = qs + group * hd;            // [group][kSplitMax]: scores, then exp(score - max)
   float* stats = sc + group * kSplitMax;  // [group][2]: max, sum
   bf16* tile = reinterpret_cast<bf16*>(stats + 2 * group);  // [kTile][ld]
   const bf16* qrow = q + (static_cast<int64_t>(row) * p.n_heads + kv_head * group) * hd;
@@ -181,8 +182,7 @@ __global__ void combine_kernel(const float* __restrict__ part, const int32_t* __
   const int row = blockIdx.x, head = blockIdx.y, hd = p.head_dim;
   const int last = pos[row], first = first_visible(p, last);
   const int n_splits = splits_of(last - first + 1);
-  const float* base =
-      part + (static_cast<int64_t>(row) * p.n_heads + head) * max_splits * (hd + 2);
+  const float* base = part + (static_cast<int64_t>(row) * p.n_heads + head) * max_splits * (hd + 2);
   float m_all = -INFINITY;
   for (int s = 0; s < n_splits; ++s) m_all = fmaxf(m_all, base[s * (hd + 2)]);
   float l_all = 0.0f;
@@ -214,9 +214,9 @@ size_t attention_scratch_bytes(int rows, int n_heads, int head_dim, int max_spli
 }
 
 cudaError_t paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache,
-                            const int32_t* block_tables, const int32_t* row_seq,
-                            const int32_t* pos, const AttentionParams& p, int max_splits,
-                            float* scratch, bf16* out, int rows, cudaStream_t s) {
+                            const int32_t* block_tables, const int32_t* row_seq, const int32_t* pos,
+                            const AttentionParams& p, int max_splits, float* scratch, bf16* out,
+                            int rows, cudaStream_t s) {
   if (rows <= 0) return cudaSuccess;
   if (p.head_dim > kMaxHeadDim || p.head_dim % 8 != 0 || p.n_kv_heads <= 0 ||
       p.n_heads % p.n_kv_heads != 0 || max_splits <= 0) {

@@ -153,7 +153,7 @@ cudaError_t qkv_finish(const float* qkv, const float* bias, const float* q_norm,
   if (rows <= 0) return cudaSuccess;
   if (p.head_dim > 256) return cudaErrorInvalidValue;
   qkv_finish_kernel<<<dim3(rows, p.n_heads + 2 * p.n_kv_heads), 32, 0, s>>>(qkv, bias, q_norm,
-                                                                           k_norm, p, out);
+                                                                            k_norm, p, out);
   return cudaGetLastError();
 }
 

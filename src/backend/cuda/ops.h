@@ -71,8 +71,8 @@ cudaError_t gather_rows(const float* src, const int32_t* idx, float* dst, int ro
 struct AttentionParams {
   int n_heads, n_kv_heads, head_dim, block_size, max_blocks;
   float scale;
-  int window = 0;          // > 0: sliding window
-  float softcap = 0.0f;    // > 0: scores soft-capped before the softmax
+  int window = 0;        // > 0: sliding window
+  float softcap = 0.0f;  // > 0: scores soft-capped before the softmax
 };
 // Splits a row with this many visible positions is cut into; max_splits below must be at least
 // that for every row of the launch, and scratch at least attention_scratch_bytes.
@@ -81,8 +81,8 @@ int attention_splits(int visible_positions);
 int attention_max_splits(int max_visible);
 size_t attention_scratch_bytes(int rows, int n_heads, int head_dim, int max_splits);
 cudaError_t paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache,
-                            const int32_t* block_tables, const int32_t* row_seq,
-                            const int32_t* pos, const AttentionParams& p, int max_splits,
-                            float* scratch, bf16* out, int rows, cudaStream_t s);
+                            const int32_t* block_tables, const int32_t* row_seq, const int32_t* pos,
+                            const AttentionParams& p, int max_splits, float* scratch, bf16* out,
+                            int rows, cudaStream_t s);
 
 }  // namespace tf::backend::cuda

@@ -6,13 +6,13 @@
 
 #include <algorithm>
 #include <bit>
-#include <utility>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/matmul.h"
@@ -28,11 +28,11 @@ namespace cuda = backend::cuda;
 using cuda::bf16;
 using cuda::DeviceBuffer;
 
-#define TF_CUDA_TRY(expr)                                                                        \
-  do {                                                                                           \
-    if (cudaError_t e_ = (expr); e_ != cudaSuccess) {                                            \
+#define TF_CUDA_TRY(expr)                                                                      \
+  do {                                                                                         \
+    if (cudaError_t e_ = (expr); e_ != cudaSuccess) {                                          \
       return make_error(ErrorCode::kInternal, "CUDA: {} ({})", cudaGetErrorString(e_), #expr); \
-    }                                                                                            \
+    }                                                                                          \
   } while (0)
 
 template <typename T>
@@ -89,7 +89,8 @@ class Uploader {
     done_ += bytes;
     // Only for uploads that take a while; tests load tiny fixtures.
     if (total_ <= (size_t{256} << 20)) return;
-    const int pct = static_cast<int>(100.0 * static_cast<double>(done_) / static_cast<double>(total_));
+    const int pct =
+        static_cast<int>(100.0 * static_cast<double>(done_) / static_cast<double>(total_));
     if (pct == last_pct_) return;
     last_pct_ = pct;
     std::fprintf(stderr, "\ruploading weights to the GPU: %3d%% (%.2f / %.2f GB)", pct,
@@ -144,9 +145,9 @@ class PhaseTimer {
 };
 
 struct DeviceLayer {
-  DeviceBuffer attn_norm, ffn_norm;   // bf16 [d]
-  DeviceBuffer q_norm, k_norm;        // f32 [head_dim], or empty
-  DeviceBuffer qkv_bias;              // f32 [q_dim + 2 kv_dim], or empty
+  DeviceBuffer attn_norm, ffn_norm;  // bf16 [d]
+  DeviceBuffer q_norm, k_norm;       // f32 [head_dim], or empty
+  DeviceBuffer qkv_bias;             // f32 [q_dim + 2 kv_dim], or empty
   DeviceBuffer wqkv, wo, w_gate_up, w_down;
 };
 
@@ -300,7 +301,8 @@ class CudaDecoder final : public Model {
   // off (the profile's events need eager launches).
   bool graphs_enabled_ = [] {
     const char* g = std::getenv("TF_CUDA_GRAPHS");
-    return (g == nullptr || std::string_view(g) != "0") && std::getenv("TF_CUDA_PROFILE") == nullptr;
+    return (g == nullptr || std::string_view(g) != "0") &&
+           std::getenv("TF_CUDA_PROFILE") == nullptr;
   }();
   std::map<int64_t, Graph> graphs_;
   uint64_t gen_ = 0, graphs_gen_ = 0;
@@ -342,8 +344,8 @@ Status CudaDecoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float*
   // arithmetic is the same as in an eager step, so outputs do not change.
   bool decode = graphs_enabled_ && n_tokens == batch.size() && n_tokens <= kMaxGraphRows;
   for (const auto& c : batch) decode = decode && c.n_logits == 1;
-  const int width = decode ? static_cast<int>(std::bit_ceil(static_cast<unsigned>(max_blocks)))
-                           : max_blocks;
+  const int width =
+      decode ? static_cast<int>(std::bit_ceil(static_cast<unsigned>(max_blocks))) : max_blocks;
   for (size_t s = 0; s < batch.size(); ++s) {
     const SeqChunk& c = batch[s];
     const int64_t len = static_cast<int64_t>(c.tokens.size());
@@ -381,8 +383,7 @@ Status CudaDecoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float*
   for (int32_t p : pos) max_pos_seen = std::max(max_pos_seen, static_cast<int>(p));
   // Graph steps launch every split a table of this width can hold (blocks past a row's own
   // splits exit at once); eager steps compute it per layer from the positions.
-  const int splits_bound =
-      cuda::attention_max_splits(decode ? width * bs : max_pos_seen + 1);
+  const int splits_bound = cuda::attention_max_splits(decode ? width * bs : max_pos_seen + 1);
 
   cudaStream_t s = stream_.get();
   auto h2d = [&](DeviceBuffer& b, const auto& v) -> Status {
@@ -481,14 +482,14 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, int fixed_split
   for (int l = 0; l < cfg_.num_layers; ++l) {
     const DeviceLayer& L = layers_[l];
     // The previous layer's MLP output joins the residual here, fused with this layer's norm.
-    TF_CUDA_TRY(cuda::add_rms_norm(x, l == 0 ? nullptr : down, L.attn_norm.get<bf16>(), h, n, d,
-                                   eps, s));
+    TF_CUDA_TRY(
+        cuda::add_rms_norm(x, l == 0 ? nullptr : down, L.attn_norm.get<bf16>(), h, n, d, eps, s));
     timer_.mark("norm", s);
     TF_CUDA_TRY(cuda::matmul(h, L.wqkv.get<bf16>(), qkv_f32_.get<float>(), n, qkv_dim, d, s));
     timer_.mark("qkv", s);
     TF_CUDA_TRY(cuda::qkv_finish(qkv_f32_.get<float>(), L.qkv_bias.get<float>(),
-                                 L.q_norm.get<float>(), L.k_norm.get<float>(), qp,
-                                 qkv_.get<bf16>(), n, s));
+                                 L.q_norm.get<float>(), L.k_norm.get<float>(), qp, qkv_.get<bf16>(),
+                                 n, s));
     timer_.mark("qkv_finish", s);
     bf16* kc = k_cache_.get<bf16>() + kv_layer_elems_ * l;
     bf16* vc = v_cache_.get<bf16>() + kv_layer_elems_ * l;
@@ -507,10 +508,9 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, int fixed_split
         max_splits = std::max(max_splits, cuda::attention_splits(visible));
       }
     }
-    TF_CUDA_TRY(cuda::paged_attention(q_.get<bf16>(), kc, vc, d_tables_.get<int32_t>(),
-                                      d_row_seq_.get<int32_t>(), d_pos_.get<int32_t>(), ap,
-                                      max_splits, attn_scratch_.get<float>(), att_.get<bf16>(), n,
-                                      s));
+    TF_CUDA_TRY(cuda::paged_attention(
+        q_.get<bf16>(), kc, vc, d_tables_.get<int32_t>(), d_row_seq_.get<int32_t>(),
+        d_pos_.get<int32_t>(), ap, max_splits, attn_scratch_.get<float>(), att_.get<bf16>(), n, s));
     timer_.mark("attention", s);
     TF_CUDA_TRY(cuda::matmul(att_.get<bf16>(), L.wo.get<bf16>(), o_.get<float>(), n, d, q_dim, s));
     timer_.mark("o_proj", s);
