@@ -342,8 +342,9 @@ Status CudaDecoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float*
   // bucket: rows padded to a power of two with rows that write to the spare KV block, and block
   // tables padded to a power-of-two width. Padding rows never touch real rows, and a real row's
   // arithmetic is the same as in an eager step, so outputs do not change.
-  bool decode = graphs_enabled_ && n_tokens == batch.size() && n_tokens <= kMaxGraphRows;
-  for (const auto& c : batch) decode = decode && c.n_logits == 1;
+  bool decode_step = n_tokens == batch.size();
+  for (const auto& c : batch) decode_step = decode_step && c.n_logits == 1;
+  const bool decode = graphs_enabled_ && decode_step && n_tokens <= kMaxGraphRows;
   const int width =
       decode ? static_cast<int>(std::bit_ceil(static_cast<unsigned>(max_blocks))) : max_blocks;
   for (size_t s = 0; s < batch.size(); ++s) {
@@ -430,7 +431,7 @@ Status CudaDecoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float*
                                 cudaMemcpyDeviceToHost, s));
     timer_.mark("logits", s);
   }
-  timer_.finish(decode ? "decode" : "prefill");
+  timer_.finish(decode_step ? "decode" : "prefill");
   TF_CUDA_TRY(stream_.sync());
   return {};
 }
