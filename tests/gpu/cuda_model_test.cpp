@@ -56,44 +56,15 @@ TEST_P(CudaFixture, MatchesTransformers) {
   if (!m) GTEST_SKIP() << why;
   const auto ref = load_reference(fixtures_dir() / GetParam());
   ASSERT_TRUE(ref.complete);
-  const int64_t vocab = m->config().vocab_size;
-  float worst_prompt = 0.0f, worst_step = 0.0f;
-  int steps = 0, agree = 0;
-  for (const json& p : ref.index["prompts"]) {
-    const auto tokens = p["tokens"].get<std::vector<int32_t>>();
-    const auto greedy = p["greedy"].get<std::vector<int32_t>>();
-    const int64_t len = static_cast<int64_t>(tokens.size());
-    model::KvCache kv(m->config(), (len + 32) / model::KvCache::kDefaultBlockSize + 1);
-    std::vector<float> logits(len * vocab);
-    ASSERT_TRUE(m->forward(tokens, 0, kv, logits.data(), len).ok());
-    const float* want = ref.at(p["logits"]);
-    for (int64_t r = 0; r < len; ++r) {
-      const float e = max_abs_diff(&logits[r * vocab], want + r * vocab, vocab);
-      worst_prompt = std::max(worst_prompt, e);
-      EXPECT_LE(e, kTolerance) << GetParam() << " prompt of " << len << ", position " << r;
-    }
-    // Teacher-forced greedy steps: the reference token is fed on, so one miss hides nothing.
-    const float* want_steps = ref.at(p["greedy_logits"]);
-    std::vector<float> step(logits.end() - vocab, logits.end());
-    for (size_t i = 0; i < greedy.size(); ++i) {
-      if (i > 0) {
-        const int32_t prev = greedy[i - 1];
-        ASSERT_TRUE(m->forward(std::span<const int32_t>(&prev, 1),
-                               len + static_cast<int64_t>(i) - 1, kv, step.data())
-                        .ok());
-      }
-      const float e = max_abs_diff(step.data(), want_steps + i * vocab, vocab);
-      worst_step = std::max(worst_step, e);
-      EXPECT_LE(e, kTolerance) << GetParam() << " greedy step " << i;
-      ++steps;
-      agree += argmax(step.data(), vocab) == greedy[i] ? 1 : 0;
-    }
-  }
+  const test::ReferenceRun run = test::run_reference(*m, ref, kTolerance);
+  EXPECT_TRUE(run.over.empty()) << GetParam() << " past " << kTolerance << " at "
+                                << (run.over.empty() ? "" : run.over.front()) << " and "
+                                << run.over.size() << " places in all";
   std::printf("[ cuda fixture ] %-13s max-abs prompt %.3g, greedy steps %.3g, greedy agree %d/%d\n",
-              GetParam(), worst_prompt, worst_step, agree, steps);
+              GetParam(), run.worst_prompt, run.worst_step, run.agree, run.steps);
   // Reference margins are tiny on random weights (reference.json min_greedy_margin); a bf16
   // near-tie may flip, but most steps must agree.
-  EXPECT_GE(agree * 10, steps * 9) << GetParam();
+  EXPECT_GE(run.agree * 10, run.steps * 9) << GetParam();
 }
 
 TEST_P(CudaFixture, ChunkedPrefillIsExact) {

@@ -70,43 +70,13 @@ TEST_P(FamilyFixture, MatchesTransformers) {
   ASSERT_TRUE(m);
   const Reference ref = load_reference(dir);
   ASSERT_TRUE(ref.complete) << dir;
-  const int64_t vocab = m->config().vocab_size;
-  float worst_prompt = 0.0f, worst_step = 0.0f;
-  for (const json& p : ref.index["prompts"]) {
-    const auto tokens = p["tokens"].get<std::vector<int32_t>>();
-    const auto greedy = p["greedy"].get<std::vector<int32_t>>();
-    const int64_t len = static_cast<int64_t>(tokens.size());
-    ASSERT_EQ(p["logits"]["shape"][0].get<int64_t>(), len);
-    ASSERT_EQ(p["logits"]["shape"][1].get<int64_t>(), vocab);
-    model::KvCache kv(m->config(), (len + 32) / model::KvCache::kDefaultBlockSize + 1);
-    std::vector<float> logits(len * vocab);
-    ASSERT_TRUE(m->forward(tokens, 0, kv, logits.data(), len).ok());
-    const float* want = ref.at(p["logits"]);
-    for (int64_t r = 0; r < len; ++r) {
-      float e = max_abs_diff(&logits[r * vocab], want + r * vocab, vocab);
-      worst_prompt = std::max(worst_prompt, e);
-      EXPECT_LE(e, kTolerance) << GetParam() << " prompt of " << len << ", position " << r;
-    }
-    // Greedy: each step's logits and token; the reference token is fed on, so one miss does not
-    // hide the steps after it.
-    const float* want_steps = ref.at(p["greedy_logits"]);
-    std::vector<float> step(logits.end() - vocab, logits.end());
-    for (size_t i = 0; i < greedy.size(); ++i) {
-      if (i > 0) {
-        const int32_t prev = greedy[i - 1];
-        ASSERT_TRUE(m->forward(std::span<const int32_t>(&prev, 1),
-                               len + static_cast<int64_t>(i) - 1, kv, step.data())
-                        .ok());
-      }
-      float e = max_abs_diff(step.data(), want_steps + i * vocab, vocab);
-      worst_step = std::max(worst_step, e);
-      EXPECT_LE(e, kTolerance) << GetParam() << " prompt of " << len << ", greedy step " << i;
-      EXPECT_EQ(argmax(step.data(), vocab), greedy[i])
-          << GetParam() << " prompt of " << len << ", greedy step " << i;
-    }
-  }
+  const test::ReferenceRun run = test::run_reference(*m, ref, kTolerance);
+  EXPECT_TRUE(run.over.empty()) << GetParam() << " past " << kTolerance << " at "
+                                << (run.over.empty() ? "" : run.over.front()) << " and "
+                                << run.over.size() << " places in all";
+  EXPECT_EQ(run.agree, run.steps) << GetParam() << ": greedy tokens differ from transformers";
   std::printf("[ fixture ] %-13s max-abs prompt %.3g, greedy steps %.3g (transformers %s)\n",
-              GetParam(), worst_prompt, worst_step,
+              GetParam(), run.worst_prompt, run.worst_step,
               ref.index["transformers"].get<std::string>().c_str());
 }
 
