@@ -18,8 +18,6 @@ namespace tf {
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
-using test::argmax;
 using test::fixtures_dir;
 using test::load_reference;
 using test::max_abs_diff;
@@ -28,10 +26,6 @@ using test::max_abs_diff;
 // itself run in bf16 on the H200 (tools/bf16_reference_error.py): 0.084 to 0.189 max-abs over these
 // fixtures, whose logits have std 1.2 and peaks near 5-6. We measured 0.051 to 0.232.
 constexpr float kTolerance = 0.25f;
-
-const char* const kFixtures[] = {"llama",   "llama31", "llama_linear", "llama_yarn",
-                                 "mistral", "qwen2",   "qwen3",        "qwen3_moe",
-                                 "gemma3",  "phi3",    "llama_bf16",   "qwen3_bf16"};
 
 // The fixture on CUDA, or null with the reason (a feature the CUDA decoder refuses by name).
 std::unique_ptr<model::Model> load_cuda(const char* name, std::string* why) {
@@ -146,7 +140,7 @@ TEST_P(CudaFixture, ThirtyTwoStreamsMatchSolo) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(All, CudaFixture, ::testing::ValuesIn(kFixtures),
+INSTANTIATE_TEST_SUITE_P(All, CudaFixture, ::testing::ValuesIn(test::kModelFixtures),
                          [](const auto& info) { return std::string(info.param); });
 
 }  // namespace

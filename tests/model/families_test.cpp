@@ -26,7 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using test::argmax;
 using test::fixtures_dir;
 using test::load_reference;
 using test::max_abs_diff;
@@ -36,10 +35,6 @@ using test::Reference;
 // f32 fixtures: transformers' f32 eager logits. bf16 fixtures: transformers' f32 compute over the
 // same bf16 weights (the engine widens bf16 weights and computes in f32), so the same bound holds.
 constexpr float kTolerance = 1e-3f;
-
-const char* const kFixtures[] = {"llama",   "llama31", "llama_linear", "llama_yarn",
-                                 "mistral", "qwen2",   "qwen3",        "qwen3_moe",
-                                 "gemma3",  "phi3",    "llama_bf16",   "qwen3_bf16"};
 
 std::unique_ptr<model::Model> load(const fs::path& dir,
                                    std::shared_ptr<checkpoint::Checkpoint>* c) {
@@ -55,7 +50,7 @@ std::unique_ptr<model::Model> load(const fs::path& dir,
 TEST(Fixtures, DirectoryIsPresent) {
   // The fixtures are committed; their absence is a broken checkout, not a reason to skip.
   ASSERT_TRUE(fs::is_directory(fixtures_dir())) << fixtures_dir() << " is missing";
-  for (const char* name : kFixtures) {
+  for (const char* name : test::kModelFixtures) {
     EXPECT_TRUE(fs::exists(fixtures_dir() / name / "reference.json")) << name;
   }
 }
@@ -97,7 +92,7 @@ TEST_P(FamilyFixture, ChunkedPrefillIsExact) {
   EXPECT_EQ(max_abs_diff(whole.data(), chunked.data(), whole.size()), 0.0f) << GetParam();
 }
 
-INSTANTIATE_TEST_SUITE_P(All, FamilyFixture, ::testing::ValuesIn(kFixtures),
+INSTANTIATE_TEST_SUITE_P(All, FamilyFixture, ::testing::ValuesIn(test::kModelFixtures),
                          [](const auto& info) { return std::string(info.param); });
 
 // A copy of a fixture with its config edited, for the refusal tests.
