@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
                  "Also time one request's prefill of this many tokens (prompt tok/s)");
   std::string backend = "auto";
   app.add_option("--backend", backend, "cpu, cuda or auto")
-      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+      ->check(CLI::IsMember(tf::model::backend_names()));
   int64_t kv_gib = 2;
   app.add_option("--kv-gib", kv_gib, "KV cache budget in GiB");
   app.add_option("--max-batch-tokens", max_batch_tokens, "Rows per engine step");

@@ -180,7 +180,7 @@ std::function<int()> add_run_command(CLI::App& app) {
       ->check(CLI::Range(0.01, 100.0));
   cmd->add_option("--seed", a->seed, "Sampling seed (default: derived from the prompt)");
   cmd->add_option("--backend", a->backend, "Where to run: cpu, cuda or auto (GPU when present)")
-      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+      ->check(CLI::IsMember(model::backend_names()));
   cmd->add_option("--threads", a->threads, "Compute threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--context", a->context, "Context length in tokens (default: the model's)")

@@ -162,7 +162,7 @@ std::function<int()> add_serve_command(CLI::App& app) {
   cmd->add_option("--kv-gib", a->kv_gib, "KV cache pool size in GiB")
       ->check(CLI::Range(0.001, 4096.0));
   cmd->add_option("--backend", a->backend, "Where to run: cpu, cuda or auto (GPU when present)")
-      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+      ->check(CLI::IsMember(model::backend_names()));
   cmd->add_option("--threads", a->threads, "Compute threads (0: all cores)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--api-key", a->api_keys, "Require this key (also TENSORFOLD_API_KEY)");

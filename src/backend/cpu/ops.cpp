@@ -223,11 +223,4 @@ void attention_batch(const AttentionSeq* seqs, size_t n_seqs, int n_heads, int n
   }
 }
 
-void attention(const float* q, const PagedKv& kv, float* out, int64_t rows, int64_t pos0,
-               int n_heads, int n_kv_heads, int head_dim, const AttentionParams& params,
-               ThreadPool* pool) {
-  const AttentionSeq seq{q, kv, out, rows, pos0};
-  attention_batch(&seq, 1, n_heads, n_kv_heads, head_dim, params, pool);
-}
-
 }  // namespace tf::backend::cpu

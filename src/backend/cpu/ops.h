@@ -32,11 +32,12 @@ void softcap_inplace(float* x, int64_t n, float cap);
 void rope_row(float* x, int n_heads, int head_dim, int rope_dim, bool interleaved, const float* cos,
               const float* sin);
 
-// Causal attention for `rows` query rows of one sequence over paged KV. Query row r sits at
-// position pos0 + r and attends to positions [0, pos0 + r]; position p's K row is
-// k_blocks[p / block_size] + (p % block_size) * n_kv_heads * head_dim (likewise V).
-// q and out: [rows, n_heads * head_dim]. Each (row, head) reduces over positions in order, so its
-// result does not depend on the other rows or on how the work is split over threads.
+// Causal attention over paged KV for several sequences at once, in one pass over the pool. Query
+// row r of sequence s sits at position s.pos0 + r and attends to positions [0, s.pos0 + r] (or
+// the last `window` of them); position p's K row is k_blocks[p / block_size] + (p % block_size) *
+// n_kv_heads * head_dim (likewise V). q and out: [rows, n_heads * head_dim]. Each (row, head)
+// reduces over positions in order, so its result does not depend on the other rows or sequences
+// nor on how the work is split over threads.
 struct PagedKv {
   const float* const* k_blocks;
   const float* const* v_blocks;
@@ -47,12 +48,6 @@ struct AttentionParams {
   int window = 0;        // > 0: query at p sees only positions (p - window, p]
   float softcap = 0.0f;  // > 0: scores become softcap * tanh(score / softcap) before softmax
 };
-void attention(const float* q, const PagedKv& kv, float* out, int64_t rows, int64_t pos0,
-               int n_heads, int n_kv_heads, int head_dim, const AttentionParams& params,
-               ThreadPool* pool);
-
-// The same for several sequences at once, in one pass over the pool (a batched decode step would
-// otherwise wake it once per sequence per layer). Every (row, head) result is as above.
 struct AttentionSeq {
   const float* q;
   PagedKv kv;
@@ -61,10 +56,5 @@ struct AttentionSeq {
 };
 void attention_batch(const AttentionSeq* seqs, size_t n_seqs, int n_heads, int n_kv_heads,
                      int head_dim, const AttentionParams& params, ThreadPool* pool);
-inline void attention(const float* q, const PagedKv& kv, float* out, int64_t rows, int64_t pos0,
-                      int n_heads, int n_kv_heads, int head_dim, float scale, ThreadPool* pool) {
-  attention(q, kv, out, rows, pos0, n_heads, n_kv_heads, head_dim, AttentionParams{scale, 0, 0},
-            pool);
-}
 
 }  // namespace tf::backend::cpu

@@ -14,7 +14,6 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
-#include <cstdlib>
 
 #include "backend/cuda/ops.h"
 
@@ -215,13 +214,7 @@ template <typename OutT>
 cudaError_t launch_matmul(const bf16* x, const bf16* w, OutT* y, int m, int n, int k,
                           cudaStream_t s, GemmPath path) {
   if (m <= 0 || n <= 0 || k <= 0 || k % 32 != 0 || n % 8 != 0) return cudaErrorInvalidValue;
-  // TF_GEMM_SMALL_M_MAX: the largest M the weight-streaming kernel takes (tuning runs only; both
-  // kernels give the same bits).
-  static const int small_max = [] {
-    const char* e = std::getenv("TF_GEMM_SMALL_M_MAX");
-    return e ? std::atoi(e) : 64;
-  }();
-  if (path == GemmPath::kAuto) path = m <= small_max ? GemmPath::kSmallM : GemmPath::kTiled;
+  if (path == GemmPath::kAuto) path = m <= 64 ? GemmPath::kSmallM : GemmPath::kTiled;
   if (path == GemmPath::kSmallM) {
     const dim3 grid((n / 8 + kSmallWarps - 1) / kSmallWarps);
     const dim3 block(kSmallWarps * 32);
