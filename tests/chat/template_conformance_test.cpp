@@ -5,27 +5,18 @@
 #include <gtest/gtest.h>
 
 #include <ctime>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 
 #include "chat/chat_template.h"
+#include "support/files.h"
 
 namespace tf::chat {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return "";
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 std::tm fixed_now() {  // FIXED_NOW in the generator: 2026-01-15 10:30:00
   std::tm tm{};
@@ -41,13 +32,14 @@ std::tm fixed_now() {  // FIXED_NOW in the generator: 2026-01-15 10:30:00
 
 TEST(TemplateConformance, MatchesPythonJinja2) {
   const std::string root = TF_SOURCE_DIR;
-  Json goldens = Json::parse(read_file(root + "/tests/fixtures/chat/goldens.json"), nullptr, false);
+  Json goldens =
+      Json::parse(test::read_text(root + "/tests/fixtures/chat/goldens.json"), nullptr, false);
   ASSERT_FALSE(goldens.is_discarded()) << "tests/fixtures/chat/goldens.json missing or invalid";
 
   std::map<std::string, ChatTemplate> templates;
   for (const auto& t : goldens["templates"]) {
     const std::string name = t["name"];
-    const std::string text = read_file(root + "/" + t["path"].get<std::string>());
+    const std::string text = test::read_text(root + "/" + t["path"].get<std::string>());
     if (text.empty()) {
       GTEST_SKIP() << "missing " << t["path"] << " (test data in ../shared, see DATA.md)";
     }

@@ -3,14 +3,7 @@
 # and refusals (wrong path, unsupported architecture) that name the problem before weights load.
 set -u
 bin=$1
-shared=$(cd "$(dirname "$0")/../../.." && pwd)/shared
-fails=0 passes=0
-check() {  # check NAME CONDITION-COMMAND...
-  local name=$1; shift
-  if "$@"; then passes=$((passes + 1)); else echo "FAIL: $name"; fails=$((fails + 1)); fi
-}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/lib.sh"
 
 if [ -f "$shared/models/stories260K.gguf" ]; then
   "$bin" info "$shared/models/stories260K.gguf" >"$tmp/info" 2>&1

@@ -7,11 +7,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
+
+#include "support/files.h"
 
 namespace tf::test {
 
@@ -24,13 +24,6 @@ inline constexpr const char* kModelFixtures[] = {
 inline std::filesystem::path fixtures_dir() {
   const char* env = std::getenv("TF_SOURCE_DIR");
   return std::filesystem::path(env ? env : TF_SOURCE_DIR) / "tests" / "fixtures" / "models";
-}
-
-inline std::string read_text(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 struct Reference {

@@ -3,10 +3,9 @@
 // added-token flags, byte-level BPE) made by tools/make_tokenizer_components.py.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "support/files.h"
 #include "test_paths.h"
 #include "tokenizer/tokenizer.h"
 
@@ -15,21 +14,10 @@ namespace {
 
 const nlohmann::json& fixture() {
   static const nlohmann::json j = [] {
-    std::ifstream in(testing::fixture_path("components.json"), std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return nlohmann::json::parse(ss.str(), nullptr, false);
+    return nlohmann::json::parse(test::read_text(testing::fixture_path("components.json")), nullptr,
+                                 false);
   }();
   return j;
-}
-
-std::string join(const std::vector<TokenId>& ids) {
-  std::string s;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (i > 0) s += ' ';
-    s += std::to_string(ids[i]);
-  }
-  return s;
 }
 
 class ComponentsTest : public ::testing::TestWithParam<std::string> {};
@@ -50,9 +38,9 @@ TEST_P(ComponentsTest, MatchesHfTokenizers) {
     std::string text = strings[i].get<std::string>();
     auto ids = (*tok)->encode(text, true, true);
     std::string want = entry->at("ids")[i].get<std::string>();
-    if (join(ids) != want && ++bad_encode <= 5) {
+    if (testing::join_ids(ids) != want && ++bad_encode <= 5) {
       ADD_FAILURE() << GetParam() << " encode #" << i << " " << nlohmann::json(text).dump()
-                    << "\n  want " << want << "\n  got  " << join(ids);
+                    << "\n  want " << want << "\n  got  " << testing::join_ids(ids);
     }
     std::string want_text = entry->at("decoded")[i].get<std::string>();
     std::string got_text = (*tok)->decode(ids, false);

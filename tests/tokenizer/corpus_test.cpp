@@ -2,10 +2,9 @@
 // ids and decodes of the Qwen3 and Llama 3 tokenizer.json files equal the library's.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "support/files.h"
 #include "test_paths.h"
 #include "tokenizer/tokenizer.h"
 
@@ -13,19 +12,7 @@ namespace tf::tokenizer {
 namespace {
 
 nlohmann::json load_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return nlohmann::json::parse(ss.str(), nullptr, false);
-}
-
-std::string join(const std::vector<TokenId>& ids) {
-  std::string s;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (i > 0) s += ' ';
-    s += std::to_string(ids[i]);
-  }
-  return s;
+  return nlohmann::json::parse(test::read_text(path), nullptr, false);
 }
 
 class CorpusTest : public ::testing::TestWithParam<std::string> {};
@@ -45,7 +32,7 @@ TEST_P(CorpusTest, MatchesHfTokenizers) {
   for (size_t i = 0; i < strings.size(); ++i) {
     std::string text = strings[i].get<std::string>();
     std::vector<TokenId> got = tok->encode(text, /*add_special=*/true, /*parse_special=*/true);
-    std::string got_ids = join(got);
+    std::string got_ids = testing::join_ids(got);
     if (got_ids != ids[i].get<std::string>() && ++bad_encode <= 5) {
       ADD_FAILURE() << GetParam() << " encode #" << i << " " << nlohmann::json(text).dump()
                     << "\n  want " << ids[i].get<std::string>() << "\n  got  " << got_ids;

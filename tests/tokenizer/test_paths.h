@@ -2,35 +2,36 @@
 // scripts/setup fetches into ${TENSORFOLD_HOME:-$HOME/.cache/tensorfold}/models.
 #pragma once
 
-#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "support/paths.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tf::tokenizer::testing {
 
-inline std::string shared_path(const std::string& rel) {
-  return std::string(TF_SOURCE_DIR) + "/../shared/" + rel;
-}
+inline std::string shared_path(const std::string& rel) { return tf::testing::shared_path(rel); }
 
 inline std::string fixture_path(const std::string& rel) {
   return std::string(TF_SOURCE_DIR) + "/tests/fixtures/tokenizer/" + rel;
 }
 
-inline std::string smollm2_path() {
-  std::string home;
-  if (const char* h = std::getenv("TENSORFOLD_HOME"); h != nullptr && *h != '\0') {
-    home = h;
-  } else if (const char* u = std::getenv("HOME"); u != nullptr) {
-    home = std::string(u) + "/.cache/tensorfold";
-  }
-  return home + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
-}
+inline std::string smollm2_path() { return tf::testing::default_model_path(); }
 
 inline bool exists(const std::string& p) { return std::filesystem::exists(p); }
+
+// Ids as "1 2 3", for comparing with the fixtures' strings.
+inline std::string join_ids(const std::vector<TokenId>& ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) s += ' ';
+    s += std::to_string(ids[i]);
+  }
+  return s;
+}
 
 // The tokenizer of ../shared/tokenizers/NAME, loaded once per test binary (the big ones take a
 // noticeable fraction of a second); null when the directory is missing.

@@ -3,26 +3,18 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "checkpoint/gguf.h"
+#include "support/files.h"
 #include "test_paths.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tf::tokenizer {
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Cases as test-tokenizer-0 reads them: inputs split by the marker line, one id line each.
 std::vector<std::pair<std::string, std::vector<TokenId>>> read_cases(const std::string& base) {
-  std::string inp = slurp(base + ".inp"), out = slurp(base + ".out");
+  std::string inp = test::read_text(base + ".inp"), out = test::read_text(base + ".out");
   const std::string marker = "\n__ggml_vocab_test__\n";
   std::vector<std::string> texts;
   size_t pos = 0;
