@@ -73,15 +73,11 @@ void Service::chat_completions(std::string_view body, Responder& r) {
   };
 
   if (req->common.stream) {
-    bool started = false;
-    auto start = [&] {
-      if (started) return true;
-      started = true;
-      return r.begin_stream() &&
-             r.send_event(dump(chunk({{"role", "assistant"}, {"content", ""}}, nullptr, nullptr)));
-    };
+    StreamHead head(r, [&] {
+      return r.send_event(dump(chunk({{"role", "assistant"}, {"content", ""}}, nullptr, nullptr)));
+    });
     Outcome out = run_generation(*engine_, *tok_, std::move(*ereq), gen, r, [&](const Delta& d) {
-      if (!start()) return false;
+      if (!head.open()) return false;
       json delta = json::object();
       if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
       if (!d.content.empty()) delta["content"] = d.content;
@@ -89,7 +85,7 @@ void Service::chat_completions(std::string_view body, Responder& r) {
       return r.send_event(dump(chunk(delta, lp, nullptr)));
     });
     finish_stream(
-        r, out, started, start,
+        r, out, head,
         [&](json finish) { return chunk(json::object(), nullptr, std::move(finish)); },
         req->common.include_usage);
     return;

@@ -86,15 +86,10 @@ void Service::completions(std::string_view body, Responder& r) {
   };
 
   if (req->common.stream) {
-    bool started = false;
-    auto start = [&] {
-      if (started) return true;
-      started = true;
-      if (!r.begin_stream()) return false;
-      return echo.empty() || r.send_event(dump(chunk(echo, nullptr, nullptr)));
-    };
+    StreamHead head(
+        r, [&] { return echo.empty() || r.send_event(dump(chunk(echo, nullptr, nullptr))); });
     Outcome out = run_generation(*engine_, *tok_, std::move(*ereq), gen, r, [&](const Delta& d) {
-      if (!start()) return false;
+      if (!head.open()) return false;
       json lp = nullptr;
       if (gen.logprobs) {
         LegacyLogprobs l;
@@ -104,7 +99,7 @@ void Service::completions(std::string_view body, Responder& r) {
       return r.send_event(dump(chunk(d.content, lp, nullptr)));
     });
     finish_stream(
-        r, out, started, start, [&](json finish) { return chunk("", nullptr, std::move(finish)); },
+        r, out, head, [&](json finish) { return chunk("", nullptr, std::move(finish)); },
         req->common.include_usage);
     return;
   }

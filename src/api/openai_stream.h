@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "api/generation.h"
 #include "api/json_util.h"
@@ -19,15 +20,35 @@ inline nlohmann::ordered_json usage_json(const engine::Usage& u) {
           {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
 }
 
-// Ends a stream after run_generation. `started` says whether the stream's head went out, `start`
-// sends it; `chunk(finish_reason)` builds a chunk of the endpoint's shape.
+// An SSE stream's head (begin_stream, then the endpoint's first events), sent once, when the
+// first event is due: an error before any token can then still be a plain JSON error response.
+class StreamHead {
+ public:
+  StreamHead(Responder& r, std::function<bool()> send_head)
+      : r_(r), send_head_(std::move(send_head)) {}
+  // Sends the head unless it went out already; false when the client is gone.
+  bool open() {
+    if (started_) return true;
+    started_ = true;
+    return r_.begin_stream() && send_head_();
+  }
+  bool started() const { return started_; }
+
+ private:
+  Responder& r_;
+  std::function<bool()> send_head_;
+  bool started_ = false;
+};
+
+// Ends a stream after run_generation; `chunk(finish_reason)` builds a chunk of the endpoint's
+// shape.
 inline void finish_stream(
-    Responder& r, const Outcome& out, bool started, const std::function<bool()>& start,
+    Responder& r, const Outcome& out, StreamHead& head,
     const std::function<nlohmann::ordered_json(nlohmann::ordered_json)>& chunk,
     bool include_usage) {
-  if (out.error && !started) return Service::send_error(r, *out.error);
+  if (out.error && !head.started()) return Service::send_error(r, *out.error);
   if (out.finish_reason == "cancelled") return;  // the client is gone
-  if (!start()) return;
+  if (!head.open()) return;
   if (out.error) {
     r.send_event(dump(openai_error_body(*out.error)));
   } else {
