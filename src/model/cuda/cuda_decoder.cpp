@@ -484,6 +484,20 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, int fixed_split
                             cfg_.rope_dim > 0 ? cfg_.rope_dim : hd,
                             cfg_.rope_style == checkpoint::RopeStyle::kInterleaved};
   const cuda::QkvParams qp{cfg_.num_heads, cfg_.num_kv_heads, hd, eps};
+  // The most splits any row needs under a layer's window, recomputed only when the window differs
+  // from the layer before's (a model's layers have one or two).
+  int memo_window = -1, memo_splits = 1;
+  auto splits_for = [&](int window) {
+    if (window != memo_window) {
+      memo_window = window;
+      memo_splits = 1;
+      for (int32_t p : pos) {
+        const int visible = window > 0 ? std::min(p + 1, window) : p + 1;
+        memo_splits = std::max(memo_splits, cuda::attention_splits(visible));
+      }
+    }
+    return memo_splits;
+  };
   for (int l = 0; l < cfg_.num_layers; ++l) {
     const DeviceLayer& L = layers_[l];
     // The previous layer's MLP output joins the residual here, fused with this layer's norm.
@@ -505,14 +519,7 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, int fixed_split
     cuda::AttentionParams ap{cfg_.num_heads, cfg_.num_kv_heads, hd, bs, width, scale};
     ap.window = spec_.window[l];
     ap.softcap = spec_.attn_softcap;
-    int max_splits = fixed_splits;
-    if (max_splits == 0) {
-      max_splits = 1;
-      for (int32_t p : pos) {
-        const int visible = ap.window > 0 ? std::min(p + 1, ap.window) : p + 1;
-        max_splits = std::max(max_splits, cuda::attention_splits(visible));
-      }
-    }
+    const int max_splits = fixed_splits > 0 ? fixed_splits : splits_for(ap.window);
     TF_CUDA_TRY(cuda::paged_attention(
         q_.get<bf16>(), kc, vc, d_tables_.get<int32_t>(), d_row_seq_.get<int32_t>(),
         d_pos_.get<int32_t>(), ap, max_splits, attn_scratch_.get<float>(), att_.get<bf16>(), n, s));
