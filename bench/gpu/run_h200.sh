@@ -8,6 +8,8 @@ bin=$1
 out=$2
 mkdir -p "$out"
 export TF_SOURCE_DIR=$PWD
+"$bin"/gpu_test 2>&1 | tee "$out/gpu_test.txt" | tail -1
+"$bin"/gpu_attention_test 2>&1 | tee "$out/gpu_attention_test.txt" | tail -1
 "$bin"/cuda_model_test 2>&1 | grep -E "cuda fixture|PASSED|FAILED|SKIPPED \]|Failure" \
   | tee "$out/correctness.txt" || true
 python3 tools/make_random_checkpoint.py --shape llama31-8b --out /tmp/llama31-8b

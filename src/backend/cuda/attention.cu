@@ -1,13 +1,23 @@
-// Paged causal attention over bf16 K/V caches, for prefill and decode rows alike.
+// Paged causal attention over bf16 K/V caches on tensor cores, one canonical computation per
+// query line (row, head) whether the line is a decode row or part of a prefill chunk.
 //
-// Design note. Split-KV ("flash decoding"): a row's visible positions are cut into splits (of a
-// length set by the row's own visible count); one block computes one (row, kv head, split) for
-// every q head of that kv head's group, staging K and V tiles in shared memory (each read once,
-// coalesced), and a second kernel combines a row's splits in split order. Every sum runs in an
-// order fixed by the row's own visible positions, never by the other rows of the launch or by how
-// the sequence was chunked, so results are batch- and chunk-invariant. Splits keep the GPU busy
-// when a few rows have long contexts. Not a tensor-core kernel yet: long prefills want one (see the
-// notes).
+// Design note. A line at position `last` sees [first, last] (first > 0 only under a sliding
+// window). Its positions are cut into splits [j L, (j + 1) L) of absolute length L = split_len(its
+// visible count), a multiple of 64, and each split into 32-position tiles, also absolute. Per tile:
+// S = Q K^T by mma.sync (head dims in increasing 16-wide steps), scale, soft-cap, mask, then the
+// online softmax update (max, rescale, row sum in a fixed shuffle tree) and O += bf16(P) V by
+// mma.sync (positions in increasing 16-wide steps). Each split starts from the empty state, and
+// the splits are folded in increasing j by merge(). Every step is fixed by the line's own positions,
+// so the result does not depend on the other lines of the launch (mma rows are independent) nor on
+// how the prompt was chunked. Two launch shapes compute exactly that:
+//   - split mode (decode rows): one block per (row, kv head, split), writing the split's
+//     (max, sum, O) to scratch; combine_kernel folds a row's splits. Splits keep SMs busy when few
+//     rows have long contexts.
+//   - fold mode (prefill chunks): one block per (tile of consecutive rows, kv head) walks the union
+//     of its lines' positions, folding each line's split into a shared-memory total where that
+//     split ends. Tiles outside a line's positions are fully masked for it and leave its state
+//     unchanged (see update()), so sharing a block with other lines changes nothing.
+// Both modes run the same tile code and the same merge(); which one a row gets is a speed choice.
 #include <cuda_bf16.h>
 
 #include <cmath>
@@ -18,196 +28,437 @@
 namespace tf::backend::cuda {
 namespace {
 
-constexpr int kMaxHeadDim = 256;
-// Positions per split for a row that sees `visible` positions: about visible / 16 rounded up to a
-// multiple of 32, within [64, 256], cut from the row's first visible position. A function of the
-// row alone, so how a row is split never depends on the batch; short rows still get several
-// splits, so a lone decode row keeps many SMs busy.
-constexpr int kSplitMin = 64, kSplitMax = 256, kSplitsTarget = 16;
+constexpr int kTile = 32;  // positions per K/V tile
+constexpr int kSplitMin = 128, kSplitMax = 256, kSplitsTarget = 16;
+constexpr int kMaxBlockLines = 64;  // fold mode: 4 warps of 16 lines
+constexpr int kMaxHeadDim = 128;
 
 __host__ __device__ inline int split_len(int visible) {
   int len = (visible + kSplitsTarget - 1) / kSplitsTarget;
-  len = (len + 31) / 32 * 32;
+  len = (len + 63) / 64 * 64;
   return len < kSplitMin ? kSplitMin : (len > kSplitMax ? kSplitMax : len);
 }
 
-__host__ __device__ inline int splits_of(int visible) {
-  const int len = split_len(visible);
-  return (visible + len - 1) / len;
+__host__ __device__ inline int first_visible(int window, int last) {
+  return window > 0 ? (last - window + 1 > 0 ? last - window + 1 : 0) : 0;
 }
 
-__device__ inline float warp_max(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-
-__device__ inline float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-__device__ inline int first_visible(const AttentionParams& p, int last) {
-  return p.window > 0 ? max(0, last - p.window + 1) : 0;
-}
-
-// One (row, kv head, split), for every q head of the kv head's group. Pass 1 stages K in tiles of
-// kTile positions in shared memory (coalesced 16-byte loads, all in flight at once) and scores
-// each (head, position): q.k in increasing dim order. Then, per head, the max and the sum of
-// exp(score - max) in a fixed order. Pass 2 stages V the same way and accumulates each (head, dim)
-// output over the positions in order. Writes the split's (max, sum, acc[hd]) per head.
-constexpr int kThreads = 128;
-constexpr int kTile = 32;
-constexpr int kMaxOutPerThread = 16;  // group * head_dim <= 2048
-
-__global__ void __launch_bounds__(kThreads)
-    split_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k_cache,
-                 const bf16* __restrict__ v_cache, const int32_t* __restrict__ tables,
-                 const int32_t* __restrict__ row_seq, const int32_t* __restrict__ pos,
-                 AttentionParams p, int max_splits, float* __restrict__ part) {
-  extern __shared__ float smem[];
-  const int row = blockIdx.x, kv_head = blockIdx.y, split = blockIdx.z, tid = threadIdx.x;
-  const int hd = p.head_dim, group = p.n_heads / p.n_kv_heads, ld = hd + 2;
-  const int last = pos[row], first = first_visible(p, last);
+__host__ __device__ inline int splits_of(int first, int last) {
   const int len = split_len(last - first + 1);
-  const int s0 = first + split * len;
-  if (s0 > last) return;  // this row has fewer splits
-  const int n = min(last + 1, s0 + len) - s0;
-  const int64_t kv_width = static_cast<int64_t>(p.n_kv_heads) * hd;
-  const int32_t* table = tables + static_cast<int64_t>(row_seq[row]) * p.max_blocks;
-  float* qs = smem;                       // [group][hd]
-  float* sc = qs + group * hd;            // [group][kSplitMax]: scores, then exp(score - max)
-  float* stats = sc + group * kSplitMax;  // [group][2]: max, sum
-  bf16* tile = reinterpret_cast<bf16*>(stats + 2 * group);  // [kTile][ld]
-  const bf16* qrow = q + (static_cast<int64_t>(row) * p.n_heads + kv_head * group) * hd;
-  for (int i = tid; i < group * hd; i += kThreads) qs[i] = __bfloat162float(qrow[i]);
+  return last / len - first / len + 1;
+}
 
-  // Stages positions [s0 + t0, s0 + t0 + tn) of `cache` into the tile.
-  auto stage = [&](const bf16* cache, int t0, int tn) {
-    const int pieces = hd / 8;
-    for (int i = tid; i < tn * pieces; i += kThreads) {
-      const int pp = i / pieces, c = (i % pieces) * 8, at = s0 + t0 + pp;
+__device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                         uint32_t a3, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void* p) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const void* p) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem),
+               "r"(valid ? 16 : 0));
+}
+
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+
+// total <- total (+) split, the one fold both modes use (explicit roundings: no contraction may
+// differ between the kernels). An empty total has m = -inf, l = 0, o = 0.
+struct Merge {
+  float a, b;
+  __device__ Merge(float& m_tot, float& l_tot, float m_s, float l_s) {
+    const float m = fmaxf(m_tot, m_s);
+    a = m_tot == -INFINITY ? 0.0f : __expf(m_tot - m);
+    b = m_s == -INFINITY ? 0.0f : __expf(m_s - m);
+    l_tot = __fmaf_rn(l_tot, a, __fmul_rn(l_s, b));
+    m_tot = m;
+  }
+  __device__ float operator()(float o_tot, float o_s) const {
+    return __fmaf_rn(o_tot, a, __fmul_rn(o_s, b));
+  }
+};
+
+// The final normalization; + 0.0f turns a -0 (which a fully masked tile's zero product may leave
+// instead of +0) into +0, the only trace such a tile could leave.
+__device__ __forceinline__ float finish(float o, float l) { return __fdiv_rn(o, l) + 0.0f; }
+
+// Per-thread state of the two lines a thread holds (mma rows g and g + 8 of its warp).
+template <int HD>
+struct Lines {
+  static constexpr int kSteps = HD / 16, kDTiles = HD / 8;
+  uint32_t qa[kSteps][4];  // Q as mma A fragments
+  float o[kDTiles][4];     // O accumulators: [..][0..1] line g, [..][2..3] line g + 8
+  float m[2], l[2];
+  int first[2], last[2];   // visible positions; last = -1: not a line
+  int split[2];            // split length
+  float m_tot[2], l_tot[2];
+
+  __device__ void reset(int h) {
+    m[h] = -INFINITY;
+    l[h] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kDTiles; ++j) o[j][2 * h] = o[j][2 * h + 1] = 0.0f;
+  }
+};
+
+struct Smem {
+  bf16* k[2];  // [kTile][HD + 8], two stages
+  bf16* v[2];
+  float* o_tot;  // fold mode: [kMaxBlockLines][HD]
+};
+
+template <int HD>
+constexpr int kLd = HD + 8;  // padded row: ldmatrix rows land on distinct banks
+
+template <int HD>
+__host__ __device__ constexpr size_t stage_bytes() {
+  return static_cast<size_t>(kTile) * kLd<HD> * sizeof(bf16);
+}
+
+// Stages positions [t0, t0 + kTile) of the kv head into shared memory; positions outside [lo, hi]
+// become zeros (never read by a visible score, and finite under a zero probability).
+template <int HD>
+__device__ void stage_tile(const Smem& sm, int buf, const bf16* k_cache, const bf16* v_cache,
+                           const int32_t* table, const AttentionParams& p, int kv_head, int t0,
+                           int lo, int hi) {
+  const int pieces = p.head_dim / 8;
+  const int64_t kv_width = static_cast<int64_t>(p.n_kv_heads) * p.head_dim;
+  for (int i = threadIdx.x; i < kTile * pieces; i += blockDim.x) {
+    const int r = i / pieces, c = (i % pieces) * 8, at = t0 + r;
+    const bool ok = at >= lo && at <= hi;
+    int64_t off = 0;
+    if (ok) {
       const int64_t slot =
           static_cast<int64_t>(table[at / p.block_size]) * p.block_size + at % p.block_size;
-      const uint4 raw = *reinterpret_cast<const uint4*>(cache + slot * kv_width +
-                                                        static_cast<int64_t>(kv_head) * hd + c);
-      const uint32_t* w = reinterpret_cast<const uint32_t*>(&raw);
-      uint32_t* dst = reinterpret_cast<uint32_t*>(tile + pp * ld + c);
-#pragma unroll
-      for (int t = 0; t < 4; ++t) dst[t] = w[t];
+      off = slot * kv_width + static_cast<int64_t>(kv_head) * p.head_dim + c;
     }
-  };
+    cp_async16(sm.k[buf] + r * kLd<HD> + c, k_cache + off, ok);
+    cp_async16(sm.v[buf] + r * kLd<HD> + c, v_cache + off, ok);
+  }
+  asm volatile("cp.async.commit_group;\n");
+}
 
-  for (int t0 = 0; t0 < n; t0 += kTile) {
-    const int tn = min(kTile, n - t0);
-    __syncthreads();
-    stage(k_cache, t0, tn);
-    __syncthreads();
-    for (int i = tid; i < group * tn; i += kThreads) {
-      const int hh = i / tn, pp = i % tn;
-      const float* qh = qs + hh * hd;
-      const __nv_bfloat162* kr = reinterpret_cast<const __nv_bfloat162*>(tile + pp * ld);
-      float dot = 0.0f;
-      for (int d = 0; d < hd / 2; ++d) {
-        const float2 f = __bfloat1622float2(kr[d]);
-        dot = fmaf(qh[2 * d], f.x, dot);
-        dot = fmaf(qh[2 * d + 1], f.y, dot);
+// One tile for the warp's 16 lines: scores, online softmax, O += P V.
+template <int HD>
+__device__ void update(Lines<HD>& L, const Smem& sm, int buf, int t0, const AttentionParams& p) {
+  const int lane = threadIdx.x & 31, t = lane & 3;
+  float s[4][4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+  const bf16* kt = sm.k[buf];
+#pragma unroll
+  for (int ks = 0; ks < L.kSteps; ++ks) {
+#pragma unroll
+    for (int jp = 0; jp < 2; ++jp) {
+      const int mi = lane >> 3, r = lane & 7;
+      uint32_t b[4];
+      ldsm_x4(b, kt + (16 * jp + r + 8 * (mi >> 1)) * kLd<HD> + 16 * ks + 8 * (mi & 1));
+      mma16816(s[2 * jp], L.qa[ks][0], L.qa[ks][1], L.qa[ks][2], L.qa[ks][3], b[0], b[1]);
+      mma16816(s[2 * jp + 1], L.qa[ks][0], L.qa[ks][1], L.qa[ks][2], L.qa[ks][3], b[2], b[3]);
+    }
+  }
+  float alpha[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float mt = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int at = t0 + 8 * j + 2 * t + e;
+        float v = __fmul_rn(s[j][2 * h + e], p.scale);
+        if (p.softcap > 0.0f) v = __fmul_rn(tanhf(__fdiv_rn(v, p.softcap)), p.softcap);
+        if (at < L.first[h] || at > L.last[h]) v = -INFINITY;
+        s[j][2 * h + e] = v;
+        mt = fmaxf(mt, v);
       }
-      float s = dot * p.scale;
-      if (p.softcap > 0.0f) s = tanhf(s / p.softcap) * p.softcap;
-      sc[hh * kSplitMax + t0 + pp] = s;
+    }
+    mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 1));
+    mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 2));
+    const float m_new = fmaxf(L.m[h], mt);
+    // An all-masked tile (m_new = m): alpha = 1, p = 0, so l and O keep their values.
+    alpha[h] = m_new == -INFINITY ? 1.0f : __expf(L.m[h] - m_new);
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float v = s[j][2 * h + e];
+        const float pr = v == -INFINITY ? 0.0f : __expf(v - m_new);
+        s[j][2 * h + e] = pr;
+        sum = __fadd_rn(sum, pr);
+      }
+    }
+    sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
+    sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
+    L.l[h] = __fmaf_rn(L.l[h], alpha[h], sum);
+    L.m[h] = m_new;
+  }
+#pragma unroll
+  for (int j = 0; j < L.kDTiles; ++j) {
+    L.o[j][0] = __fmul_rn(L.o[j][0], alpha[0]);
+    L.o[j][1] = __fmul_rn(L.o[j][1], alpha[0]);
+    L.o[j][2] = __fmul_rn(L.o[j][2], alpha[1]);
+    L.o[j][3] = __fmul_rn(L.o[j][3], alpha[1]);
+  }
+  const bf16* vt = sm.v[buf];
+#pragma unroll
+  for (int kk = 0; kk < 2; ++kk) {
+    const uint32_t a0 = pack_bf16(s[2 * kk][0], s[2 * kk][1]);
+    const uint32_t a1 = pack_bf16(s[2 * kk][2], s[2 * kk][3]);
+    const uint32_t a2 = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+    const uint32_t a3 = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+#pragma unroll
+    for (int jd = 0; jd < L.kDTiles / 2; ++jd) {
+      const int mi = lane >> 3, r = lane & 7;
+      uint32_t b[4];
+      ldsm_x4_trans(b, vt + (16 * kk + r + 8 * (mi & 1)) * kLd<HD> + 16 * jd + 8 * (mi >> 1));
+      mma16816(L.o[2 * jd], a0, a1, a2, a3, b[0], b[1]);
+      mma16816(L.o[2 * jd + 1], a0, a1, a2, a3, b[2], b[3]);
     }
   }
-  __syncthreads();
-  // Per head (one warp each in turn): lane-strided max and sums in position order, then a tree.
-  const int warp = tid >> 5, lane = tid & 31;
-  for (int hh = warp; hh < group; hh += kThreads / 32) {
-    float* row_sc = sc + hh * kSplitMax;
-    float m = -INFINITY;
-    for (int j = lane; j < n; j += 32) m = fmaxf(m, row_sc[j]);
-    m = warp_max(m);
-    float l = 0.0f;
-    for (int j = lane; j < n; j += 32) {
-      const float e = __expf(row_sc[j] - m);
-      row_sc[j] = e;
-      l += e;
+}
+
+// The launch's work: split mode (tiles == nullptr) or fold mode.
+struct Work {
+  const int32_t* split_rows;  // split mode: block x -> row (null: row = x)
+  const AttentionTile* tiles;  // fold mode: block x -> rows
+  int max_splits;
+  float* scratch;
+  bf16* out;
+};
+
+template <int HD>
+__global__ void __launch_bounds__(128)
+    attention_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k_cache,
+                     const bf16* __restrict__ v_cache, const int32_t* __restrict__ tables,
+                     const int32_t* __restrict__ row_seq, const int32_t* __restrict__ pos,
+                     AttentionParams p, Work work) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const bool fold = work.tiles != nullptr;
+  const int group = p.n_heads / p.n_kv_heads, kv_head = blockIdx.y;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  int row0, rows, lo, hi, slot = 0;
+  if (fold) {
+    const AttentionTile tile = work.tiles[blockIdx.x];
+    row0 = tile.row0;
+    rows = tile.rows;
+    lo = INT32_MAX;
+    hi = -1;
+    for (int r = 0; r < rows; ++r) {
+      lo = min(lo, first_visible(p.window, pos[row0 + r]));
+      hi = max(hi, pos[row0 + r]);
     }
-    l = warp_sum(l);
-    if (lane == 0) {
-      stats[2 * hh] = m;
-      stats[2 * hh + 1] = l;
+  } else {
+    row0 = work.split_rows ? work.split_rows[blockIdx.x] : static_cast<int>(blockIdx.x);
+    rows = 1;
+    slot = blockIdx.z;
+    const int last = pos[row0], first = first_visible(p.window, last);
+    if (slot >= splits_of(first, last)) return;  // this row has fewer splits
+    const int len = split_len(last - first + 1), j = first / len + slot;
+    lo = max(first, j * len);
+    hi = min(last, (j + 1) * len - 1);
+  }
+  const int32_t* table = tables + static_cast<int64_t>(row_seq[row0]) * p.max_blocks;
+
+  Smem sm;
+  sm.k[0] = reinterpret_cast<bf16*>(smem_raw);
+  sm.v[0] = sm.k[0] + kTile * kLd<HD>;
+  sm.k[1] = sm.v[0] + kTile * kLd<HD>;
+  sm.v[1] = sm.k[1] + kTile * kLd<HD>;
+  sm.o_tot = reinterpret_cast<float*>(sm.v[1] + kTile * kLd<HD>);
+  // Head dims past head_dim (padding up to HD) stay zero: cp.async never writes them.
+  if (p.head_dim < HD) {
+    for (int i = threadIdx.x; i < 4 * kTile * kLd<HD>; i += blockDim.x) {
+      sm.k[0][i] = __float2bfloat16(0.0f);
     }
   }
-  float acc[kMaxOutPerThread];
+
+  Lines<HD> L;
+  const int lines = rows * group;
 #pragma unroll
-  for (int j = 0; j < kMaxOutPerThread; ++j) acc[j] = 0.0f;
-  for (int t0 = 0; t0 < n; t0 += kTile) {
-    const int tn = min(kTile, n - t0);
-    __syncthreads();
-    stage(v_cache, t0, tn);
-    __syncthreads();
+  for (int h = 0; h < 2; ++h) {
+    const int line = warp * 16 + g + 8 * h;
+    L.last[h] = line < lines ? pos[row0 + line / group] : -1;
+    L.first[h] = line < lines ? first_visible(p.window, L.last[h]) : 0;
+    L.split[h] = split_len(L.last[h] - L.first[h] + 1);
+    L.m_tot[h] = -INFINITY;
+    L.l_tot[h] = 0.0f;
+    L.reset(h);
+  }
+  // Q fragments straight from global memory (read once).
 #pragma unroll
-    for (int j = 0; j < kMaxOutPerThread; ++j) {
-      const int o = tid + kThreads * j;
-      if (o < group * hd) {
-        const int hh = o / hd, d = o % hd;
-        const float* e = sc + hh * kSplitMax + t0;
-        for (int pp = 0; pp < tn; ++pp) {
-          acc[j] = fmaf(e[pp], __bfloat162float(tile[pp * ld + d]), acc[j]);
+  for (int ks = 0; ks < L.kSteps; ++ks) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int h = r & 1, d = 16 * ks + 2 * t + 8 * (r >> 1);
+      const int line = warp * 16 + g + 8 * h;
+      uint32_t v = 0;
+      if (line < lines && d < p.head_dim) {
+        const int row = row0 + line / group, head = kv_head * group + line % group;
+        v = *reinterpret_cast<const uint32_t*>(
+            q + (static_cast<int64_t>(row) * p.n_heads + head) * p.head_dim + d);
+      }
+      L.qa[ks][r] = v;
+    }
+  }
+  if (fold) {
+    for (int i = threadIdx.x; i < kMaxBlockLines * HD; i += blockDim.x) sm.o_tot[i] = 0.0f;
+  }
+  __syncthreads();  // the zeroed padding before any copy lands in it
+
+  const int t_begin = lo / kTile * kTile;
+  stage_tile<HD>(sm, 0, k_cache, v_cache, table, p, kv_head, t_begin, lo, hi);
+  int buf = 0;
+  for (int t0 = t_begin; t0 <= hi; t0 += kTile, buf ^= 1) {
+    if (t0 + kTile <= hi) {
+      stage_tile<HD>(sm, buf ^ 1, k_cache, v_cache, table, p, kv_head, t0 + kTile, lo, hi);
+      asm volatile("cp.async.wait_group 1;\n");
+    } else {
+      asm volatile("cp.async.wait_group 0;\n");
+    }
+    __syncthreads();  // tile t0 landed for every thread
+    update<HD>(L, sm, buf, t0, p);
+    if (fold) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const bool in_line = t0 <= L.last[h] && t0 + kTile > L.first[h];
+        if (!in_line || ((t0 + kTile) % L.split[h] != 0 && t0 + kTile <= L.last[h])) continue;
+        // This tile ends one of the line's splits: fold it into the total, start the next.
+        const Merge mg(L.m_tot[h], L.l_tot[h], L.m[h], L.l[h]);
+        float* tot = sm.o_tot + (warp * 16 + g + 8 * h) * HD;
+#pragma unroll
+        for (int j = 0; j < L.kDTiles; ++j) {
+          const int d = 8 * j + 2 * t;
+          tot[d] = mg(tot[d], L.o[j][2 * h]);
+          tot[d + 1] = mg(tot[d + 1], L.o[j][2 * h + 1]);
+        }
+        L.reset(h);
+      }
+    }
+    __syncthreads();  // every warp is done with this buffer before it is refilled
+  }
+
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int line = warp * 16 + g + 8 * h;
+    if (line >= lines) continue;
+    const int row = row0 + line / group, head = kv_head * group + line % group;
+    if (fold) {
+      const float* tot = sm.o_tot + line * HD;
+      bf16* o = work.out + (static_cast<int64_t>(row) * p.n_heads + head) * p.head_dim;
+#pragma unroll
+      for (int j = 0; j < L.kDTiles; ++j) {
+        const int d = 8 * j + 2 * t;
+        if (d < p.head_dim) {
+          *reinterpret_cast<__nv_bfloat162*>(o + d) = __floats2bfloat162_rn(
+              finish(tot[d], L.l_tot[h]), finish(tot[d + 1], L.l_tot[h]));
+        }
+      }
+    } else {
+      float* part = work.scratch +
+                    ((static_cast<int64_t>(row) * p.n_heads + head) * work.max_splits + slot) *
+                        (p.head_dim + 2);
+      if (t == 0) {
+        part[0] = L.m[h];
+        part[1] = L.l[h];
+      }
+#pragma unroll
+      for (int j = 0; j < L.kDTiles; ++j) {
+        const int d = 8 * j + 2 * t;
+        if (d < p.head_dim) {
+          part[2 + d] = L.o[j][2 * h];
+          part[3 + d] = L.o[j][2 * h + 1];
         }
       }
     }
   }
-#pragma unroll
-  for (int j = 0; j < kMaxOutPerThread; ++j) {
-    const int o = tid + kThreads * j;
-    if (o < group * hd) {
-      const int hh = o / hd, d = o % hd;
-      const int head = kv_head * group + hh;
-      float* out =
-          part + ((static_cast<int64_t>(row) * p.n_heads + head) * max_splits + split) * (hd + 2);
-      if (d == 0) {
-        out[0] = stats[2 * hh];
-        out[1] = stats[2 * hh + 1];
-      }
-      out[2 + d] = acc[j];
+}
+
+// Split mode's second half: one block per (row, head) folds the row's splits in order.
+__global__ void combine_kernel(const float* __restrict__ part, const int32_t* __restrict__ rows,
+                               const int32_t* __restrict__ pos, AttentionParams p, int max_splits,
+                               bf16* __restrict__ out) {
+  const int row = rows ? rows[blockIdx.x] : static_cast<int>(blockIdx.x), head = blockIdx.y;
+  const int hd = p.head_dim, last = pos[row];
+  const int n_splits = splits_of(first_visible(p.window, last), last);
+  const float* base = part + (static_cast<int64_t>(row) * p.n_heads + head) * max_splits * (hd + 2);
+  bf16* orow = out + (static_cast<int64_t>(row) * p.n_heads + head) * hd;
+  for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+    float m = -INFINITY, l = 0.0f, o = 0.0f;
+    for (int s = 0; s < n_splits; ++s) {
+      const float* sp = base + s * (hd + 2);
+      const Merge mg(m, l, sp[0], sp[1]);
+      o = mg(o, sp[2 + d]);
     }
+    orow[d] = __float2bfloat16(finish(o, l));
   }
 }
 
-// One (row, head): the row's splits combined in split order, then normalized to bf16.
-__global__ void combine_kernel(const float* __restrict__ part, const int32_t* __restrict__ pos,
-                               AttentionParams p, int max_splits, bf16* __restrict__ out) {
-  const int row = blockIdx.x, head = blockIdx.y, hd = p.head_dim;
-  const int last = pos[row], first = first_visible(p, last);
-  const int n_splits = splits_of(last - first + 1);
-  const float* base = part + (static_cast<int64_t>(row) * p.n_heads + head) * max_splits * (hd + 2);
-  float m_all = -INFINITY;
-  for (int s = 0; s < n_splits; ++s) m_all = fmaxf(m_all, base[s * (hd + 2)]);
-  float l_all = 0.0f;
-  for (int s = 0; s < n_splits; ++s) {
-    l_all += base[s * (hd + 2) + 1] * __expf(base[s * (hd + 2)] - m_all);
+template <int HD>
+cudaError_t launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, const int32_t* tables,
+                   const int32_t* row_seq, const int32_t* pos, const AttentionParams& p,
+                   const AttentionBatch& b, cudaStream_t s) {
+  const int group = p.n_heads / p.n_kv_heads;
+  const size_t stages = 4 * stage_bytes<HD>();
+  if (b.n_tiles > 0) {
+    const size_t smem = stages + static_cast<size_t>(kMaxBlockLines) * HD * sizeof(float);
+    static const cudaError_t attr = cudaFuncSetAttribute(
+        attention_kernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    if (attr != cudaSuccess) return attr;
+    const int warps = (attention_tile_rows(group) * group + 15) / 16;
+    attention_kernel<HD><<<dim3(b.n_tiles, p.n_kv_heads), warps * 32, smem, s>>>(
+        q, k_cache, v_cache, tables, row_seq, pos, p,
+        Work{nullptr, b.tiles, 0, nullptr, b.out});
   }
-  bf16* orow = out + (static_cast<int64_t>(row) * p.n_heads + head) * hd;
-  for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-    float o = 0.0f;
-    for (int s = 0; s < n_splits; ++s) {
-      o += base[s * (hd + 2) + 2 + d] * __expf(base[s * (hd + 2)] - m_all);
-    }
-    orow[d] = __float2bfloat16(o / l_all);
+  if (b.n_split_rows > 0) {
+    const int warps = (group + 15) / 16;
+    attention_kernel<HD><<<dim3(b.n_split_rows, p.n_kv_heads, b.max_splits), warps * 32, stages,
+                           s>>>(q, k_cache, v_cache, tables, row_seq, pos, p,
+                                Work{b.split_rows, nullptr, b.max_splits, b.scratch, b.out});
+    combine_kernel<<<dim3(b.n_split_rows, p.n_heads), p.head_dim < 128 ? p.head_dim : 128, 0,
+                     s>>>(b.scratch, b.split_rows, pos, p, b.max_splits, b.out);
   }
+  return cudaGetLastError();
 }
 
 }  // namespace
 
-int attention_splits(int visible_positions) { return splits_of(visible_positions); }
+int attention_splits(int window, int last) {
+  return splits_of(first_visible(window, last), last);
+}
 
 int attention_max_splits(int max_visible) {
-  // splits_of is not monotonic below kSplitsTarget * kSplitMax positions, where it is at most
-  // kSplitsTarget; above, it grows with the positions.
-  return max_visible <= kSplitsTarget * kSplitMax ? kSplitsTarget : splits_of(max_visible);
+  // Up to kSplitsTarget * kSplitMax visible positions a split is at least visible / 16 long, so a
+  // row has at most 16 splits, plus one where a window's first position is not split-aligned.
+  if (max_visible <= kSplitsTarget * kSplitMax) {
+    const int short_rows = (max_visible + kSplitMin - 1) / kSplitMin + 1;
+    return short_rows < kSplitsTarget + 1 ? short_rows : kSplitsTarget + 1;
+  }
+  return (max_visible + kSplitMax - 1) / kSplitMax + 1;
 }
+
+int attention_tile_rows(int group) { return group >= kMaxBlockLines ? 1 : kMaxBlockLines / group; }
 
 size_t attention_scratch_bytes(int rows, int n_heads, int head_dim, int max_splits) {
   return static_cast<size_t>(rows) * n_heads * max_splits * (head_dim + 2) * sizeof(float);
@@ -215,21 +466,18 @@ size_t attention_scratch_bytes(int rows, int n_heads, int head_dim, int max_spli
 
 cudaError_t paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache,
                             const int32_t* block_tables, const int32_t* row_seq, const int32_t* pos,
-                            const AttentionParams& p, int max_splits, float* scratch, bf16* out,
-                            int rows, cudaStream_t s) {
-  if (rows <= 0) return cudaSuccess;
+                            const AttentionParams& p, const AttentionBatch& b, cudaStream_t s) {
+  if (b.n_tiles <= 0 && b.n_split_rows <= 0) return cudaSuccess;
   if (p.head_dim > kMaxHeadDim || p.head_dim % 8 != 0 || p.n_kv_heads <= 0 ||
-      p.n_heads % p.n_kv_heads != 0 || max_splits <= 0) {
+      p.n_heads % p.n_kv_heads != 0 || p.n_heads / p.n_kv_heads > kMaxBlockLines ||
+      (b.n_split_rows > 0 && (b.max_splits <= 0 || b.scratch == nullptr)) ||
+      (b.n_tiles > 0 && b.tiles == nullptr)) {
     return cudaErrorInvalidValue;
   }
-  const int group = p.n_heads / p.n_kv_heads;
-  if (group * p.head_dim > kThreads * kMaxOutPerThread) return cudaErrorInvalidValue;
-  const size_t smem = (static_cast<size_t>(group) * (p.head_dim + kSplitMax + 2)) * sizeof(float) +
-                      static_cast<size_t>(kTile) * (p.head_dim + 2) * sizeof(bf16);
-  split_kernel<<<dim3(rows, p.n_kv_heads, max_splits), kThreads, smem, s>>>(
-      q, k_cache, v_cache, block_tables, row_seq, pos, p, max_splits, scratch);
-  combine_kernel<<<dim3(rows, p.n_heads), 128, 0, s>>>(scratch, pos, p, max_splits, out);
-  return cudaGetLastError();
+  if (p.head_dim <= 16) return launch<16>(q, k_cache, v_cache, block_tables, row_seq, pos, p, b, s);
+  if (p.head_dim <= 32) return launch<32>(q, k_cache, v_cache, block_tables, row_seq, pos, p, b, s);
+  if (p.head_dim <= 64) return launch<64>(q, k_cache, v_cache, block_tables, row_seq, pos, p, b, s);
+  return launch<128>(q, k_cache, v_cache, block_tables, row_seq, pos, p, b, s);
 }
 
 }  // namespace tf::backend::cuda

@@ -63,26 +63,43 @@ cudaError_t qkv_finish(const float* qkv, const float* bias, const float* q_norm,
 cudaError_t gather_rows(const float* src, const int32_t* idx, float* dst, int rows, int n,
                         cudaStream_t s);
 
-// Causal attention for `rows` query rows (q: [rows, n_heads * head_dim], rotated) over paged
-// caches laid out as rope_kv_write writes them. Row r belongs to sequence row_seq[r], sits at
-// position pos[r] and sees positions [pos[r] - window + 1 (or 0), pos[r]]; position t of sequence
-// s is in slot block_tables[s * max_blocks + t / block_size] * block_size + t % block_size.
-// out: [rows, n_heads * head_dim]. Each (row, head) has one fixed reduction order (attention.cu).
+// Causal attention over paged caches laid out as rope_kv_write writes them (q: [rows, n_heads *
+// head_dim], rotated; out likewise). Row r belongs to sequence row_seq[r], sits at position pos[r]
+// and sees positions [pos[r] - window + 1 (or 0), pos[r]]; position t of sequence s is in slot
+// block_tables[s * max_blocks + t / block_size] * block_size + t % block_size. Each (row, head)
+// has one fixed computation (attention.cu's design note) whichever way its row is launched:
+//   - split rows (decode: one row of its sequence in the step): one block per split of the row's
+//     positions, partials in scratch, then a combine;
+//   - tiles (prefill chunks): up to attention_tile_rows(group) consecutive rows of one sequence
+//     share one block and its staged K/V.
+// head_dim must be a multiple of 8 and at most 128; n_heads / n_kv_heads at most 64.
 struct AttentionParams {
   int n_heads, n_kv_heads, head_dim, block_size, max_blocks;
   float scale;
   int window = 0;        // > 0: sliding window
   float softcap = 0.0f;  // > 0: scores soft-capped before the softmax
 };
-// Splits a row with this many visible positions is cut into; max_splits below must be at least
-// that for every row of the launch, and scratch at least attention_scratch_bytes.
-int attention_splits(int visible_positions);
-// At least attention_splits(v) for every v <= max_visible.
+struct AttentionTile {
+  int32_t row0, rows;
+};
+struct AttentionBatch {
+  const int32_t* split_rows = nullptr;  // device; null: rows 0 .. n_split_rows - 1
+  int n_split_rows = 0;
+  int max_splits = 0;        // at least attention_splits() of every split row
+  float* scratch = nullptr;  // attention_scratch_bytes(every row of the step, ..., max_splits)
+  const AttentionTile* tiles = nullptr;  // device
+  int n_tiles = 0;
+  bf16* out = nullptr;
+};
+// Splits of the row at position `last` under `window` (0: none): a function of the row alone.
+int attention_splits(int window, int last);
+// At least attention_splits() of any row that sees at most max_visible positions.
 int attention_max_splits(int max_visible);
+// Rows a tile may hold for this many query heads per KV head.
+int attention_tile_rows(int group);
 size_t attention_scratch_bytes(int rows, int n_heads, int head_dim, int max_splits);
 cudaError_t paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache,
                             const int32_t* block_tables, const int32_t* row_seq, const int32_t* pos,
-                            const AttentionParams& p, int max_splits, float* scratch, bf16* out,
-                            int rows, cudaStream_t s);
+                            const AttentionParams& p, const AttentionBatch& batch, cudaStream_t s);
 
 }  // namespace tf::backend::cuda

@@ -174,9 +174,9 @@ class CudaDecoder final : public Model {
     if (spec_.embed_scale != 1.0f || spec_.norm_offset) return unsupported("Gemma's scalings");
     if (spec_.final_softcap > 0) return unsupported("final logit soft-capping");
     const int64_t hd = cfg_.head_dim, q_dim = cfg_.num_heads * hd;
-    if (hd > 256 || hd % 8 != 0) return unsupported("head_dim above 256 or not a multiple of 8");
-    if (cfg_.num_heads / cfg_.num_kv_heads * hd > 2048) {
-      return unsupported("more than 2048 query dims per KV head");
+    if (hd > 128 || hd % 8 != 0) return unsupported("head_dim above 128 or not a multiple of 8");
+    if (cfg_.num_heads / cfg_.num_kv_heads > 64) {
+      return unsupported("more than 64 query heads per KV head");
     }
     // matmul needs K % 32 and N % 8: K is hidden, q_dim or ffn; N is every output width, all
     // multiples of 8 once these hold (head_dim % 8 above).
@@ -268,9 +268,15 @@ class CudaDecoder final : public Model {
     }
   };
 
+  // How a step's rows reach attention: decode rows by splits, prefill chunks by tiles.
+  struct AttentionPlan {
+    int n_split_rows = 0, n_tiles = 0;
+    bool all_rows_split = false;  // graph steps: split rows are rows 0 .. n - 1
+    int fixed_splits = 0;         // > 0: launch this many splits; 0: the most a split row needs
+    std::vector<int32_t> split_pos;  // eager steps: the split rows' positions
+  };
   Status size_buffers(int n, int n_out, int max_splits);
-  Status enqueue(int n, int n_out, int bs, int width, int fixed_splits,
-                 const std::vector<int32_t>& pos);
+  Status enqueue(int n, int n_out, int bs, int width, const AttentionPlan& plan);
 
   // Grows a device buffer to at least `bytes` (never shrinks: step shapes repeat); a move bumps
   // gen_, which retires the captured graphs.
@@ -325,6 +331,7 @@ class CudaDecoder final : public Model {
   DeviceBuffer k_cache_, v_cache_;
   // Per-step buffers, grown as needed.
   DeviceBuffer d_tokens_, d_pos_, d_slots_, d_row_seq_, d_tables_, d_out_rows_;
+  DeviceBuffer d_split_rows_, d_tiles_;
   DeviceBuffer attn_scratch_;
   DeviceBuffer x_, h_, qkv_f32_, qkv_, q_, att_, o_, gu_, act_, down_, xg_, hg_, logits_;
 };
@@ -384,11 +391,39 @@ Status CudaDecoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float*
     for (int b = 0; b < width; ++b) tables.push_back(static_cast<int32_t>(kv_blocks_));
   }
   const int n_out_run = decode ? n_run : n_out;
-  int max_pos_seen = 0;
-  for (int32_t p : pos) max_pos_seen = std::max(max_pos_seen, static_cast<int>(p));
-  // Graph steps launch every split a table of this width can hold (blocks past a row's own
-  // splits exit at once); eager steps compute it per layer from the positions.
-  const int splits_bound = cuda::attention_max_splits(decode ? width * bs : max_pos_seen + 1);
+  // Attention: a sequence with one row in the step is a split row; longer chunks are cut into
+  // tiles, the last rows first (the most positions to walk start earliest). Graph steps launch
+  // every split a table of this width can hold (blocks past a row's own splits exit at once);
+  // eager steps compute it per layer from the split rows' positions.
+  AttentionPlan plan;
+  std::vector<cuda::AttentionTile> tiles;
+  std::vector<int32_t> split_rows;
+  if (decode) {
+    plan.all_rows_split = true;
+    plan.n_split_rows = n_run;
+    plan.fixed_splits = cuda::attention_max_splits(width * bs);
+  } else {
+    const int tile_rows = cuda::attention_tile_rows(cfg_.num_heads / cfg_.num_kv_heads);
+    int row0 = 0;
+    for (const SeqChunk& c : batch) {
+      const int len = static_cast<int>(c.tokens.size());
+      if (len == 1) {
+        split_rows.push_back(row0);
+        plan.split_pos.push_back(pos[row0]);
+      }
+      for (int end = len; len > 1 && end > 0; end -= tile_rows) {
+        const int start = std::max(0, end - tile_rows);
+        tiles.push_back({row0 + start, end - start});
+      }
+      row0 += len;
+    }
+    plan.n_split_rows = static_cast<int>(split_rows.size());
+    plan.n_tiles = static_cast<int>(tiles.size());
+  }
+  int splits_bound = plan.fixed_splits;
+  for (int32_t p : plan.split_pos) {
+    splits_bound = std::max(splits_bound, cuda::attention_max_splits(p + 1));
+  }
 
   cudaStream_t s = stream_.get();
   auto h2d = [&](DeviceBuffer& b, const auto& v) -> Status {
@@ -403,10 +438,12 @@ Status CudaDecoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float*
   TF_RETURN_IF_ERROR(h2d(d_row_seq_, row_seq));
   TF_RETURN_IF_ERROR(h2d(d_tables_, tables));
   if (n_out_run > 0) TF_RETURN_IF_ERROR(h2d(d_out_rows_, out_rows));
-  TF_RETURN_IF_ERROR(size_buffers(n_run, n_out_run, splits_bound));
+  if (!split_rows.empty()) TF_RETURN_IF_ERROR(h2d(d_split_rows_, split_rows));
+  if (!tiles.empty()) TF_RETURN_IF_ERROR(h2d(d_tiles_, tiles));
+  TF_RETURN_IF_ERROR(size_buffers(n_run, n_out_run, std::max(splits_bound, 1)));
 
   if (!decode) {
-    TF_RETURN_IF_ERROR(enqueue(n, n_out, bs, max_blocks, 0, pos));
+    TF_RETURN_IF_ERROR(enqueue(n, n_out, bs, max_blocks, plan));
   } else {
     if (graphs_gen_ != gen_) {  // a buffer moved: every captured graph points at stale memory
       graphs_.clear();
@@ -416,7 +453,7 @@ Status CudaDecoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float*
     auto it = graphs_.find(key);
     if (it == graphs_.end()) {
       TF_CUDA_TRY(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
-      Status st = enqueue(n_run, n_run, bs, width, splits_bound, pos);
+      Status st = enqueue(n_run, n_run, bs, width, plan);
       cudaGraph_t graph = nullptr;
       const cudaError_t end = cudaStreamEndCapture(s, &graph);
       TF_RETURN_IF_ERROR(st);
@@ -464,9 +501,7 @@ Status CudaDecoder::size_buffers(int n, int n_out, int max_splits) {
 }
 
 // The step's kernels, all on the stream and none allocating (so a graph can capture them).
-// fixed_splits > 0: attention launches that many splits per row; 0: the most any row needs.
-Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, int fixed_splits,
-                            const std::vector<int32_t>& pos) {
+Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const AttentionPlan& plan) {
   const int d = cfg_.hidden_size, hd = cfg_.head_dim, f = cfg_.intermediate_size;
   const int q_dim = cfg_.num_heads * hd, kv_dim = cfg_.num_kv_heads * hd;
   const int qkv_dim = q_dim + 2 * kv_dim, vocab = cfg_.vocab_size;
@@ -484,16 +519,15 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, int fixed_split
                             cfg_.rope_dim > 0 ? cfg_.rope_dim : hd,
                             cfg_.rope_style == checkpoint::RopeStyle::kInterleaved};
   const cuda::QkvParams qp{cfg_.num_heads, cfg_.num_kv_heads, hd, eps};
-  // The most splits any row needs under a layer's window, recomputed only when the window differs
-  // from the layer before's (a model's layers have one or two).
+  // The most splits a split row needs under a layer's window, recomputed only when the window
+  // differs from the layer before's (a model's layers have one or two).
   int memo_window = -1, memo_splits = 1;
   auto splits_for = [&](int window) {
     if (window != memo_window) {
       memo_window = window;
       memo_splits = 1;
-      for (int32_t p : pos) {
-        const int visible = window > 0 ? std::min(p + 1, window) : p + 1;
-        memo_splits = std::max(memo_splits, cuda::attention_splits(visible));
+      for (int32_t p : plan.split_pos) {
+        memo_splits = std::max(memo_splits, cuda::attention_splits(window, p));
       }
     }
     return memo_splits;
@@ -519,10 +553,16 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, int fixed_split
     cuda::AttentionParams ap{cfg_.num_heads, cfg_.num_kv_heads, hd, bs, width, scale};
     ap.window = spec_.window[l];
     ap.softcap = spec_.attn_softcap;
-    const int max_splits = fixed_splits > 0 ? fixed_splits : splits_for(ap.window);
-    TF_CUDA_TRY(cuda::paged_attention(
-        q_.get<bf16>(), kc, vc, d_tables_.get<int32_t>(), d_row_seq_.get<int32_t>(),
-        d_pos_.get<int32_t>(), ap, max_splits, attn_scratch_.get<float>(), att_.get<bf16>(), n, s));
+    cuda::AttentionBatch ab;
+    ab.split_rows = plan.all_rows_split ? nullptr : d_split_rows_.get<int32_t>();
+    ab.n_split_rows = plan.n_split_rows;
+    ab.max_splits = plan.fixed_splits > 0 ? plan.fixed_splits : splits_for(ap.window);
+    ab.scratch = attn_scratch_.get<float>();
+    ab.tiles = d_tiles_.get<cuda::AttentionTile>();
+    ab.n_tiles = plan.n_tiles;
+    ab.out = att_.get<bf16>();
+    TF_CUDA_TRY(cuda::paged_attention(q_.get<bf16>(), kc, vc, d_tables_.get<int32_t>(),
+                                      d_row_seq_.get<int32_t>(), d_pos_.get<int32_t>(), ap, ab, s));
     timer_.mark("attention", s);
     TF_CUDA_TRY(cuda::matmul(att_.get<bf16>(), L.wo.get<bf16>(), o_.get<float>(), n, d, q_dim, s));
     timer_.mark("o_proj", s);
