@@ -172,12 +172,12 @@ int main(int argc, char** argv) {
     std::sort(rs.begin(), rs.end(), [](const Round& a, const Round& b) { return a.tps < b.tps; });
     const Round& med = rs[rs.size() / 2];
     if (streams[i] == 1) base = med.tps;
-    fmt::print("| {} | {:.1f} | {} | {:.1f} | {:.0f} / {:.0f} / {:.0f} | {:.1f} / {:.1f} / {:.1f} |\n",
-               streams[i], med.tps, base > 0 ? fmt::format("{:.2f}x", med.tps / base) : "-",
-               med.decode_tps,
-               percentile(med.ttft_ms, 50), percentile(med.ttft_ms, 90),
-               percentile(med.ttft_ms, 99), percentile(med.tpot_ms, 50),
-               percentile(med.tpot_ms, 90), percentile(med.tpot_ms, 99));
+    fmt::print(
+        "| {} | {:.1f} | {} | {:.1f} | {:.0f} / {:.0f} / {:.0f} | {:.1f} / {:.1f} / {:.1f} |\n",
+        streams[i], med.tps, base > 0 ? fmt::format("{:.2f}x", med.tps / base) : "-",
+        med.decode_tps, percentile(med.ttft_ms, 50), percentile(med.ttft_ms, 90),
+        percentile(med.ttft_ms, 99), percentile(med.tpot_ms, 50), percentile(med.tpot_ms, 90),
+        percentile(med.tpot_ms, 99));
   }
   if (!prefill_lens.empty()) {
     fmt::print(

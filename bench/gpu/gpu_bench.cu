@@ -219,6 +219,32 @@ int main() {
     }
     std::printf("\n");
   }
+  // 3b. The small-M kernel's launch shapes (every one computes the same bits): GB/s per matrix
+  // over 32 layers, and the four matrices' total; launch_matmul's default is shape 0 of each list.
+  std::printf("\nsmall-M shapes: GB/s of weights per matrix (32 layers), and all four together\n");
+  std::printf("%-4s %-14s %8s %8s %8s %8s %10s\n", "M", "shape", "qkv", "o", "gate_up", "down",
+              "all4 GB/s");
+  for (int m : {1, 8, 16, 32, 64}) {
+    for (int sh = 0; sh < cu::small_m_shapes(m); ++sh) {
+      std::printf("%-4d %-14s", m, cu::small_m_shape_name(m, sh));
+      double bytes_all = 0, ms_all = 0;
+      for (int mi = 0; mi < 4; ++mi) {
+        const Mat& mat = kMats[mi];
+        Graph g([&](cudaStream_t s) {
+          for (int l = 0; l < kLayers; ++l)
+            CHECK_CUDA(cu::matmul_small_m_shape(x.get<bf16>(), weights[l * 4 + mi].get<bf16>(),
+                                                y.get<bf16>(), m, mat.n, mat.k, s, sh));
+        });
+        const float t = time_ms([&] { g.launch(); }, 10);
+        const double bytes = kLayers * mat.n * double(mat.k) * 2;
+        bytes_all += bytes;
+        ms_all += t;
+        std::printf(" %8.0f", bytes / (t * 1e-3) / 1e9);
+      }
+      std::printf(" %10.0f\n", bytes_all / (ms_all * 1e-3) / 1e9);
+    }
+  }
+
   std::printf(
       "\ndecode step = 32 x (qkv, o, gate_up, down) + lm_head: %.2f GB of weights, floor %.1f "
       "tok/s per stream\n",

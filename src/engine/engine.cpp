@@ -225,7 +225,9 @@ std::vector<Status> Engine::run_chunks(std::span<const ScheduledChunk> chunks, f
 }
 
 void Engine::step() {
+  profile_.start();
   StepPlan plan = scheduler_.schedule(waiting_, running_, blocks_);
+  profile_.lap("schedule");
   if (!plan.preempted.empty()) {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.preemptions += static_cast<int64_t>(plan.preempted.size());
@@ -245,6 +247,7 @@ void Engine::step() {
     }
   }
   std::vector<Status> status = run_chunks(plan.chunks, logits);
+  profile_.lap("forward");
   int64_t offset = 0;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     Sequence& s = *plan.chunks[i].seq;
@@ -268,6 +271,8 @@ void Engine::step() {
     ++stats_.steps;
   }
   std::erase_if(seqs_, [](const auto& kv) { return kv.second->state == SeqState::kFinished; });
+  profile_.lap("emit");
+  profile_.step_done();
 }
 
 void Engine::emit_token(Sequence& s, const float* row) {

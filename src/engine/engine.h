@@ -21,6 +21,7 @@
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
+#include "engine/step_profile.h"
 #include "model/model.h"
 
 namespace tf::engine {
@@ -96,6 +97,7 @@ class Engine final : public EngineClient {
   std::vector<Sequence*> running_;
   uint64_t next_arrival_ = 0;
   std::vector<float> logits_;
+  StepProfile profile_;
 
   // Shared with submitting threads.
   mutable std::mutex mu_;

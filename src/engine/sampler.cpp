@@ -8,6 +8,8 @@
 #include <numeric>
 #include <vector>
 
+#include "backend/cpu/argmax.h"
+
 namespace tf::engine {
 namespace {
 
@@ -94,7 +96,7 @@ Logprob chosen_logprob(std::span<const float> logits, int32_t chosen, std::vecto
 int32_t sample(std::span<const float> logits, const SamplingParams& params, uint64_t position) {
   const int32_t n = static_cast<int32_t>(logits.size());
   if (params.temperature <= 0.0f || params.top_k == 1) {
-    return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    return static_cast<int32_t>(backend::cpu::argmax(logits.data(), n));
   }
   // Candidates sorted by logit (ties by id) so the draw is independent of any partial order.
   std::vector<int32_t> ids(n);

@@ -31,7 +31,7 @@ TEST(AttentionSplits, SplitsGrowOnlyPastTheTargetCount) {
   EXPECT_EQ(attention_splits(0, 0), 1);
   EXPECT_EQ(attention_splits(0, 127), 1);  // 128-position splits for short rows
   EXPECT_EQ(attention_splits(0, 128), 2);
-  EXPECT_EQ(attention_splits(0, 4095), 16);  // at most 16 up to 4,096 positions
+  EXPECT_EQ(attention_splits(0, 4095), 16);            // at most 16 up to 4,096 positions
   EXPECT_EQ(attention_splits(0, 256 * 100 - 1), 100);  // then 256-position splits
   // Splits are absolute: a 128-position window across a split boundary takes two.
   EXPECT_EQ(attention_splits(128, 200), 2);

@@ -27,8 +27,8 @@ struct Case {
 };
 
 void run_case(const Case& c) {
-  std::printf("attention hd=%d heads=%d/%d window=%d softcap=%g seqs=%zu\n", c.head_dim,
-              c.n_heads, c.n_kv_heads, c.window, c.softcap, c.seq_lens.size());
+  std::printf("attention hd=%d heads=%d/%d window=%d softcap=%g seqs=%zu\n", c.head_dim, c.n_heads,
+              c.n_kv_heads, c.window, c.softcap, c.seq_lens.size());
   std::mt19937 rng(c.head_dim * 131 + c.n_heads);
   const int bs = 16, hd = c.head_dim, group = c.n_heads / c.n_kv_heads;
   int max_blocks = 0, n_blocks = 0, rows = 0;
@@ -44,7 +44,8 @@ void run_case(const Case& c) {
   std::vector<int32_t> tables(c.seq_lens.size() * max_blocks, 0), pos, row_seq;
   int next = 0;
   for (size_t s = 0; s < c.seq_lens.size(); ++s) {
-    for (int b = 0; b < (c.seq_lens[s] + bs - 1) / bs; ++b) tables[s * max_blocks + b] = ids[next++];
+    for (int b = 0; b < (c.seq_lens[s] + bs - 1) / bs; ++b)
+      tables[s * max_blocks + b] = ids[next++];
     for (int p = 0; p < c.seq_lens[s]; ++p) {
       pos.push_back(p);
       row_seq.push_back(static_cast<int32_t>(s));
@@ -56,8 +57,8 @@ void run_case(const Case& c) {
   auto vc = random_bf16(kc.size(), rng);
   auto dq = upload(q), dk = upload(kc), dv = upload(vc), dtab = upload(tables), dpos = upload(pos),
        dseq = upload(row_seq);
-  cu::AttentionParams p{c.n_heads, c.n_kv_heads, hd, bs, max_blocks,
-                        1.0f / std::sqrt(static_cast<float>(hd))};
+  cu::AttentionParams p{c.n_heads, c.n_kv_heads, hd,
+                        bs,        max_blocks,   1.0f / std::sqrt(static_cast<float>(hd))};
   p.window = c.window;
   p.softcap = c.softcap;
 
@@ -90,8 +91,8 @@ void run_case(const Case& c) {
       b.n_tiles = static_cast<int>(tiles.size());
     }
     CHECK_CUDA(cu::paged_attention(dq.get<bf16>(), dk.get<bf16>(), dv.get<bf16>(),
-                                   dtab.get<int32_t>(), dseq.get<int32_t>(), dpos.get<int32_t>(),
-                                   p, b, 0));
+                                   dtab.get<int32_t>(), dseq.get<int32_t>(), dpos.get<int32_t>(), p,
+                                   b, 0));
     CHECK_CUDA(cudaDeviceSynchronize());
     return download<bf16>(dout, out_elems);
   };
@@ -150,10 +151,10 @@ void run_case(const Case& c) {
 
 int main() {
   run_case({128, 32, 8, 0, 0.0f, {1, 17, 300, 700}});  // Llama-3.1-8B's heads
-  run_case({64, 9, 3, 0, 0.0f, {5, 129, 260}});         // SmolLM2: group 3
-  run_case({8, 8, 4, 0, 0.0f, {33, 70}});               // stories260K: head_dim 8
-  run_case({16, 4, 2, 16, 0.0f, {1, 40, 150}});         // sliding window (mistral fixture)
-  run_case({32, 4, 4, 100, 30.0f, {300}});              // window across splits, soft-capping
-  run_case({128, 8, 1, 0, 0.0f, {2, 65, 333}});         // group 8
+  run_case({64, 9, 3, 0, 0.0f, {5, 129, 260}});        // SmolLM2: group 3
+  run_case({8, 8, 4, 0, 0.0f, {33, 70}});              // stories260K: head_dim 8
+  run_case({16, 4, 2, 16, 0.0f, {1, 40, 150}});        // sliding window (mistral fixture)
+  run_case({32, 4, 4, 100, 30.0f, {300}});             // window across splits, soft-capping
+  run_case({128, 8, 1, 0, 0.0f, {2, 65, 333}});        // group 8
   return report();
 }

@@ -101,6 +101,32 @@ void test_batch_invariance(int n, int k) {
   expect(bad_rows == 0, "row permutation invariance");
 }
 
+// Every launch shape of the small-M kernel gives the same bits, at every M it serves.
+void test_small_m_shapes(int n, int k) {
+  std::printf("small-M launch shapes n=%d k=%d (bitwise against shape 0)\n", n, k);
+  std::mt19937 rng(3);
+  auto x = random_bf16(size_t(64) * k, rng), w = random_bf16(size_t(n) * k, rng, 0.05f);
+  auto dx = upload(x), dw = upload(w);
+  cu::DeviceBuffer ref(size_t(64) * n * 2), dy(size_t(64) * n * 2);
+  int bad = 0, runs = 0;
+  for (int m : {1, 5, 16, 17, 32, 40, 64}) {
+    poison(ref);
+    CHECK_CUDA(
+        cu::matmul_small_m_shape(dx.get<bf16>(), dw.get<bf16>(), ref.get<bf16>(), m, n, k, 0, 0));
+    auto want = download<bf16>(ref, size_t(m) * n);
+    for (int sh = 1; sh < cu::small_m_shapes(m); ++sh) {
+      poison(dy);
+      CHECK_CUDA(
+          cu::matmul_small_m_shape(dx.get<bf16>(), dw.get<bf16>(), dy.get<bf16>(), m, n, k, 0, sh));
+      auto got = download<bf16>(dy, size_t(m) * n);
+      bad += std::memcmp(got.data(), want.data(), got.size() * sizeof(bf16)) != 0;
+      ++runs;
+    }
+  }
+  std::printf("  shapes differing: %d of %d\n", bad, runs);
+  expect(bad == 0 && runs > 0, "small-M shapes bitwise");
+}
+
 bool close_bf16(float got, float want) {
   return std::fabs(got - want) <= 1e-2f * std::fabs(want) + 1e-3f;
 }
@@ -236,6 +262,8 @@ int main() {
   test_matmul_accuracy();
   test_batch_invariance<float>(1024, 4096);
   test_batch_invariance<bf16>(264, 14336);
+  test_small_m_shapes(1000, 14336);
+  test_small_m_shapes(4096, 4096);
   test_rms_norm();
   test_swiglu_embedding();
   test_rope(false, 128);

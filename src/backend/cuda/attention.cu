@@ -7,9 +7,9 @@
 // S = Q K^T by mma.sync (head dims in increasing 16-wide steps), scale, soft-cap, mask, then the
 // online softmax update (max, rescale, row sum in a fixed shuffle tree) and O += bf16(P) V by
 // mma.sync (positions in increasing 16-wide steps). Each split starts from the empty state, and
-// the splits are folded in increasing j by merge(). Every step is fixed by the line's own positions,
-// so the result does not depend on the other lines of the launch (mma rows are independent) nor on
-// how the prompt was chunked. Two launch shapes compute exactly that:
+// the splits are folded in increasing j by merge(). Every step is fixed by the line's own
+// positions, so the result does not depend on the other lines of the launch (mma rows are
+// independent) nor on how the prompt was chunked. Two launch shapes compute exactly that:
 //   - split mode (decode rows): one block per (row, kv head, split), writing the split's
 //     (max, sum, O) to scratch; combine_kernel folds a row's splits. Splits keep SMs busy when few
 //     rows have long contexts.
@@ -109,8 +109,8 @@ struct Lines {
   uint32_t qa[kSteps][4];  // Q as mma A fragments
   float o[kDTiles][4];     // O accumulators: [..][0..1] line g, [..][2..3] line g + 8
   float m[2], l[2];
-  int first[2], last[2];   // visible positions; last = -1: not a line
-  int split[2];            // split length
+  int first[2], last[2];  // visible positions; last = -1: not a line
+  int split[2];           // split length
   float m_tot[2], l_tot[2];
 
   __device__ void reset(int h) {
@@ -241,7 +241,7 @@ __device__ void update(Lines<HD>& L, const Smem& sm, int buf, int t0, const Atte
 
 // The launch's work: split mode (tiles == nullptr) or fold mode.
 struct Work {
-  const int32_t* split_rows;  // split mode: block x -> row (null: row = x)
+  const int32_t* split_rows;   // split mode: block x -> row (null: row = x)
   const AttentionTile* tiles;  // fold mode: block x -> rows
   int max_splits;
   float* scratch;
@@ -371,14 +371,14 @@ __global__ void __launch_bounds__(128)
       for (int j = 0; j < L.kDTiles; ++j) {
         const int d = 8 * j + 2 * t;
         if (d < p.head_dim) {
-          *reinterpret_cast<__nv_bfloat162*>(o + d) = __floats2bfloat162_rn(
-              finish(tot[d], L.l_tot[h]), finish(tot[d + 1], L.l_tot[h]));
+          *reinterpret_cast<__nv_bfloat162*>(o + d) =
+              __floats2bfloat162_rn(finish(tot[d], L.l_tot[h]), finish(tot[d + 1], L.l_tot[h]));
         }
       }
     } else {
-      float* part = work.scratch +
-                    ((static_cast<int64_t>(row) * p.n_heads + head) * work.max_splits + slot) *
-                        (p.head_dim + 2);
+      float* part =
+          work.scratch + ((static_cast<int64_t>(row) * p.n_heads + head) * work.max_splits + slot) *
+                             (p.head_dim + 2);
       if (t == 0) {
         part[0] = L.m[h];
         part[1] = L.l[h];
@@ -428,25 +428,24 @@ cudaError_t launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, cons
     if (attr != cudaSuccess) return attr;
     const int warps = (attention_tile_rows(group) * group + 15) / 16;
     attention_kernel<HD><<<dim3(b.n_tiles, p.n_kv_heads), warps * 32, smem, s>>>(
-        q, k_cache, v_cache, tables, row_seq, pos, p,
-        Work{nullptr, b.tiles, 0, nullptr, b.out});
+        q, k_cache, v_cache, tables, row_seq, pos, p, Work{nullptr, b.tiles, 0, nullptr, b.out});
   }
   if (b.n_split_rows > 0) {
     const int warps = (group + 15) / 16;
-    attention_kernel<HD><<<dim3(b.n_split_rows, p.n_kv_heads, b.max_splits), warps * 32, stages,
-                           s>>>(q, k_cache, v_cache, tables, row_seq, pos, p,
-                                Work{b.split_rows, nullptr, b.max_splits, b.scratch, b.out});
-    combine_kernel<<<dim3(b.n_split_rows, p.n_heads), p.head_dim < 128 ? p.head_dim : 128, 0,
-                     s>>>(b.scratch, b.split_rows, pos, p, b.max_splits, b.out);
+    attention_kernel<HD>
+        <<<dim3(b.n_split_rows, p.n_kv_heads, b.max_splits), warps * 32, stages, s>>>(
+            q, k_cache, v_cache, tables, row_seq, pos, p,
+            Work{b.split_rows, nullptr, b.max_splits, b.scratch, b.out});
+    const int threads = p.head_dim < 128 ? p.head_dim : 128;
+    combine_kernel<<<dim3(b.n_split_rows, p.n_heads), threads, 0, s>>>(b.scratch, b.split_rows, pos,
+                                                                       p, b.max_splits, b.out);
   }
   return cudaGetLastError();
 }
 
 }  // namespace
 
-int attention_splits(int window, int last) {
-  return splits_of(first_visible(window, last), last);
-}
+int attention_splits(int window, int last) { return splits_of(first_visible(window, last), last); }
 
 int attention_max_splits(int max_visible) {
   // Up to kSplitsTarget * kSplitMax visible positions a split is at least visible / 16 long, so a

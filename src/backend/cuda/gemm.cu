@@ -14,6 +14,7 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
+#include <span>
 
 #include "backend/cuda/ops.h"
 
@@ -47,14 +48,12 @@ __device__ __forceinline__ void store2<bf16>(bf16* p, float a, float b) {
   *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
 }
 
-// ---- Small-M kernel: each warp streams 8 weight rows over all of K, MF x 16 activation rows. ----
-// Each thread cp.async-copies its own 16-byte weight pieces into a private ring of kSmallStages
-// batches in shared memory and reads back only what it copied, so no barrier is needed: the ring
-// keeps ~20 KB in flight per warp while the (inherently serial) per-element mma chain runs.
-constexpr int kSmallWarps = 2;   // 2 warps a block: N = 4096 gives 256 blocks over 132 SMs
-constexpr int kSmallUnroll = 8;  // 8 chunks (8 x 512 B per warp) per batch
-constexpr int kSmallStages = 6;  // batches in the ring: 24 KB per warp, 48 KB per block
-
+// ---- Small-M kernel: each warp streams 8 x NT weight rows over all of K, MF x 16 activation rows.
+// Each thread cp.async-copies its own 16-byte weight pieces into a private ring of STAGES batches
+// of UNROLL chunks in shared memory and reads back only what it copied, so no barrier is needed:
+// the ring keeps tens of KB in flight per warp while the (inherently serial) per-element mma chain
+// runs. The shape (warps per block, stages, unroll, weight tiles per warp) changes speed only,
+// never bits; gpu_bench sweeps the shapes and launch_matmul uses the fastest per M.
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   const int bytes = valid ? 16 : 0;  // 0: zero-fill rows past M or N
@@ -66,15 +65,30 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-template <int MF, typename OutT>
-__global__ void __launch_bounds__(kSmallWarps * 32)
+template <int WARPS, int STAGES, int UNROLL, int NT>
+constexpr size_t small_smem_bytes() {
+  return static_cast<size_t>(WARPS) * STAGES * UNROLL * NT * 32 * sizeof(uint4);
+}
+
+template <int MF, int WARPS, int STAGES, int UNROLL, int NT, typename OutT>
+__global__ void __launch_bounds__(WARPS * 32)
     small_m_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w, OutT* __restrict__ y,
                    int m, int n, int k) {
-  __shared__ uint4 ring[kSmallWarps][kSmallStages][kSmallUnroll][32];
+  // Static, not dynamic, shared memory: the same code ran at half the bandwidth with a dynamic
+  // ring on the H200 (measured with gpu_bench's shape sweep; the PTX differs only in the base).
+  __shared__ uint4 smem_ring[WARPS * STAGES * UNROLL * NT * 32];
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
-  const int n0 = (blockIdx.x * kSmallWarps + warp) * 8;
+  const int n0 = (blockIdx.x * WARPS + warp) * 8 * NT;
   if (n0 >= n) return;
-  const uint4* wp = reinterpret_cast<const uint4*>(w + static_cast<size_t>(n0 + g) * k) + t;
+  uint4* ring = smem_ring + warp * (STAGES * UNROLL * NT * 32);
+  const uint4* wp[NT];
+  bool wv[NT];
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    wv[j] = n0 + j * 8 < n;  // N % 8 == 0: a weight tile is whole or absent
+    wp[j] =
+        reinterpret_cast<const uint4*>(w + static_cast<size_t>(wv[j] ? n0 + j * 8 + g : 0) * k) + t;
+  }
   const uint4* xp[MF][2];
   bool xv[MF][2];
 #pragma unroll
@@ -87,53 +101,117 @@ __global__ void __launch_bounds__(kSmallWarps * 32)
           reinterpret_cast<const uint4*>(x + static_cast<size_t>(xv[f][h] ? row : 0) * k) + t;
     }
   }
-  float acc[MF][4];
+  float acc[MF][NT][4];
 #pragma unroll
-  for (int f = 0; f < MF; ++f) acc[f][0] = acc[f][1] = acc[f][2] = acc[f][3] = 0.0f;
+  for (int f = 0; f < MF; ++f)
+#pragma unroll
+    for (int j = 0; j < NT; ++j) acc[f][j][0] = acc[f][j][1] = acc[f][j][2] = acc[f][j][3] = 0.0f;
   const uint4 zero = make_uint4(0, 0, 0, 0);
-  const int chunks = k / 32, batches = chunks / kSmallUnroll;
+  const int chunks = k / 32, batches = chunks / UNROLL;
+  auto slot = [&](int b, int u, int j) -> uint4& {
+    return ring[(((b % STAGES) * UNROLL + u) * NT + j) * 32 + lane];
+  };
   auto issue = [&](int b) {
     if (b < batches) {
 #pragma unroll
-      for (int u = 0; u < kSmallUnroll; ++u)
-        cp_async16(&ring[warp][b % kSmallStages][u][lane], wp + (b * kSmallUnroll + u) * 4, true);
+      for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+          cp_async16(&slot(b, u, j), wp[j] + (b * UNROLL + u) * 4, wv[j]);
     }
     cp_async_commit();  // empty groups keep the wait count uniform
   };
-#pragma unroll
-  for (int b = 0; b < kSmallStages - 1; ++b) issue(b);
-  for (int b = 0; b < batches; ++b) {
-    cp_async_wait<kSmallStages - 2>();  // batch b (this thread's own copies) has landed
-    const int c = b * kSmallUnroll;
-#pragma unroll
-    for (int u = 0; u < kSmallUnroll; ++u) {
-      const uint4 wb = ring[warp][b % kSmallStages][u][lane];
-#pragma unroll
-      for (int f = 0; f < MF; ++f) {
-        const uint4 lo = xv[f][0] ? __ldg(xp[f][0] + (c + u) * 4) : zero;
-        const uint4 hi = xv[f][1] ? __ldg(xp[f][1] + (c + u) * 4) : zero;
-        chunk_mma(acc[f], lo, hi, wb);
-      }
-    }
-    issue(b + kSmallStages - 1);  // refills the slot read above, after its reads completed
-  }
-  cp_async_wait<0>();
-  for (int c = batches * kSmallUnroll; c < chunks; ++c) {
-    const uint4 wb = __ldcs(wp + c * 4);
+  auto chunk = [&](int c, const uint4(&wb)[NT]) {
 #pragma unroll
     for (int f = 0; f < MF; ++f) {
       const uint4 lo = xv[f][0] ? __ldg(xp[f][0] + c * 4) : zero;
       const uint4 hi = xv[f][1] ? __ldg(xp[f][1] + c * 4) : zero;
-      chunk_mma(acc[f], lo, hi, wb);
+#pragma unroll
+      for (int j = 0; j < NT; ++j) chunk_mma(acc[f][j], lo, hi, wb[j]);
+    }
+  };
+#pragma unroll
+  for (int b = 0; b < STAGES - 1; ++b) issue(b);
+  for (int b = 0; b < batches; ++b) {
+    cp_async_wait<STAGES - 2>();  // batch b (this thread's own copies) has landed
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      uint4 wb[NT];
+#pragma unroll
+      for (int j = 0; j < NT; ++j) wb[j] = slot(b, u, j);
+      chunk(b * UNROLL + u, wb);
+    }
+    issue(b + STAGES - 1);  // refills the slot read above, after its reads completed
+  }
+  cp_async_wait<0>();
+  for (int c = batches * UNROLL; c < chunks; ++c) {
+    uint4 wb[NT];
+#pragma unroll
+    for (int j = 0; j < NT; ++j) wb[j] = wv[j] ? __ldcs(wp[j] + c * 4) : zero;
+    chunk(c, wb);
+  }
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    if (!wv[j]) continue;
+    const int col = n0 + j * 8 + t * 2;
+#pragma unroll
+    for (int f = 0; f < MF; ++f) {
+      const int r0 = f * 16 + g;
+      if (r0 < m) store2(y + static_cast<size_t>(r0) * n + col, acc[f][j][0], acc[f][j][1]);
+      if (r0 + 8 < m) store2(y + static_cast<size_t>(r0 + 8) * n + col, acc[f][j][2], acc[f][j][3]);
     }
   }
-  const int col = n0 + t * 2;
-#pragma unroll
-  for (int f = 0; f < MF; ++f) {
-    const int r0 = f * 16 + g;
-    if (r0 < m) store2(y + static_cast<size_t>(r0) * n + col, acc[f][0], acc[f][1]);
-    if (r0 + 8 < m) store2(y + static_cast<size_t>(r0 + 8) * n + col, acc[f][2], acc[f][3]);
-  }
+}
+
+template <int MF, int WARPS, int STAGES, int UNROLL, int NT, typename OutT>
+cudaError_t launch_small(const bf16* x, const bf16* w, OutT* y, int m, int n, int k,
+                         cudaStream_t s) {
+  static_assert(small_smem_bytes<WARPS, STAGES, UNROLL, NT>() <= 48 * 1024, "static ring");
+  const int rows_per_block = WARPS * 8 * NT;
+  small_m_kernel<MF, WARPS, STAGES, UNROLL, NT, OutT>
+      <<<(n + rows_per_block - 1) / rows_per_block, WARPS * 32, 0, s>>>(x, w, y, m, n, k);
+  return cudaGetLastError();
+}
+
+// The shapes gpu_bench sweeps, by row fragments (MF = ceil(M / 16): 1, 2 or 4), as {warps,
+// stages, unroll, weight tiles}. kAuto uses entry 1 for N >= kWideN (enough warps to give each
+// more weight rows or a deeper ring) and entry 0 below: the fastest measured on the H200 for
+// Llama-3.1-8B's four matrices (docs/benchmarks.md).
+constexpr int kWideN = 16384;
+template <typename OutT>
+using SmallLaunch = cudaError_t (*)(const bf16*, const bf16*, OutT*, int, int, int, cudaStream_t);
+template <typename OutT>
+struct SmallShape {
+  const char* name;
+  SmallLaunch<OutT> launch;
+};
+template <typename OutT>
+constexpr SmallShape<OutT> kShapes1[] = {
+    {"w2 s6 u8 nt1", launch_small<1, 2, 6, 8, 1, OutT>},
+    {"w4 s6 u4 nt1", launch_small<1, 4, 6, 4, 1, OutT>},
+    {"w4 s4 u4 nt1", launch_small<1, 4, 4, 4, 1, OutT>},
+    {"w1 s8 u8 nt1", launch_small<1, 1, 8, 8, 1, OutT>},
+    {"w2 s4 u8 nt1", launch_small<1, 2, 4, 8, 1, OutT>},
+};
+template <typename OutT>
+constexpr SmallShape<OutT> kShapes2[] = {
+    {"w2 s6 u8 nt1", launch_small<2, 2, 6, 8, 1, OutT>},
+    {"w2 s6 u4 nt2", launch_small<2, 2, 6, 4, 2, OutT>},
+    {"w4 s6 u4 nt1", launch_small<2, 4, 6, 4, 1, OutT>},
+};
+template <typename OutT>
+constexpr SmallShape<OutT> kShapes4[] = {
+    {"w2 s6 u8 nt1", launch_small<4, 2, 6, 8, 1, OutT>},
+    {"w4 s3 u2 nt4", launch_small<4, 4, 3, 2, 4, OutT>},
+    {"w2 s4 u2 nt4", launch_small<4, 2, 4, 2, 4, OutT>},
+    {"w2 s4 u4 nt2", launch_small<4, 2, 4, 4, 2, OutT>},
+};
+
+template <typename OutT>
+std::span<const SmallShape<OutT>> shapes_for(int m) {
+  if (m <= 16) return kShapes1<OutT>;
+  if (m <= 32) return kShapes2<OutT>;
+  return kShapes4<OutT>;
 }
 
 // ---- Tiled kernel: 128 x 128 block tile, 4 warps of 64 x 64, K tiles of 32, cp.async pipeline.
@@ -212,26 +290,24 @@ __global__ void __launch_bounds__(kThreads)
 
 template <typename OutT>
 cudaError_t launch_matmul(const bf16* x, const bf16* w, OutT* y, int m, int n, int k,
-                          cudaStream_t s, GemmPath path) {
+                          cudaStream_t s, GemmPath path, int shape = -1) {
   if (m <= 0 || n <= 0 || k <= 0 || k % 32 != 0 || n % 8 != 0) return cudaErrorInvalidValue;
   if (path == GemmPath::kAuto) path = m <= 64 ? GemmPath::kSmallM : GemmPath::kTiled;
   if (path == GemmPath::kSmallM) {
-    const dim3 grid((n / 8 + kSmallWarps - 1) / kSmallWarps);
-    const dim3 block(kSmallWarps * 32);
     // Larger M than one launch covers is cut into 64-row slices: the order per element is the same.
     for (int r = 0; r < m; r += 64) {
       const int mm = m - r < 64 ? m - r : 64;
-      const bf16* xs = x + static_cast<size_t>(r) * k;
-      OutT* ys = y + static_cast<size_t>(r) * n;
-      if (mm <= 16) {
-        small_m_kernel<1, OutT><<<grid, block, 0, s>>>(xs, w, ys, mm, n, k);
-      } else if (mm <= 32) {
-        small_m_kernel<2, OutT><<<grid, block, 0, s>>>(xs, w, ys, mm, n, k);
-      } else {
-        small_m_kernel<4, OutT><<<grid, block, 0, s>>>(xs, w, ys, mm, n, k);
+      const auto shapes = shapes_for<OutT>(mm);
+      const int i = shape >= 0 && shape < static_cast<int>(shapes.size()) ? shape
+                    : n >= kWideN                                         ? 1
+                                                                          : 0;
+      if (cudaError_t e = shapes[i].launch(x + static_cast<size_t>(r) * k, w,
+                                           y + static_cast<size_t>(r) * n, mm, n, k, s);
+          e != cudaSuccess) {
+        return e;
       }
     }
-    return cudaGetLastError();
+    return cudaSuccess;
   }
   static const cudaError_t attr = cudaFuncSetAttribute(
       tiled_kernel<OutT>, cudaFuncAttributeMaxDynamicSharedMemorySize, kTiledSmem);
@@ -250,6 +326,15 @@ cudaError_t matmul(const bf16* x, const bf16* w, float* y, int m, int n, int k, 
 cudaError_t matmul(const bf16* x, const bf16* w, bf16* y, int m, int n, int k, cudaStream_t s,
                    GemmPath path) {
   return launch_matmul(x, w, y, m, n, k, s, path);
+}
+
+int small_m_shapes(int m) { return static_cast<int>(shapes_for<bf16>(m).size()); }
+
+const char* small_m_shape_name(int m, int shape) { return shapes_for<bf16>(m)[shape].name; }
+
+cudaError_t matmul_small_m_shape(const bf16* x, const bf16* w, bf16* y, int m, int n, int k,
+                                 cudaStream_t s, int shape) {
+  return launch_matmul(x, w, y, m, n, k, s, GemmPath::kSmallM, shape);
 }
 
 }  // namespace tf::backend::cuda

@@ -23,6 +23,13 @@ cudaError_t matmul(const bf16* x, const bf16* w, float* y, int m, int n, int k, 
 cudaError_t matmul(const bf16* x, const bf16* w, bf16* y, int m, int n, int k, cudaStream_t s,
                    GemmPath path = GemmPath::kAuto);
 
+// The small-M kernel's launch shapes for M rows (gpu_bench sweeps them): how many, a name each,
+// and a bf16 matmul with shape i. Every shape computes the same bits; kAuto picks by M and N.
+int small_m_shapes(int m);
+const char* small_m_shape_name(int m, int shape);
+cudaError_t matmul_small_m_shape(const bf16* x, const bf16* w, bf16* y, int m, int n, int k,
+                                 cudaStream_t s, int shape);
+
 // resid[r] += delta[r] (delta may be null), then out[r] = bf16(resid[r] / rms(resid[r]) * w).
 // One block per row, fixed reduction tree: independent of `rows`.
 cudaError_t add_rms_norm(float* resid, const float* delta, const bf16* weight, bf16* out, int rows,

@@ -271,8 +271,8 @@ class CudaDecoder final : public Model {
   // How a step's rows reach attention: decode rows by splits, prefill chunks by tiles.
   struct AttentionPlan {
     int n_split_rows = 0, n_tiles = 0;
-    bool all_rows_split = false;  // graph steps: split rows are rows 0 .. n - 1
-    int fixed_splits = 0;         // > 0: launch this many splits; 0: the most a split row needs
+    bool all_rows_split = false;     // graph steps: split rows are rows 0 .. n - 1
+    int fixed_splits = 0;            // > 0: launch this many splits; 0: the most a split row needs
     std::vector<int32_t> split_pos;  // eager steps: the split rows' positions
   };
   Status size_buffers(int n, int n_out, int max_splits);
