@@ -216,7 +216,7 @@ std::span<const SmallShape<OutT>> shapes_for(int m) {
 
 // ---- Tiled kernel: 128 x 128 block tile, 4 warps of 64 x 64, K tiles of 32, cp.async pipeline.
 // ----
-constexpr int kBm = 128, kBn = 128, kBk = 32, kStages = 4, kThreads = 128;
+constexpr int kBm = 128, kBn = 128, kBk = 32, kStages = 3, kThreads = 128;
 constexpr int kStageBytes = (kBm + kBn) * kBk * 2;
 constexpr int kTiledSmem = kStages * kStageBytes;
 
@@ -224,7 +224,8 @@ template <typename OutT>
 __global__ void __launch_bounds__(kThreads)
     tiled_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w, OutT* __restrict__ y,
                  int m, int n, int k) {
-  extern __shared__ __align__(128) unsigned char smem[];
+  // Static, 48 KB in three stages: as fast as four dynamic ones (gpu_bench), with no opt-in.
+  __shared__ __align__(128) unsigned char smem[kTiledSmem];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
   const int wm = warp >> 1, wn = warp & 1;
   const int bm = blockIdx.y * kBm, bn = blockIdx.x * kBn;
@@ -309,11 +310,8 @@ cudaError_t launch_matmul(const bf16* x, const bf16* w, OutT* y, int m, int n, i
     }
     return cudaSuccess;
   }
-  static const cudaError_t attr = cudaFuncSetAttribute(
-      tiled_kernel<OutT>, cudaFuncAttributeMaxDynamicSharedMemorySize, kTiledSmem);
-  if (attr != cudaSuccess) return attr;
   const dim3 grid((n + kBn - 1) / kBn, (m + kBm - 1) / kBm);
-  tiled_kernel<OutT><<<grid, kThreads, kTiledSmem, s>>>(x, w, y, m, n, k);
+  tiled_kernel<OutT><<<grid, kThreads, 0, s>>>(x, w, y, m, n, k);
   return cudaGetLastError();
 }
 
