@@ -173,6 +173,117 @@ cudaError_t launch_small(const bf16* x, const bf16* w, OutT* y, int m, int n, in
   return cudaGetLastError();
 }
 
+// A variant for M > 16: each batch's activation chunks are staged in shared memory by the whole
+// block (cp.async, zero-filled past M) and arrive through the same pipeline as the weights, rather
+// than as one synchronous L2 read per warp per chunk; the price is a barrier per batch. Same mma
+// sequence per element as small_m_kernel.
+template <int MF, int WARPS, int STAGES, int UNROLL, int NT>
+constexpr size_t staged_smem_bytes() {
+  return (static_cast<size_t>(STAGES) * UNROLL * MF * 16 * 4 +
+          static_cast<size_t>(WARPS) * STAGES * UNROLL * NT * 32) *
+         sizeof(uint4);
+}
+
+template <int MF, int WARPS, int STAGES, int UNROLL, int NT, typename OutT>
+__global__ void __launch_bounds__(WARPS * 32)
+    staged_m_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w, OutT* __restrict__ y,
+                    int m, int n, int k) {
+  constexpr int kRows = MF * 16;
+  __shared__ uint4 xs[STAGES][UNROLL][kRows][4];
+  __shared__ uint4 ws[WARPS][STAGES][UNROLL][NT][32];
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
+  const int n0 = (blockIdx.x * WARPS + warp) * 8 * NT;
+  // No early exit past N: every thread takes part in the block's copies and barriers.
+  const uint4* wp[NT];
+  bool wv[NT];
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    wv[j] = n0 + j * 8 < n;
+    wp[j] =
+        reinterpret_cast<const uint4*>(w + static_cast<size_t>(wv[j] ? n0 + j * 8 + g : 0) * k) + t;
+  }
+  float acc[MF][NT][4];
+#pragma unroll
+  for (int f = 0; f < MF; ++f)
+#pragma unroll
+    for (int j = 0; j < NT; ++j) acc[f][j][0] = acc[f][j][1] = acc[f][j][2] = acc[f][j][3] = 0.0f;
+  const int chunks = k / 32, batches = chunks / UNROLL;
+  auto issue = [&](int b) {
+    if (b < batches) {
+      const int slot = b % STAGES;
+      for (int i = threadIdx.x; i < UNROLL * kRows * 4; i += WARPS * 32) {
+        const int u = i / (kRows * 4), r = (i >> 2) % kRows, q = i & 3;
+        const bool v = r < m;
+        cp_async16(&xs[slot][u][r][q],
+                   x + static_cast<size_t>(v ? r : 0) * k + (b * UNROLL + u) * 32 + q * 8, v);
+      }
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+          cp_async16(&ws[warp][slot][u][j][lane], wp[j] + (b * UNROLL + u) * 4, wv[j]);
+    }
+    cp_async_commit();
+  };
+#pragma unroll
+  for (int b = 0; b < STAGES - 1; ++b) issue(b);
+  for (int b = 0; b < batches; ++b) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();        // batch b landed for every thread; every warp is past batch b - 1
+    issue(b + STAGES - 1);  // into batch b - 1's slot
+    const int slot = b % STAGES;
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      uint4 wb[NT];
+#pragma unroll
+      for (int j = 0; j < NT; ++j) wb[j] = ws[warp][slot][u][j][lane];
+#pragma unroll
+      for (int f = 0; f < MF; ++f) {
+        const uint4 lo = xs[slot][u][f * 16 + g][t], hi = xs[slot][u][f * 16 + 8 + g][t];
+#pragma unroll
+        for (int j = 0; j < NT; ++j) chunk_mma(acc[f][j], lo, hi, wb[j]);
+      }
+    }
+  }
+  cp_async_wait<0>();
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  for (int c = batches * UNROLL; c < chunks; ++c) {
+    uint4 wb[NT];
+#pragma unroll
+    for (int j = 0; j < NT; ++j) wb[j] = wv[j] ? __ldcs(wp[j] + c * 4) : zero;
+#pragma unroll
+    for (int f = 0; f < MF; ++f) {
+      const int r0 = f * 16 + g;
+      const uint4* xr = reinterpret_cast<const uint4*>(x) + t + c * 4;
+      const uint4 lo = r0 < m ? __ldg(xr + static_cast<size_t>(r0) * k / 8) : zero;
+      const uint4 hi = r0 + 8 < m ? __ldg(xr + static_cast<size_t>(r0 + 8) * k / 8) : zero;
+#pragma unroll
+      for (int j = 0; j < NT; ++j) chunk_mma(acc[f][j], lo, hi, wb[j]);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    if (!wv[j]) continue;
+    const int col = n0 + j * 8 + t * 2;
+#pragma unroll
+    for (int f = 0; f < MF; ++f) {
+      const int r0 = f * 16 + g;
+      if (r0 < m) store2(y + static_cast<size_t>(r0) * n + col, acc[f][j][0], acc[f][j][1]);
+      if (r0 + 8 < m) store2(y + static_cast<size_t>(r0 + 8) * n + col, acc[f][j][2], acc[f][j][3]);
+    }
+  }
+}
+
+template <int MF, int WARPS, int STAGES, int UNROLL, int NT, typename OutT>
+cudaError_t launch_staged(const bf16* x, const bf16* w, OutT* y, int m, int n, int k,
+                          cudaStream_t s) {
+  static_assert(staged_smem_bytes<MF, WARPS, STAGES, UNROLL, NT>() <= 48 * 1024, "static");
+  const int rows_per_block = WARPS * 8 * NT;
+  staged_m_kernel<MF, WARPS, STAGES, UNROLL, NT, OutT>
+      <<<(n + rows_per_block - 1) / rows_per_block, WARPS * 32, 0, s>>>(x, w, y, m, n, k);
+  return cudaGetLastError();
+}
+
 // The shapes gpu_bench sweeps, by row fragments (MF = ceil(M / 16): 1, 2 or 4), as {warps,
 // stages, unroll, weight tiles}. kAuto uses entry 1 for N >= kWideN (enough warps to give each
 // more weight rows or a deeper ring) and entry 0 below: the fastest measured on the H200 for
@@ -195,16 +306,19 @@ constexpr SmallShape<OutT> kShapes1[] = {
 };
 template <typename OutT>
 constexpr SmallShape<OutT> kShapes2[] = {
-    {"w2 s6 u8 nt1", launch_small<2, 2, 6, 8, 1, OutT>},
+    {"x-staged w2 s4 u4", launch_staged<2, 2, 4, 4, 1, OutT>},
     {"w2 s6 u4 nt2", launch_small<2, 2, 6, 4, 2, OutT>},
+    {"w2 s6 u8 nt1", launch_small<2, 2, 6, 8, 1, OutT>},
     {"w4 s6 u4 nt1", launch_small<2, 4, 6, 4, 1, OutT>},
+    {"x-staged w4 s4 u2", launch_staged<2, 4, 4, 2, 1, OutT>},
 };
 template <typename OutT>
 constexpr SmallShape<OutT> kShapes4[] = {
     {"w2 s6 u8 nt1", launch_small<4, 2, 6, 8, 1, OutT>},
+    {"x-staged w4 s3 u2 nt2", launch_staged<4, 4, 3, 2, 2, OutT>},
     {"w4 s3 u2 nt4", launch_small<4, 4, 3, 2, 4, OutT>},
-    {"w2 s4 u2 nt4", launch_small<4, 2, 4, 2, 4, OutT>},
-    {"w2 s4 u4 nt2", launch_small<4, 2, 4, 4, 2, OutT>},
+    {"x-staged w4 s3 u2", launch_staged<4, 4, 3, 2, 1, OutT>},
+    {"x-staged w2 s4 u2", launch_staged<4, 2, 4, 2, 1, OutT>},
 };
 
 template <typename OutT>
