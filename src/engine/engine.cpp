@@ -183,7 +183,8 @@ void Engine::expire_and_cancel() {
   std::erase_if(seqs_, [](const auto& kv) { return kv.second->state == SeqState::kFinished; });
 }
 
-Status Engine::forward(std::span<const ScheduledChunk> chunks, float* logits) {
+Status Engine::forward(std::span<const ScheduledChunk> chunks, float* logits, int32_t* argmax,
+                       bool logits_needed) {
   if (opt_.fault_hook) {
     std::vector<RequestId> ids;
     for (const auto& c : chunks) ids.push_back(c.seq->req.id);
@@ -197,15 +198,16 @@ Status Engine::forward(std::span<const ScheduledChunk> chunks, float* logits) {
                      s.blocks, s.computed + c.n == static_cast<int64_t>(s.tokens.size()) ? 1 : 0});
   }
   try {
-    return model_->forward(batch, kv_, logits);
+    return model_->forward_argmax(batch, kv_, logits, argmax, logits_needed);
   } catch (const std::exception& e) {  // e.g. bad_alloc: contained to this step's streams
     return make_error(ErrorCode::kInternal, "model step failed: {}", e.what());
   }
 }
 
-std::vector<Status> Engine::run_chunks(std::span<const ScheduledChunk> chunks, float* logits) {
+std::vector<Status> Engine::run_chunks(std::span<const ScheduledChunk> chunks, float* logits,
+                                       int32_t* argmax, bool logits_needed) {
   std::vector<Status> result(chunks.size());
-  Status all = forward(chunks, logits);
+  Status all = forward(chunks, logits, argmax, logits_needed);
   if (all.ok()) return result;
   if (chunks.size() == 1) {
     result[0] = all;
@@ -218,7 +220,8 @@ std::vector<Status> Engine::run_chunks(std::span<const ScheduledChunk> chunks, f
   for (size_t i = 0; i < chunks.size(); ++i) {
     const Sequence& s = *chunks[i].seq;
     const bool wants = s.computed + chunks[i].n == static_cast<int64_t>(s.tokens.size());
-    result[i] = forward(chunks.subspan(i, 1), logits + offset * vocab);
+    result[i] =
+        forward(chunks.subspan(i, 1), logits + offset * vocab, argmax + offset, logits_needed);
     offset += wants ? 1 : 0;
   }
   return result;
@@ -240,19 +243,24 @@ void Engine::step() {
     logits = logits_.data();
   }
   const auto now = Clock::now();
+  bool logits_needed = false;
   for (auto& c : plan.chunks) {
     if (!c.seq->scheduled_once) {
       c.seq->scheduled_once = true;
       c.seq->first_scheduled = now;
     }
+    const bool wants = c.seq->computed + c.n == static_cast<int64_t>(c.seq->tokens.size());
+    logits_needed = logits_needed || (wants && !greedy_from_argmax(*c.seq));
   }
-  std::vector<Status> status = run_chunks(plan.chunks, logits);
+  argmax_.resize(plan.chunks.size());
+  std::vector<Status> status = run_chunks(plan.chunks, logits, argmax_.data(), logits_needed);
   profile_.lap("forward");
   int64_t offset = 0;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     Sequence& s = *plan.chunks[i].seq;
     const bool wants = s.computed + plan.chunks[i].n == static_cast<int64_t>(s.tokens.size());
     const float* row = logits + offset * vocab;
+    const int32_t best = wants ? argmax_[offset] : -1;
     offset += wants ? 1 : 0;
     if (!status[i].ok()) {
       finish(s, FinishReason::kError, status[i].error());
@@ -264,7 +272,7 @@ void Engine::step() {
       cache_->insert(std::span(s.tokens).first(s.computed), s.blocks, s.cache_ns);
       s.cache_inserted = full;
     }
-    if (wants) emit_token(s, row);
+    if (wants) emit_token(s, row, best);
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -275,7 +283,14 @@ void Engine::step() {
   profile_.step_done();
 }
 
-void Engine::emit_token(Sequence& s, const float* row) {
+// Greedy with nothing else asked of the logits: the model's argmax is the token (sample()'s greedy
+// branch is that same argmax), and the step needs no logits on the host.
+bool Engine::greedy_from_argmax(const Sequence& s) {
+  const auto& sp = s.req.sampling;
+  return (sp.temperature <= 0.0f || sp.top_k == 1) && !sp.has_penalties() && s.req.logprobs < 0;
+}
+
+void Engine::emit_token(Sequence& s, const float* row, int32_t argmax) {
   const int64_t vocab = model_->config().vocab_size;
   if (!s.prefilled_sent) {
     s.prefilled_sent = true;
@@ -291,7 +306,8 @@ void Engine::emit_token(Sequence& s, const float* row) {
     logits = adjusted;
   }
   const int64_t position = static_cast<int64_t>(s.tokens.size());
-  const int32_t id = sample(logits, sp, static_cast<uint64_t>(position));
+  const int32_t id =
+      greedy_from_argmax(s) ? argmax : sample(logits, sp, static_cast<uint64_t>(position));
   s.tokens.push_back(id);
   if (s.generated() == 1) s.first_token = Clock::now();
 

@@ -77,9 +77,12 @@ class Engine final : public EngineClient {
   void step();
   // Runs the chunks; on failure retries each alone so only the failing ones are lost.
   // Returns, per chunk, ok or the error that chunk hit.
-  std::vector<Status> run_chunks(std::span<const ScheduledChunk> chunks, float* logits);
-  Status forward(std::span<const ScheduledChunk> chunks, float* logits);
-  void emit_token(Sequence& s, const float* logits);
+  std::vector<Status> run_chunks(std::span<const ScheduledChunk> chunks, float* logits,
+                                 int32_t* argmax, bool logits_needed);
+  Status forward(std::span<const ScheduledChunk> chunks, float* logits, int32_t* argmax,
+                 bool logits_needed);
+  void emit_token(Sequence& s, const float* logits, int32_t argmax);
+  static bool greedy_from_argmax(const Sequence& s);
   void finish(Sequence& s, FinishReason reason, std::optional<Error> error = std::nullopt);
   void update_stats_locked();
 
@@ -97,6 +100,7 @@ class Engine final : public EngineClient {
   std::vector<Sequence*> running_;
   uint64_t next_arrival_ = 0;
   std::vector<float> logits_;
+  std::vector<int32_t> argmax_;  // per logits row of the step
   StepProfile profile_;
 
   // Shared with submitting threads.

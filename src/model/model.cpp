@@ -3,6 +3,7 @@
 
 #include <thread>
 
+#include "backend/cpu/argmax.h"
 #include "base/log.h"
 #include "model/decoder_weights.h"
 #include "model/families/families.h"
@@ -36,6 +37,18 @@ Status Model::forward(std::span<const int32_t> tokens, int64_t pos0, KvCache& kv
   std::vector<int32_t> table = identity_table(kv.num_blocks());
   SeqChunk chunk{tokens, pos0, table, n_logits};
   return forward(std::span<const SeqChunk>(&chunk, 1), kv, logits);
+}
+
+Status Model::forward_argmax(std::span<const SeqChunk> batch, KvCache& kv, float* logits,
+                             int32_t* argmax, bool /*logits_needed*/) {
+  TF_RETURN_IF_ERROR(forward(batch, kv, logits));
+  const int64_t vocab = config().vocab_size;
+  int64_t rows = 0;
+  for (const SeqChunk& c : batch) rows += c.n_logits;
+  for (int64_t r = 0; r < rows; ++r) {
+    argmax[r] = static_cast<int32_t>(backend::cpu::argmax(logits + r * vocab, vocab));
+  }
+  return {};
 }
 
 Status check_supported(const checkpoint::ModelConfig& config) {

@@ -53,6 +53,13 @@ class Model {
   // depend on the other chunks in the step nor on how its sequence was split into steps.
   virtual Status forward(std::span<const SeqChunk> batch, KvCache& kv, float* logits) = 0;
 
+  // forward() that also writes each logits row's argmax (the lowest index of its largest value)
+  // to `argmax`, and may leave `logits` unwritten when `logits_needed` is false: greedy decoding
+  // then needs no logits at all. The default runs forward() and scans the rows on the host; the
+  // CUDA decoder scans them on the GPU and skips the copy back.
+  virtual Status forward_argmax(std::span<const SeqChunk> batch, KvCache& kv, float* logits,
+                                int32_t* argmax, bool logits_needed);
+
   // One sequence whose KV occupies blocks 0.. of `kv` in order (tests, simple tools).
   Status forward(std::span<const int32_t> tokens, int64_t pos0, KvCache& kv, float* logits,
                  int64_t n_logits = 1);

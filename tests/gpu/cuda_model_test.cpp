@@ -1,7 +1,8 @@
 // The model fixtures on the CUDA backend (run on the H200; CI only compiles it): transformers'
 // f32 logits within a bf16 tolerance, the share of greedy steps that agree, chunked prefill bit for
 // bit, and batch invariance: 32 sequences in one step give exactly their solo logits, and a decode
-// step replayed from a CUDA graph equals the same token computed in an eager prefill step.
+// step replayed from a CUDA graph equals the same token computed in an eager prefill step; the
+// GPU's greedy argmax equals the host's.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/argmax.h"
 #include "checkpoint/checkpoint.h"
 #include "model/model.h"
 #include "support/model_fixtures.h"
@@ -137,6 +139,50 @@ TEST_P(CudaFixture, ThirtyTwoStreamsMatchSolo) {
     EXPECT_EQ(std::memcmp(eager.data(), solo_step.data(), vocab * sizeof(float)), 0)
         << GetParam() << " stream " << s << " graph decode vs eager prefill";
     off += static_cast<size_t>(len);
+  }
+}
+
+// The greedy argmax computed on the GPU equals the host's argmax of the same logits, for every
+// prompt position (an eager step) and for a decode step (a graph), with or without the logits
+// copied back.
+TEST_P(CudaFixture, DeviceArgmaxMatchesHost) {
+  std::string why;
+  auto m = load_cuda(GetParam(), &why);
+  if (!m) GTEST_SKIP() << why;
+  const auto ref = load_reference(fixtures_dir() / GetParam());
+  const auto tokens = ref.index["prompts"].back()["tokens"].get<std::vector<int32_t>>();
+  const int64_t vocab = m->config().vocab_size, len = static_cast<int64_t>(tokens.size());
+  for (bool decode : {false, true}) {
+    for (bool logits_needed : {true, false}) {
+      model::KvCache kv(m->config(), len + 16);
+      const std::vector<int32_t> table = model::identity_table(kv.num_blocks());
+      const std::span<const int32_t> prompt(tokens);
+      std::vector<model::SeqChunk> step{
+          {decode ? prompt.first(len - 1) : prompt, 0, table, decode ? 0 : len}};
+      std::vector<float> logits(static_cast<size_t>(len) * vocab, 0.0f);
+      std::vector<int32_t> ids(static_cast<size_t>(len), -1);
+      if (decode) {  // prefill all but the last token, then decode it alone
+        ASSERT_TRUE(m->forward(step, kv, logits.data()).ok());
+        step = {{prompt.subspan(len - 1), len - 1, table, 1}};
+      }
+      ASSERT_TRUE(m->forward_argmax(step, kv, logits.data(), ids.data(), logits_needed).ok());
+      const int64_t rows = decode ? 1 : len;
+      std::vector<float> check(logits);
+      if (!logits_needed) {  // the same step again, logits copied, to check the ids against
+        model::KvCache kv2(m->config(), len + 16);
+        std::vector<model::SeqChunk> again{
+            {decode ? prompt.first(len - 1) : prompt, 0, table, decode ? 0 : len}};
+        if (decode) {
+          ASSERT_TRUE(m->forward(again, kv2, check.data()).ok());
+          again = {{prompt.subspan(len - 1), len - 1, table, 1}};
+        }
+        ASSERT_TRUE(m->forward(again, kv2, check.data()).ok());
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        EXPECT_EQ(ids[r], backend::cpu::argmax(&check[r * vocab], vocab))
+            << GetParam() << (decode ? " decode" : " prefill") << " row " << r;
+      }
+    }
   }
 }
 

@@ -138,6 +138,49 @@ __global__ void qkv_finish_kernel(const float* __restrict__ qkv, const float* __
   }
 }
 
+// One block per row: each thread keeps the first maximum of its strided elements, then pairs
+// reduce to the larger value, or the lower index of equal ones: the row's first maximum.
+constexpr int kArgmaxThreads = 1024;
+__device__ __forceinline__ void keep_better(float& v, int& i, float v2, int i2) {
+  if (v2 > v || (v2 == v && i2 < i)) {
+    v = v2;
+    i = i2;
+  }
+}
+
+__global__ void __launch_bounds__(kArgmaxThreads)
+    argmax_kernel(const float* __restrict__ x, int n, int32_t* __restrict__ out) {
+  __shared__ float vals[kArgmaxThreads / 32];
+  __shared__ int idxs[kArgmaxThreads / 32];
+  const float* row = x + static_cast<int64_t>(blockIdx.x) * n;
+  int best = threadIdx.x < n ? static_cast<int>(threadIdx.x) : 0;
+  float v = row[best];
+  for (int i = best + kArgmaxThreads; i < n; i += kArgmaxThreads) {
+    if (row[i] > v) {
+      v = row[i];
+      best = i;
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    keep_better(v, best, __shfl_xor_sync(0xffffffffu, v, o), __shfl_xor_sync(0xffffffffu, best, o));
+  }
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (lane == 0) {
+    vals[warp] = v;
+    idxs[warp] = best;
+  }
+  __syncthreads();
+  if (warp == 0) {
+    v = vals[lane];
+    best = idxs[lane];
+    for (int o = 16; o > 0; o >>= 1) {
+      keep_better(v, best, __shfl_xor_sync(0xffffffffu, v, o),
+                  __shfl_xor_sync(0xffffffffu, best, o));
+    }
+    if (lane == 0) out[blockIdx.x] = best;
+  }
+}
+
 __global__ void gather_rows_kernel(const float* __restrict__ src, const int32_t* __restrict__ idx,
                                    float* __restrict__ dst, int n) {
   const float* s = src + static_cast<int64_t>(idx[blockIdx.x]) * n;
@@ -154,6 +197,13 @@ cudaError_t qkv_finish(const float* qkv, const float* bias, const float* q_norm,
   if (p.head_dim > 256) return cudaErrorInvalidValue;
   qkv_finish_kernel<<<dim3(rows, p.n_heads + 2 * p.n_kv_heads), 32, 0, s>>>(qkv, bias, q_norm,
                                                                             k_norm, p, out);
+  return cudaGetLastError();
+}
+
+cudaError_t argmax_rows(const float* x, int rows, int n, int32_t* out, cudaStream_t s) {
+  if (rows <= 0) return cudaSuccess;
+  if (n <= 0) return cudaErrorInvalidValue;
+  argmax_kernel<<<rows, kArgmaxThreads, 0, s>>>(x, n, out);
   return cudaGetLastError();
 }
 

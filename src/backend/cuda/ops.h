@@ -66,6 +66,10 @@ cudaError_t qkv_finish(const float* qkv, const float* bias, const float* q_norm,
                        const float* k_norm, const QkvParams& p, bf16* out, int rows,
                        cudaStream_t s);
 
+// out[r] = the lowest index of the largest value of row r (rows of n floats): greedy decoding
+// without copying logits back. Equals backend::cpu::argmax on NaN-free rows.
+cudaError_t argmax_rows(const float* x, int rows, int n, int32_t* out, cudaStream_t s);
+
 // dst[r] = src[idx[r]], rows of n floats.
 cudaError_t gather_rows(const float* src, const int32_t* idx, float* dst, int rows, int n,
                         cudaStream_t s);

@@ -253,7 +253,13 @@ class CudaDecoder final : public Model {
   ~CudaDecoder() override {
     if (pinned_) cudaFreeHost(pinned_);
   }
-  Status forward(std::span<const SeqChunk> batch, KvCache& kv, float* logits) override;
+  Status forward(std::span<const SeqChunk> batch, KvCache& kv, float* logits) override {
+    return step(batch, kv, logits, nullptr, true);
+  }
+  Status forward_argmax(std::span<const SeqChunk> batch, KvCache& kv, float* logits,
+                        int32_t* argmax, bool logits_needed) override {
+    return step(batch, kv, logits, argmax, logits_needed);
+  }
 
  private:
   static constexpr size_t kMaxGraphRows = 512;
@@ -275,6 +281,10 @@ class CudaDecoder final : public Model {
     int fixed_splits = 0;            // > 0: launch this many splits; 0: the most a split row needs
     std::vector<int32_t> split_pos;  // eager steps: the split rows' positions
   };
+  // forward(), and the greedy argmax of each logits row on the GPU when `argmax` is set; the
+  // logits are copied back only when `logits_needed`.
+  Status step(std::span<const SeqChunk> batch, KvCache& kv, float* logits, int32_t* argmax,
+              bool logits_needed);
   Status size_buffers(int n, int n_out, int max_splits);
   Status enqueue(int n, int n_out, int bs, int width, const AttentionPlan& plan);
 
@@ -331,12 +341,13 @@ class CudaDecoder final : public Model {
   DeviceBuffer k_cache_, v_cache_;
   // Per-step buffers, grown as needed.
   DeviceBuffer d_tokens_, d_pos_, d_slots_, d_row_seq_, d_tables_, d_out_rows_;
-  DeviceBuffer d_split_rows_, d_tiles_;
+  DeviceBuffer d_split_rows_, d_tiles_, d_argmax_;
   DeviceBuffer attn_scratch_;
   DeviceBuffer x_, h_, qkv_f32_, qkv_, q_, att_, o_, gu_, act_, down_, xg_, hg_, logits_;
 };
 
-Status CudaDecoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float* logits) {
+Status CudaDecoder::step(std::span<const SeqChunk> batch, KvCache& kv, float* logits,
+                         int32_t* argmax, bool logits_needed) {
   TF_RETURN_IF_ERROR(validate_batch(batch, kv, cfg_));
   TF_RETURN_IF_ERROR(ensure_kv(kv));
   const int bs = kv.block_size();
@@ -466,7 +477,15 @@ Status CudaDecoder::forward(std::span<const SeqChunk> batch, KvCache& kv, float*
     }
     TF_CUDA_TRY(cudaGraphLaunch(it->second.exec, s));
   }
-  if (n_out > 0) {
+  if (n_out > 0 && argmax != nullptr) {
+    TF_CUDA_TRY(cuda::argmax_rows(logits_.get<float>(), n_out, cfg_.vocab_size,
+                                  d_argmax_.get<int32_t>(), s));
+    TF_CUDA_TRY(cudaMemcpyAsync(argmax, d_argmax_.get(),
+                                static_cast<size_t>(n_out) * sizeof(int32_t),
+                                cudaMemcpyDeviceToHost, s));
+    timer_.mark("argmax", s);
+  }
+  if (n_out > 0 && logits_needed) {
     TF_CUDA_TRY(cudaMemcpyAsync(logits, logits_.get(),
                                 static_cast<size_t>(n_out) * cfg_.vocab_size * sizeof(float),
                                 cudaMemcpyDeviceToHost, s));
@@ -497,6 +516,7 @@ Status CudaDecoder::size_buffers(int n, int n_out, int max_splits) {
   TF_RETURN_IF_ERROR(grow(xg_, outs * d * 4));
   TF_RETURN_IF_ERROR(grow(hg_, outs * d * 2));
   TF_RETURN_IF_ERROR(grow(logits_, outs * cfg_.vocab_size * 4));
+  TF_RETURN_IF_ERROR(grow(d_argmax_, outs * sizeof(int32_t)));
   return {};
 }
 
