@@ -105,11 +105,11 @@ void test_batch_invariance(int n, int k) {
 void test_small_m_shapes(int n, int k) {
   std::printf("small-M launch shapes n=%d k=%d (bitwise against shape 0)\n", n, k);
   std::mt19937 rng(3);
-  auto x = random_bf16(size_t(64) * k, rng), w = random_bf16(size_t(n) * k, rng, 0.05f);
+  auto x = random_bf16(size_t(128) * k, rng), w = random_bf16(size_t(n) * k, rng, 0.05f);
   auto dx = upload(x), dw = upload(w);
-  cu::DeviceBuffer ref(size_t(64) * n * 2), dy(size_t(64) * n * 2);
+  cu::DeviceBuffer ref(size_t(128) * n * 2), dy(size_t(128) * n * 2);
   int bad = 0, runs = 0;
-  for (int m : {1, 5, 16, 17, 32, 40, 64}) {
+  for (int m : {1, 5, 16, 17, 32, 40, 64, 65, 100, 128}) {
     poison(ref);
     CHECK_CUDA(
         cu::matmul_small_m_shape(dx.get<bf16>(), dw.get<bf16>(), ref.get<bf16>(), m, n, k, 0, 0));

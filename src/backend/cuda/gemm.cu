@@ -149,11 +149,11 @@ template <typename OutT>
 cudaError_t launch_matmul(const bf16* x, const bf16* w, OutT* y, int m, int n, int k,
                           cudaStream_t s, GemmPath path, int shape = -1) {
   if (m <= 0 || n <= 0 || k <= 0 || k % 32 != 0 || n % 8 != 0) return cudaErrorInvalidValue;
-  if (path == GemmPath::kAuto) path = m <= 64 ? GemmPath::kSmallM : GemmPath::kTiled;
+  if (path == GemmPath::kAuto) path = m <= kSmallAutoRows ? GemmPath::kSmallM : GemmPath::kTiled;
   if (path == GemmPath::kSmallM) {
-    // Larger M than one launch covers is cut into 64-row slices: the order per element is the same.
-    for (int r = 0; r < m; r += 64) {
-      const int mm = m - r < 64 ? m - r : 64;
+    // Larger M than one launch takes is cut into slices: the order per element is the same.
+    for (int r = 0; r < m; r += kSmallMaxRows) {
+      const int mm = m - r < kSmallMaxRows ? m - r : kSmallMaxRows;
       if (cudaError_t e = small_m(x + static_cast<size_t>(r) * k, w, y + static_cast<size_t>(r) * n,
                                   mm, n, k, s, shape);
           e != cudaSuccess) {

@@ -1,5 +1,5 @@
-// The decode (small-M, M <= 64) matmul kernels and their launch shapes, for gemm.cu's dispatch and
-// gpu_bench's sweep. Every shape gives the bits of gemm.cu's canonical order.
+// The decode (small-M, M <= 64 per launch) matmul kernels and their launch shapes, for gemm.cu's
+// dispatch and gpu_bench's sweep. Every shape gives the bits of gemm.cu's canonical order.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,7 +8,14 @@
 
 namespace tf::backend::cuda::gemm {
 
-// y = x . w^T for m <= 64 rows; shape < 0: the default for this M and N (the fastest measured).
+// The most rows one launch of the decode kernels takes, and the most for which two such launches
+// (each streaming every weight) still beat the tiled kernel: measured at 128 rows on the H200,
+// where an 8-fragment kernel (one launch) was also slower than two.
+constexpr int kSmallMaxRows = 64;
+constexpr int kSmallAutoRows = 128;
+
+// y = x . w^T for m <= kSmallMaxRows rows; shape < 0: the default for this M, N and K (the fastest
+// measured).
 template <typename OutT>
 cudaError_t small_m(const bf16* x, const bf16* w, OutT* y, int m, int n, int k, cudaStream_t s,
                     int shape);
