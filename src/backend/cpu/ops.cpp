@@ -7,6 +7,8 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/cpu/vec_math.h"
+
 namespace tf::backend::cpu {
 
 void rms_norm(const float* x, const float* weight, float* y, int64_t rows, int64_t n, float eps) {
@@ -25,10 +27,7 @@ void add_inplace(float* x, const float* y, int64_t n) {
 }
 
 void silu_mul(const float* gate, const float* up, float* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    float g = gate[i];
-    out[i] = g / (1.0f + std::exp(-g)) * up[i];
-  }
+  silu_mul_vec(gate, up, out, n);
 }
 
 void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n) {
@@ -152,12 +151,7 @@ __attribute__((target_clones("avx2", "default"))) void attend_one(
     scores[p] = s;
     mx = std::max(mx, s);
   }
-  float sum = 0.0f;
-  for (int64_t p = first; p < n_pos; ++p) {
-    scores[p] = std::exp(scores[p] - mx);
-    sum += scores[p];
-  }
-  const float inv = 1.0f / sum;
+  const float inv = 1.0f / exp_shift_sum(scores + first, n_pos - first, mx);
   // o[d] = sum over p in order of (scores[p] * inv) * v[p][d]. 64 dims at a time in 8 vector
   // registers: accumulating into o in memory made every position wait on the previous one's store.
   int d0 = 0;
