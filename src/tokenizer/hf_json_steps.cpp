@@ -1,5 +1,8 @@
 // tokenizer.json's normalizer, pre_tokenizer, post_processor and decoder sections, turned into
 // pipeline steps. Unknown types are an Unsupported error, never silently skipped.
+#include <optional>
+#include <string>
+
 #include "tokenizer/hf_json_util.h"
 
 namespace tf::tokenizer::hf {
@@ -39,6 +42,20 @@ Result<void> push_split(PipelineConfig& c, std::string_view pattern, SplitBehavi
   return {};
 }
 
+// What every section parser does before its own types: null is "no such step", nesting is bounded
+// (the input is untrusted), and a Sequence recurses through `self` over its `list`. The type left
+// to parse, or nullopt when the entry was handled here.
+template <typename Self>
+Result<std::optional<std::string>> section_type(int depth, const json& j, std::string_view what,
+                                                const char* list, Self&& self) {
+  if (j.is_null()) return std::optional<std::string>();
+  if (depth > kMaxDepth) return bad(std::string(what) + " nested too deeply");
+  std::string type = j.at("type").get<std::string>();
+  if (type != "Sequence") return std::optional<std::string>(std::move(type));
+  for (const auto& s : j.at(list)) TF_RETURN_IF_ERROR(self(depth + 1, s));
+  return std::optional<std::string>();
+}
+
 TokenId token_id(const PipelineConfig& c, std::string_view content) {
   TokenId id = c.added.find(content);
   return id >= 0 ? id : c.model->find(content);
@@ -53,15 +70,14 @@ Result<std::shared_ptr<const Regex>> pattern_regex(const json& p) {
 }
 
 Result<void> add_normalizer(int depth, const json& n, PipelineConfig& c) {
-  if (n.is_null()) return {};
-  if (depth > kMaxDepth) return bad("normalizers nested too deeply");
-  std::string type = n.at("type").get<std::string>();
+  TF_ASSIGN_OR_RETURN(const auto section,
+                      section_type(depth, n, "normalizers", "normalizers",
+                                   [&](int d, const json& s) { return add_normalizer(d, s, c); }));
+  if (!section) return {};
+  const std::string& type = *section;
   using K = NormalizerStep::Kind;
   NormalizerStep step;
-  if (type == "Sequence") {
-    for (const auto& s : n.at("normalizers")) TF_RETURN_IF_ERROR(add_normalizer(depth + 1, s, c));
-    return {};
-  } else if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD") {
+  if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD") {
     step.kind = type == "NFC"    ? K::kNfc
                 : type == "NFD"  ? K::kNfd
                 : type == "NFKC" ? K::kNfkc
@@ -102,15 +118,12 @@ Result<void> add_normalizer(int depth, const json& n, PipelineConfig& c) {
 }
 
 Result<void> add_pre_tokenizer(int depth, const json& p, PipelineConfig& c) {
-  if (p.is_null()) return {};
-  if (depth > kMaxDepth) return bad("pre_tokenizer nested too deeply");
-  std::string type = p.at("type").get<std::string>();
-  if (type == "Sequence") {
-    for (const auto& s : p.at("pretokenizers")) {
-      TF_RETURN_IF_ERROR(add_pre_tokenizer(depth + 1, s, c));
-    }
-    return {};
-  }
+  TF_ASSIGN_OR_RETURN(const auto section, section_type(depth, p, "pre_tokenizer", "pretokenizers",
+                                                       [&](int d, const json& s) {
+                                                         return add_pre_tokenizer(d, s, c);
+                                                       }));
+  if (!section) return {};
+  const std::string& type = *section;
   if (type == "Split") {
     PreTokenizerStep step;
     TF_ASSIGN_OR_RETURN(step.regex, pattern_regex(p.at("pattern")));
@@ -159,15 +172,14 @@ Result<void> add_pre_tokenizer(int depth, const json& p, PipelineConfig& c) {
 }
 
 Result<void> add_decoder(int depth, const json& d, PipelineConfig& c) {
-  if (d.is_null()) return {};
-  if (depth > kMaxDepth) return bad("decoder nested too deeply");
-  std::string type = d.at("type").get<std::string>();
+  TF_ASSIGN_OR_RETURN(const auto section,
+                      section_type(depth, d, "decoder", "decoders",
+                                   [&](int dd, const json& s) { return add_decoder(dd, s, c); }));
+  if (!section) return {};
+  const std::string& type = *section;
   using K = DecoderStep::Kind;
   DecoderStep step{};
-  if (type == "Sequence") {
-    for (const auto& s : d.at("decoders")) TF_RETURN_IF_ERROR(add_decoder(depth + 1, s, c));
-    return {};
-  } else if (type == "Replace") {
+  if (type == "Replace") {
     const json& p = d.at("pattern");
     step.content = d.at("content").get<std::string>();
     if (p.contains("String")) {
@@ -208,14 +220,13 @@ Result<void> add_decoder(int depth, const json& d, PipelineConfig& c) {
 }
 
 Result<void> add_post_processor(int depth, const json& p, PipelineConfig& c) {
-  if (p.is_null()) return {};
-  if (depth > kMaxDepth) return bad("post_processor nested too deeply");
-  std::string type = p.at("type").get<std::string>();
-  if (type == "Sequence") {
-    for (const auto& s : p.at("processors")) {
-      TF_RETURN_IF_ERROR(add_post_processor(depth + 1, s, c));
-    }
-  } else if (type == "TemplateProcessing") {
+  TF_ASSIGN_OR_RETURN(const auto section, section_type(depth, p, "post_processor", "processors",
+                                                       [&](int d, const json& s) {
+                                                         return add_post_processor(d, s, c);
+                                                       }));
+  if (!section) return {};
+  const std::string& type = *section;
+  if (type == "TemplateProcessing") {
     bool seen_sequence = false;
     const json specials = p.contains("special_tokens") ? p.at("special_tokens") : json::object();
     for (const auto& item : p.at("single")) {
