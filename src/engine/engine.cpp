@@ -195,7 +195,7 @@ Status Engine::forward(std::span<const ScheduledChunk> chunks, float* logits, in
   for (const auto& c : chunks) {
     const Sequence& s = *c.seq;
     batch.push_back({std::span<const int32_t>(s.tokens).subspan(s.computed, c.n), s.computed,
-                     s.blocks, s.computed + c.n == static_cast<int64_t>(s.tokens.size()) ? 1 : 0});
+                     s.blocks, c.wants_logits() ? 1 : 0});
   }
   try {
     return model_->forward_argmax(batch, kv_, logits, argmax, logits_needed);
@@ -218,8 +218,7 @@ std::vector<Status> Engine::run_chunks(std::span<const ScheduledChunk> chunks, f
   const int64_t vocab = model_->config().vocab_size;
   int64_t offset = 0;
   for (size_t i = 0; i < chunks.size(); ++i) {
-    const Sequence& s = *chunks[i].seq;
-    const bool wants = s.computed + chunks[i].n == static_cast<int64_t>(s.tokens.size());
+    const bool wants = chunks[i].wants_logits();
     result[i] =
         forward(chunks.subspan(i, 1), logits + offset * vocab, argmax + offset, logits_needed);
     offset += wants ? 1 : 0;
@@ -249,8 +248,7 @@ void Engine::step() {
       c.seq->scheduled_once = true;
       c.seq->first_scheduled = now;
     }
-    const bool wants = c.seq->computed + c.n == static_cast<int64_t>(c.seq->tokens.size());
-    logits_needed = logits_needed || (wants && !greedy_from_argmax(*c.seq));
+    logits_needed = logits_needed || (c.wants_logits() && !greedy_from_argmax(*c.seq));
   }
   argmax_.resize(plan.chunks.size());
   std::vector<Status> status = run_chunks(plan.chunks, logits, argmax_.data(), logits_needed);
@@ -258,7 +256,7 @@ void Engine::step() {
   int64_t offset = 0;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     Sequence& s = *plan.chunks[i].seq;
-    const bool wants = s.computed + plan.chunks[i].n == static_cast<int64_t>(s.tokens.size());
+    const bool wants = plan.chunks[i].wants_logits();
     const float* row = logits + offset * vocab;
     const int32_t best = wants ? argmax_[offset] : -1;
     offset += wants ? 1 : 0;

@@ -23,6 +23,12 @@ struct SchedulerOptions {
 struct ScheduledChunk {
   Sequence* seq;
   int64_t n;  // tokens [seq->computed, seq->computed + n) run this step
+
+  // The chunk reaches the sequence's last token, so the step yields its next token (logits for
+  // that row). Read before the step advances seq->computed.
+  bool wants_logits() const {
+    return seq->computed + n == static_cast<int64_t>(seq->tokens.size());
+  }
 };
 
 struct StepPlan {
