@@ -187,6 +187,16 @@ int main() {
   fill(x.get<bf16>(), size_t(kMaxM) * kFfn, 9, 1.0f);
   CHECK_CUDA(cudaDeviceSynchronize());
   const double floor_tok = copy_bw / step_bytes;
+  // Milliseconds for one matrix of every layer (a graph of 32 launches of `mm`).
+  auto layers_ms = [&](int mi, auto&& mm) {
+    const Mat& mat = kMats[mi];
+    Graph g([&](cudaStream_t s) {
+      for (int l = 0; l < kLayers; ++l) {
+        CHECK_CUDA(mm(weights[l * 4 + mi].get<bf16>(), mat.n, mat.k, s));
+      }
+    });
+    return time_ms([&] { g.launch(); }, 10);
+  };
 
   std::printf(
       "\nweight streaming (matmul, small-M path), all 32 layers, GB/s of weights read; floor = "
@@ -199,18 +209,15 @@ int main() {
     const Mat& mat = kMats[mi];
     std::printf("%-8s %10.1f", mat.name, mat.n * double(mat.k) * 2 / 1e6);
     for (int m : ms_list) {
-      Graph g([&](cudaStream_t s) {
-        for (int l = 0; l < kLayers; ++l)
-          CHECK_CUDA(cu::matmul(x.get<bf16>(), weights[l * 4 + mi].get<bf16>(), y.get<bf16>(), m,
-                                mat.n, mat.k, s));
+      const float t = layers_ms(mi, [&](const bf16* w, int n, int k, cudaStream_t s) {
+        return cu::matmul(x.get<bf16>(), w, y.get<bf16>(), m, n, k, s);
       });
-      const float t = time_ms([&] { g.launch(); }, 10);
       std::printf("   %11.0f", kLayers * mat.n * double(mat.k) * 2 / (t * 1e-3) / 1e9);
     }
     std::printf("\n");
   }
   // 3b. The small-M kernel's launch shapes (every one computes the same bits): GB/s per matrix
-  // over 32 layers, and the four matrices' total; launch_matmul's default is shape 0 of each list.
+  // over 32 layers, and the four matrices' total; the table above is launch_matmul's pick.
   std::printf("\nsmall-M shapes: GB/s of weights per matrix (32 layers), and all four together\n");
   std::printf("%-4s %-14s %8s %8s %8s %8s %10s\n", "M", "shape", "qkv", "o", "gate_up", "down",
               "all4 GB/s");
@@ -220,12 +227,9 @@ int main() {
       double bytes_all = 0, ms_all = 0;
       for (int mi = 0; mi < 4; ++mi) {
         const Mat& mat = kMats[mi];
-        Graph g([&](cudaStream_t s) {
-          for (int l = 0; l < kLayers; ++l)
-            CHECK_CUDA(cu::matmul_small_m_shape(x.get<bf16>(), weights[l * 4 + mi].get<bf16>(),
-                                                y.get<bf16>(), m, mat.n, mat.k, s, sh));
+        const float t = layers_ms(mi, [&](const bf16* w, int n, int k, cudaStream_t s) {
+          return cu::matmul_small_m_shape(x.get<bf16>(), w, y.get<bf16>(), m, n, k, s, sh);
         });
-        const float t = time_ms([&] { g.launch(); }, 10);
         const double bytes = kLayers * mat.n * double(mat.k) * 2;
         bytes_all += bytes;
         ms_all += t;
