@@ -152,32 +152,30 @@ TEST_P(CudaFixture, DeviceArgmaxMatchesHost) {
   const auto ref = load_reference(fixtures_dir() / GetParam());
   const auto tokens = ref.index["prompts"].back()["tokens"].get<std::vector<int32_t>>();
   const int64_t vocab = m->config().vocab_size, len = static_cast<int64_t>(tokens.size());
+  const std::span<const int32_t> prompt(tokens);
   for (bool decode : {false, true}) {
-    for (bool logits_needed : {true, false}) {
+    // The prompt in one eager step, or all but its last token and then that token alone (a graph
+    // decode step), in a fresh pool; the last step through forward_argmax when `ids` is set.
+    auto run = [&](std::vector<float>& logits, int32_t* ids, bool logits_needed) {
       model::KvCache kv(m->config(), len + 16);
       const std::vector<int32_t> table = model::identity_table(kv.num_blocks());
-      const std::span<const int32_t> prompt(tokens);
       std::vector<model::SeqChunk> step{
           {decode ? prompt.first(len - 1) : prompt, 0, table, decode ? 0 : len}};
-      std::vector<float> logits(static_cast<size_t>(len) * vocab, 0.0f);
-      std::vector<int32_t> ids(static_cast<size_t>(len), -1);
-      if (decode) {  // prefill all but the last token, then decode it alone
+      if (decode) {
         ASSERT_TRUE(m->forward(step, kv, logits.data()).ok());
         step = {{prompt.subspan(len - 1), len - 1, table, 1}};
       }
-      ASSERT_TRUE(m->forward_argmax(step, kv, logits.data(), ids.data(), logits_needed).ok());
-      const int64_t rows = decode ? 1 : len;
-      std::vector<float> check(logits);
-      if (!logits_needed) {  // the same step again, logits copied, to check the ids against
-        model::KvCache kv2(m->config(), len + 16);
-        std::vector<model::SeqChunk> again{
-            {decode ? prompt.first(len - 1) : prompt, 0, table, decode ? 0 : len}};
-        if (decode) {
-          ASSERT_TRUE(m->forward(again, kv2, check.data()).ok());
-          again = {{prompt.subspan(len - 1), len - 1, table, 1}};
-        }
-        ASSERT_TRUE(m->forward(again, kv2, check.data()).ok());
-      }
+      ASSERT_TRUE((ids ? m->forward_argmax(step, kv, logits.data(), ids, logits_needed)
+                       : m->forward(step, kv, logits.data()))
+                      .ok());
+    };
+    std::vector<float> check(static_cast<size_t>(len) * vocab, 0.0f);
+    run(check, nullptr, true);
+    const int64_t rows = decode ? 1 : len;
+    for (bool logits_needed : {true, false}) {
+      std::vector<float> logits(check.size(), 0.0f);
+      std::vector<int32_t> ids(static_cast<size_t>(len), -1);
+      run(logits, ids.data(), logits_needed);
       for (int64_t r = 0; r < rows; ++r) {
         EXPECT_EQ(ids[r], backend::cpu::argmax(&check[r * vocab], vocab))
             << GetParam() << (decode ? " decode" : " prefill") << " row " << r;
