@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/cuda/device.h"
+#include "backend/cuda/gemm_lt.h"
 #include "backend/cuda/ops.h"
 #include "gpu_check.h"  // tests/gpu: CHECK_CUDA, cu, bf16
 
@@ -182,7 +183,7 @@ int main() {
   fill(lm_head.get<bf16>(), size_t(kVocab) * kHidden, 7, 0.02f);
   step_bytes += double(kVocab) * kHidden * 2;
   const int kMaxM = 4096;
-  cu::DeviceBuffer x(size_t(kMaxM) * kFfn * 2), y(size_t(kMaxM) * 2 * kFfn * 2),
+  cu::DeviceBuffer x(size_t(kMaxM) * kFfn * 2), y(size_t(kMaxM) * 2 * kFfn * 4),
       logits(size_t(128) * kVocab * 4);
   fill(x.get<bf16>(), size_t(kMaxM) * kFfn, 9, 1.0f);
   CHECK_CUDA(cudaDeviceSynchronize());
@@ -239,41 +240,60 @@ int main() {
     }
   }
 
+  // The decoder's matmul: the decode kernels up to 64 rows, cuBLASLt by parts above, f32 out.
+  cu::LtGemm gemm;
+  CHECK_CUDA(gemm.init());
   std::printf(
       "\ndecode step = 32 x (qkv, o, gate_up, down) + lm_head: %.2f GB of weights, floor %.1f "
       "tok/s per stream\n",
       step_bytes / 1e9, floor_tok);
-  std::printf("%-5s %10s %12s %14s %10s %16s\n", "M", "step ms", "GB/s", "tok/s/stream", "of floor",
-              "aggregate tok/s");
-  for (int m : {1, 8, 32, 64, 128}) {
+  std::printf("%-5s %10s %12s %14s %10s %16s %18s\n", "M", "step ms", "GB/s", "tok/s/stream",
+              "of floor", "aggregate tok/s", "cuBLASLt step ms");
+  // A graph of one decode step's matmuls, by the decoder's path or by cuBLASLt alone (the two give
+  // the same bits; the second column says where the LtGemm::kMinRows switch belongs).
+  bool lt_missing = false;  // cuBLASLt had no split-free algorithm for some matrix: kernels ran
+  auto step_ms = [&](int m, bool lt_only) {
+    auto mm = [&](const bf16* w, float* y, int n, int k, cudaStream_t s) {
+      if (lt_only) {
+        const cudaError_t e = gemm.matmul_lt(x.get<bf16>(), w, y, m, n, k, s);
+        if (e != cudaErrorNotSupported) return e;
+        lt_missing = true;
+      }
+      return gemm.matmul(x.get<bf16>(), w, y, m, n, k, s);
+    };
     Graph g([&](cudaStream_t s) {
       for (int l = 0; l < kLayers; ++l)
         for (int mi = 0; mi < 4; ++mi)
-          CHECK_CUDA(cu::matmul(x.get<bf16>(), weights[l * 4 + mi].get<bf16>(), y.get<bf16>(), m,
-                                kMats[mi].n, kMats[mi].k, s));
-      CHECK_CUDA(cu::matmul(x.get<bf16>(), lm_head.get<bf16>(), logits.get<float>(), m, kVocab,
-                            kHidden, s));
+          CHECK_CUDA(mm(weights[l * 4 + mi].get<bf16>(), y.get<float>(), kMats[mi].n,
+                        kMats[mi].k, s));
+      CHECK_CUDA(mm(lm_head.get<bf16>(), logits.get<float>(), kVocab, kHidden, s));
     });
-    const float t = time_ms([&] { g.launch(); }, 10);
+    return time_ms([&] { g.launch(); }, 10);
+  };
+  for (int m : {1, 2, 4, 6, 8, 16, 32, 48, 64, 96, 128}) {
+    lt_missing = false;
+    const float t = step_ms(m, false), t_lt = step_ms(m, true);
     const double tok = 1e3 / t;
-    std::printf("%-5d %10.3f %12.0f %14.1f %9.1f%% %16.0f\n", m, t, step_bytes / (t * 1e-3) / 1e9,
-                tok, 100.0 * tok / floor_tok, tok * m);
+    std::printf("%-5d %10.3f %12.0f %14.1f %9.1f%% %16.0f %17.3f%s\n", m, t,
+                step_bytes / (t * 1e-3) / 1e9, tok, 100.0 * tok / floor_tok, tok * m, t_lt,
+                lt_missing ? "*" : " ");
   }
 
-  // 4. Prefill GEMMs (one layer's four matrices): ours (tiled, batch-invariant) vs cuBLASLt.
+  // 4. Prefill GEMMs (one layer's four matrices): ours (cuBLASLt by parts, f32 out, in the
+  // batch-invariant order) vs cuBLASLt's own pick (bf16 out, split-K allowed).
   std::printf(
       "\nprefill GEMMs, one layer's qkv+o+gate_up+down; MFU against cuBLASLt's %.0f TFLOP/s\n",
       peak / 1e12);
   std::printf("%-6s %12s %8s %14s %8s %10s\n", "M", "ours TF/s", "MFU", "cuBLASLt TF/s", "MFU",
               "ours/Lt");
-  for (int m : {512, 4096}) {
+  for (int m : {128, 512, 4096}) {
     double flops = 0;
     for (const Mat& mat : kMats) flops += 2.0 * m * mat.n * double(mat.k);
     const float t_ours = time_ms(
         [&] {
           for (int mi = 0; mi < 4; ++mi)
-            CHECK_CUDA(cu::matmul(x.get<bf16>(), weights[mi].get<bf16>(), y.get<bf16>(), m,
-                                  kMats[mi].n, kMats[mi].k, 0));
+            CHECK_CUDA(gemm.matmul(x.get<bf16>(), weights[mi].get<bf16>(), y.get<float>(), m,
+                                   kMats[mi].n, kMats[mi].k, 0));
         },
         10);
     std::vector<std::function<void(cudaStream_t)>> plans;

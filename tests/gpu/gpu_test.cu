@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/cuda/device.h"
+#include "backend/cuda/gemm_lt.h"
 #include "backend/cuda/ops.h"
 #include "gpu_check.h"
 
@@ -127,6 +128,45 @@ void test_small_m_shapes(int n, int k) {
   expect(bad == 0 && runs > 0, "small-M shapes bitwise");
 }
 
+// cuBLASLt by parts gives the kernels' bits: every row of an M-row cuBLASLt run equals the same row
+// from the small-M kernels (M <= 64) and the tiled kernel, for part counts 1, 2, 7 and a short
+// last part.
+void test_lt_matches_kernels(int n, int k) {
+  std::printf("cuBLASLt by parts n=%d k=%d (bitwise against the kernels)\n", n, k);
+  std::mt19937 rng(4);
+  const int kMax = 1024;
+  auto x = random_bf16(size_t(kMax) * k, rng), w = random_bf16(size_t(n) * k, rng, 0.05f);
+  auto dx = upload(x), dw = upload(w);
+  cu::DeviceBuffer ref(size_t(kMax) * n * 4), dy(size_t(kMax) * n * 4);
+  poison(ref);
+  CHECK_CUDA(cu::matmul(dx.get<bf16>(), dw.get<bf16>(), ref.get<float>(), kMax, n, k, 0,
+                        cu::GemmPath::kTiled));
+  const auto want = download<float>(ref, size_t(kMax) * n);
+  poison(dy);
+  CHECK_CUDA(cu::matmul(dx.get<bf16>(), dw.get<bf16>(), dy.get<float>(), 64, n, k, 0,
+                        cu::GemmPath::kSmallM));
+  const auto small = download<float>(dy, size_t(64) * n);
+  int bad = std::memcmp(small.data(), want.data(), small.size() * 4) != 0, runs = 1;
+  cu::LtGemm lt;
+  CHECK_CUDA(lt.init());
+  int unsupported = 0;
+  for (int m : {1, 16, 64, 65, 100, 128, 129, 256, 300, 512, 777, 1024}) {
+    poison(dy);
+    const cudaError_t e = lt.matmul_lt(dx.get<bf16>(), dw.get<bf16>(), dy.get<float>(), m, n, k, 0);
+    if (e == cudaErrorNotSupported) {  // no split-free algorithm: LtGemm::matmul uses the kernels
+      ++unsupported;
+      continue;
+    }
+    CHECK_CUDA(e);
+    const auto got = download<float>(dy, size_t(m) * n);
+    bad += std::memcmp(got.data(), want.data(), got.size() * 4) != 0;
+    ++runs;
+  }
+  std::printf("  runs differing: %d of %d (M without a split-free algorithm: %d)\n", bad, runs,
+              unsupported);
+  expect(bad == 0 && runs > 6, "cuBLASLt by parts bitwise");
+}
+
 bool close_bf16(float got, float want) {
   return std::fabs(got - want) <= 1e-2f * std::fabs(want) + 1e-3f;
 }
@@ -181,6 +221,16 @@ void test_swiglu_embedding() {
       bad += !close_bf16(f(out[size_t(r) * ffn + i]), g / (1.0f + std::exp(-g)) * u);
     }
   expect(bad == 0, "swiglu: " + std::to_string(bad) + " bad elements");
+  // An f32 gate_up within half a bf16 step of those values rounds to them: the same bits out.
+  std::vector<float> gu32(gu.size());
+  for (size_t i = 0; i < gu.size(); ++i) gu32[i] = f(gu[i]) * (1.0f + 1.0f / 4096);
+  auto dgu32 = upload(gu32);
+  cu::DeviceBuffer dout32(size_t(rows) * ffn * 2);
+  poison(dout32);
+  CHECK_CUDA(cu::swiglu(dgu32.get<float>(), dout32.get<bf16>(), rows, ffn, 0));
+  const auto out32 = download<bf16>(dout32, size_t(rows) * ffn);
+  expect(std::memcmp(out32.data(), out.data(), out.size() * sizeof(bf16)) == 0,
+         "swiglu: f32 input = bf16 input, bitwise");
 
   const int vocab = 1000, hidden = 4096;
   auto table = random_bf16(size_t(vocab) * hidden, rng);
@@ -264,6 +314,10 @@ int main() {
   test_batch_invariance<bf16>(264, 14336);
   test_small_m_shapes(1000, 14336);
   test_small_m_shapes(4096, 4096);
+  test_lt_matches_kernels(6144, 4096);
+  test_lt_matches_kernels(1024, 14336);
+  test_lt_matches_kernels(520, 3072);
+  test_lt_matches_kernels(1024, 1024);
   test_rms_norm();
   test_swiglu_embedding();
   test_rope(false, 128);

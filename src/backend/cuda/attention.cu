@@ -136,24 +136,29 @@ __host__ __device__ constexpr size_t stage_bytes() {
 }
 
 // Stages positions [t0, t0 + kTile) of the kv head into shared memory; positions outside [lo, hi]
-// become zeros (never read by a visible score, and finite under a zero probability).
+// become zeros (never read by a visible score, and finite under a zero probability). Lane r of
+// every warp looks up position t0 + r's cache slot once; the copies take it by shuffle, so the
+// per-copy address math is shifts and masks, not divisions (it used to outweigh the mma work).
 template <int HD>
 __device__ void stage_tile(const Smem& sm, int buf, const bf16* k_cache, const bf16* v_cache,
                            const int32_t* table, const AttentionParams& p, int kv_head, int t0,
                            int lo, int hi) {
-  const int pieces = p.head_dim / 8;
+  constexpr int kPieces = HD / 8;
+  const int at = t0 + (threadIdx.x & 31);
+  const int slot = at >= lo && at <= hi
+                       ? table[at / p.block_size] * p.block_size + at % p.block_size
+                       : -1;
   const int64_t kv_width = static_cast<int64_t>(p.n_kv_heads) * p.head_dim;
-  for (int i = threadIdx.x; i < kTile * pieces; i += blockDim.x) {
-    const int r = i / pieces, c = (i % pieces) * 8, at = t0 + r;
-    const bool ok = at >= lo && at <= hi;
-    int64_t off = 0;
-    if (ok) {
-      const int64_t slot =
-          static_cast<int64_t>(table[at / p.block_size]) * p.block_size + at % p.block_size;
-      off = slot * kv_width + static_cast<int64_t>(kv_head) * p.head_dim + c;
-    }
-    cp_async16(sm.k[buf] + r * kLd<HD> + c, k_cache + off, ok);
-    cp_async16(sm.v[buf] + r * kLd<HD> + c, v_cache + off, ok);
+  const bf16* k_head = k_cache + static_cast<int64_t>(kv_head) * p.head_dim;
+  const bf16* v_head = v_cache + static_cast<int64_t>(kv_head) * p.head_dim;
+#pragma unroll 4
+  for (int i = threadIdx.x; i < kTile * kPieces; i += blockDim.x) {
+    const int r = i / kPieces, c = (i % kPieces) * 8;
+    const int s = __shfl_sync(0xffffffffu, slot, r);
+    if (c >= p.head_dim) continue;  // padding up to HD stays zero
+    const int64_t off = s >= 0 ? s * kv_width + c : 0;
+    cp_async16(sm.k[buf] + r * kLd<HD> + c, k_head + off, s >= 0);
+    cp_async16(sm.v[buf] + r * kLd<HD> + c, v_head + off, s >= 0);
   }
   asm volatile("cp.async.commit_group;\n");
 }

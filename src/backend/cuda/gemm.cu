@@ -3,18 +3,20 @@
 // sequence of operations.
 //
 // Design note. The canonical reduction of y[i][n] over K: K is cut into parts of part_len(K)
-// elements (at least 2048, at most 8 parts, a function of K alone). Within a part, acc = 0 (f32);
-// for each 32-wide chunk c, two mma.sync.m16n8k16 steps, the first over k = c*32 + t*8 + {0..3}
-// (t = 0..3), the second over c*32 + t*8 + {4..7}. This permutation of K inside the chunk (the
-// same for x and w, so the dot product is unchanged) lets every thread fetch its fragment as one
-// 16-byte load of 8 consecutive elements, from global memory or from unpadded, conflict-free shared
-// memory. Then y = ((p0 + p1) + p2) + ... in part order. Nothing in that sequence depends on M, on
-// the row's position in its tile, or on the tile or launch shape: no M-dependent split, no atomics.
-// So a row's result is bit-identical whatever batch it is in and whichever kernel ran; tests/gpu
-// checks that bitwise for M = 1..256, permuted rows and every decode launch shape. The parts give
-// decode parallelism over K (a cluster per row set, gemm_small.cu); the tiled kernel adds them up
-// in shared memory. mma.sync (not wgmma) for now: wgmma's k-order inside an instruction is
-// another question, left to the next step together with the TMA pipeline.
+// elements (at least 2048, at most 8 parts, a function of K alone). Within a part, acc = 0 (f32),
+// then one mma.sync.m16n8k16 step per 16 consecutive elements of K, in increasing order; then
+// y = ((p0 + p1) + p2) + ... in part order. The tensor core sums an mma's 16 products and the
+// accumulator as one fused operation whose result does not depend on the order of the products
+// (bench/gpu/mma_order_probe: 0 of 23 million results changed under 8 permutations), so only
+// which 16 elements share a step matters, and the kernels may hand each thread any 4 of them (a
+// thread holds elements 4t..4t+3 of each 16 as two 8-byte pieces). That is also, bit for bit, what
+// cuBLASLt computes without split-K, and with beta = 1 for the running sum of parts (the same probe
+// over every tile it offered): gemm_lt.cu runs large M that way. Nothing in that sequence depends
+// on M, on the row's position in its tile, or on the tile or launch shape: no M-dependent split, no
+// atomics. So a row's result is bit-identical whatever batch it is in and whichever kernel ran;
+// tests/gpu checks that bitwise for M = 1..256, permuted rows, every decode launch shape, the tiled
+// kernel and cuBLASLt. The parts give decode parallelism over K (a cluster per row set,
+// gemm_small.cu); the tiled kernel adds them up in shared memory.
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -58,8 +60,9 @@ __global__ void __launch_bounds__(kThreads)
     for (int j = 0; j < kBm * kBk / 8 / kThreads; ++j) {
       const int id = tid + j * kThreads, row = id >> 2, part = id & 3;
       const bool va = bm + row < m, vb = bn + row < n;
-      cp_async16(as + id, x + static_cast<size_t>(va ? bm + row : 0) * k + kt * kBk + part * 8, va);
-      cp_async16(bs + id, w + static_cast<size_t>(vb ? bn + row : 0) * k + kt * kBk + part * 8, vb);
+      const int at = row * 4 + (part ^ swizzle(row));
+      cp_async16(as + at, x + static_cast<size_t>(va ? bm + row : 0) * k + kt * kBk + part * 8, va);
+      cp_async16(bs + at, w + static_cast<size_t>(vb ? bn + row : 0) * k + kt * kBk + part * 8, vb);
     }
   };
 
@@ -84,11 +87,11 @@ __global__ void __launch_bounds__(kThreads)
     uint4 a_lo[4], a_hi[4], b[8];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      a_lo[i] = as[(wm * 64 + i * 16 + g) * 4 + t];
-      a_hi[i] = as[(wm * 64 + i * 16 + 8 + g) * 4 + t];
+      a_lo[i] = frag_lds(as + (wm * 64 + i * 16 + g) * 4, g, t);
+      a_hi[i] = frag_lds(as + (wm * 64 + i * 16 + 8 + g) * 4, g, t);
     }
 #pragma unroll
-    for (int j = 0; j < 8; ++j) b[j] = bs[(wn * 64 + j * 8 + g) * 4 + t];
+    for (int j = 0; j < 8; ++j) b[j] = frag_lds(bs + (wn * 64 + j * 8 + g) * 4, g, t);
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll

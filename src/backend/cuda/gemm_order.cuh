@@ -32,12 +32,37 @@ __device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// One 32-wide K chunk of the canonical order. lo/hi: x rows g and g+8, elements t*8..t*8+7 of the
-// chunk; b: w row g, same elements (g = lane / 4, t = lane % 4).
+// One 32-wide K chunk of the canonical order: the first mma sums elements [0, 16), the second
+// [16, 32). lo/hi: x rows g and g+8, b: w row g (g = lane / 4, t = lane % 4), each as a fragment:
+// .x.y = elements 4t..4t+3, .z.w = elements 16+4t..16+4t+3 (the frag_* loads below).
 __device__ __forceinline__ void chunk_mma(float (&acc)[4], const uint4& lo, const uint4& hi,
                                           const uint4& b) {
   mma16816(acc, lo.x, hi.x, lo.y, hi.y, b.x, b.y);
   mma16816(acc, lo.z, hi.z, lo.w, hi.w, b.z, b.w);
+}
+
+// Thread t's fragment of a row's 32-wide chunk (`chunk` points at its element 0), as two 8-byte
+// pieces: from global memory through the read-only path, as a streaming read, or from shared
+// memory (copied there in 16-byte units, swizzled by row).
+__device__ __forceinline__ uint4 frag_ldg(const bf16* chunk, int t) {
+  const uint2* p = reinterpret_cast<const uint2*>(chunk);
+  const uint2 a = __ldg(p + t), b = __ldg(p + 4 + t);
+  return make_uint4(a.x, a.y, b.x, b.y);
+}
+__device__ __forceinline__ uint4 frag_ldcs(const bf16* chunk, int t) {
+  const uint2* p = reinterpret_cast<const uint2*>(chunk);
+  const uint2 a = __ldcs(p + t), b = __ldcs(p + 4 + t);
+  return make_uint4(a.x, a.y, b.x, b.y);
+}
+// In shared memory a row's chunk is four 16-byte units, unit u stored at u ^ swizzle(row): rows
+// g and g + 2 then put their first pieces on different banks, so frag_lds of rows g = 0..7 is
+// conflict-free.
+__device__ __forceinline__ int swizzle(int row) { return row & 2; }
+__device__ __forceinline__ uint4 frag_lds(const uint4* row_chunk, int row, int t) {
+  const int s = swizzle(row);
+  const uint2 a = reinterpret_cast<const uint2*>(row_chunk + (((t >> 1)) ^ s))[t & 1];
+  const uint2 b = reinterpret_cast<const uint2*>(row_chunk + (((t >> 1) ^ 2) ^ s))[t & 1];
+  return make_uint4(a.x, a.y, b.x, b.y);
 }
 
 template <typename OutT>

@@ -2,7 +2,7 @@
 // owns 8 x NT weight rows over one part of K; the parts of those rows run as the blocks of one
 // thread block cluster and are added in part order by rank 0 (gemm_order.cuh), so a short K part
 // per warp gives the GPU enough warps even for N = 4096.
-//   - small_m_kernel: each thread cp.async-copies its own 16-byte weight pieces into a private
+//   - small_m_kernel: each thread cp.async-copies its own weight fragments into a private
 //     ring of STAGES batches of UNROLL chunks and reads back only what it copied (no barrier);
 //     activations come straight from L2/L1.
 //   - staged_m_kernel (M > 16): the block also stages each batch's activation chunks in shared
@@ -29,17 +29,16 @@ struct ChunkRange {
   }
 };
 
+// The thread's weight row of each of its NT tiles (chunk c starts at p[j] + 32 c).
 template <int NT>
 struct WeightRows {
-  const uint4* p[NT];
+  const bf16* p[NT];
   bool valid[NT];  // N % 8 == 0: a tile of 8 rows is whole or absent
-  __device__ WeightRows(const bf16* w, int n0, int n, int k, int g, int t) {
+  __device__ WeightRows(const bf16* w, int n0, int n, int k, int g) {
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
       valid[j] = n0 + j * 8 < n;
-      p[j] = reinterpret_cast<const uint4*>(w + static_cast<size_t>(valid[j] ? n0 + j * 8 + g : 0) *
-                                                    k) +
-             t;
+      p[j] = w + static_cast<size_t>(valid[j] ? n0 + j * 8 + g : 0) * k;
     }
   }
 };
@@ -81,8 +80,8 @@ __global__ void __launch_bounds__(WARPS * 32)
   const int n0 = (blockIdx.x * WARPS + warp) * 8 * NT;
   uint4* ring = smem_ring + warp * kRing;
   // No early exit past N: every thread must reach the cluster barriers.
-  const WeightRows<NT> wr(w, n0, n, k, g, t);
-  const uint4* xp[MF][2];
+  const WeightRows<NT> wr(w, n0, n, k, g);
+  const bf16* xp[MF][2];
   bool xv[MF][2];
 #pragma unroll
   for (int f = 0; f < MF; ++f) {
@@ -90,8 +89,7 @@ __global__ void __launch_bounds__(WARPS * 32)
     for (int h = 0; h < 2; ++h) {
       const int row = f * 16 + h * 8 + g;
       xv[f][h] = row < m;
-      xp[f][h] =
-          reinterpret_cast<const uint4*>(x + static_cast<size_t>(xv[f][h] ? row : 0) * k) + t;
+      xp[f][h] = x + static_cast<size_t>(xv[f][h] ? row : 0) * k;
     }
   }
   float acc[MF][NT][4];
@@ -99,24 +97,24 @@ __global__ void __launch_bounds__(WARPS * 32)
   const uint4 zero4 = make_uint4(0, 0, 0, 0);
   const ChunkRange cr(k);
   const int batches = (cr.end - cr.begin) / UNROLL;
-  auto slot = [&](int b, int u, int j) -> uint4& {
-    return ring[(((b % STAGES) * UNROLL + u) * NT + j) * 32 + lane];
-  };
+  // One (batch, chunk, tile) slot: 8 rows of 4 units, lane (g, t) copies unit t of row g.
+  auto slot = [&](int b, int u, int j) { return ring + (((b % STAGES) * UNROLL + u) * NT + j) * 32; };
   auto issue = [&](int b) {
     if (b < batches) {
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u)
 #pragma unroll
         for (int j = 0; j < NT; ++j)
-          cp_async16(&slot(b, u, j), wr.p[j] + (cr.begin + b * UNROLL + u) * 4, wr.valid[j]);
+          cp_async16(slot(b, u, j) + g * 4 + (t ^ swizzle(g)),
+                     wr.p[j] + (cr.begin + b * UNROLL + u) * 32 + t * 8, wr.valid[j]);
     }
     cp_async_commit();  // empty groups keep the wait count uniform
   };
   auto chunk = [&](int c, const uint4(&wb)[NT]) {
 #pragma unroll
     for (int f = 0; f < MF; ++f) {
-      const uint4 lo = xv[f][0] ? __ldg(xp[f][0] + c * 4) : zero4;
-      const uint4 hi = xv[f][1] ? __ldg(xp[f][1] + c * 4) : zero4;
+      const uint4 lo = xv[f][0] ? frag_ldg(xp[f][0] + c * 32, t) : zero4;
+      const uint4 hi = xv[f][1] ? frag_ldg(xp[f][1] + c * 32, t) : zero4;
 #pragma unroll
       for (int j = 0; j < NT; ++j) chunk_mma(acc[f][j], lo, hi, wb[j]);
     }
@@ -124,21 +122,23 @@ __global__ void __launch_bounds__(WARPS * 32)
 #pragma unroll
   for (int b = 0; b < STAGES - 1; ++b) issue(b);
   for (int b = 0; b < batches; ++b) {
-    cp_async_wait<STAGES - 2>();  // batch b (this thread's own copies) has landed
+    cp_async_wait<STAGES - 2>();  // batch b (this thread's own copies) has landed,
+    __syncwarp();                 // and so has every lane's: fragments mix the lanes' pieces
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
       uint4 wb[NT];
 #pragma unroll
-      for (int j = 0; j < NT; ++j) wb[j] = slot(b, u, j);
+      for (int j = 0; j < NT; ++j) wb[j] = frag_lds(slot(b, u, j) + g * 4, g, t);
       chunk(cr.begin + b * UNROLL + u, wb);
     }
-    issue(b + STAGES - 1);  // refills the slot read above, after its reads completed
+    __syncwarp();           // every lane is done reading the slot
+    issue(b + STAGES - 1);  // before it is refilled
   }
   cp_async_wait<0>();
   for (int c = cr.begin + batches * UNROLL; c < cr.end; ++c) {
     uint4 wb[NT];
 #pragma unroll
-    for (int j = 0; j < NT; ++j) wb[j] = wr.valid[j] ? __ldcs(wr.p[j] + c * 4) : zero4;
+    for (int j = 0; j < NT; ++j) wb[j] = wr.valid[j] ? frag_ldcs(wr.p[j] + c * 32, t) : zero4;
     chunk(c, wb);
   }
   combine_parts(acc, reinterpret_cast<float*>(ring));
@@ -156,7 +156,7 @@ __global__ void __launch_bounds__(WARPS * 32)
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, warp = threadIdx.x >> 5;
   const int n0 = (blockIdx.x * WARPS + warp) * 8 * NT;
   // No early exit past N: every thread takes part in the copies and barriers.
-  const WeightRows<NT> wr(w, n0, n, k, g, t);
+  const WeightRows<NT> wr(w, n0, n, k, g);
   float acc[MF][NT][4];
   zero(acc);
   const ChunkRange cr(k);
@@ -167,14 +167,15 @@ __global__ void __launch_bounds__(WARPS * 32)
       for (int i = threadIdx.x; i < UNROLL * kRows * 4; i += WARPS * 32) {
         const int u = i / (kRows * 4), r = (i >> 2) % kRows, q = i & 3;
         const bool v = r < m;
-        cp_async16(&xs[slot][u][r][q],
+        cp_async16(&xs[slot][u][r][q ^ swizzle(r)],
                    x + static_cast<size_t>(v ? r : 0) * k + (c0 + u) * 32 + q * 8, v);
       }
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u)
 #pragma unroll
         for (int j = 0; j < NT; ++j)
-          cp_async16(&ws[warp][slot][u][j][lane], wr.p[j] + (c0 + u) * 4, wr.valid[j]);
+          cp_async16(&ws[warp][slot][u][j][g * 4 + (t ^ swizzle(g))], wr.p[j] + (c0 + u) * 32 + t * 8,
+                     wr.valid[j]);
     }
     cp_async_commit();
   };
@@ -189,10 +190,11 @@ __global__ void __launch_bounds__(WARPS * 32)
     for (int u = 0; u < UNROLL; ++u) {
       uint4 wb[NT];
 #pragma unroll
-      for (int j = 0; j < NT; ++j) wb[j] = ws[warp][slot][u][j][lane];
+      for (int j = 0; j < NT; ++j) wb[j] = frag_lds(ws[warp][slot][u][j] + g * 4, g, t);
 #pragma unroll
       for (int f = 0; f < MF; ++f) {
-        const uint4 lo = xs[slot][u][f * 16 + g][t], hi = xs[slot][u][f * 16 + 8 + g][t];
+        const uint4 lo = frag_lds(xs[slot][u][f * 16 + g], g, t);
+        const uint4 hi = frag_lds(xs[slot][u][f * 16 + 8 + g], g, t);
 #pragma unroll
         for (int j = 0; j < NT; ++j) chunk_mma(acc[f][j], lo, hi, wb[j]);
       }
@@ -203,13 +205,13 @@ __global__ void __launch_bounds__(WARPS * 32)
   for (int c = cr.begin + batches * UNROLL; c < cr.end; ++c) {
     uint4 wb[NT];
 #pragma unroll
-    for (int j = 0; j < NT; ++j) wb[j] = wr.valid[j] ? __ldcs(wr.p[j] + c * 4) : zero4;
+    for (int j = 0; j < NT; ++j) wb[j] = wr.valid[j] ? frag_ldcs(wr.p[j] + c * 32, t) : zero4;
 #pragma unroll
     for (int f = 0; f < MF; ++f) {
       const int r0 = f * 16 + g;
-      const uint4* xr = reinterpret_cast<const uint4*>(x) + t + c * 4;
-      const uint4 lo = r0 < m ? __ldg(xr + static_cast<size_t>(r0) * k / 8) : zero4;
-      const uint4 hi = r0 + 8 < m ? __ldg(xr + static_cast<size_t>(r0 + 8) * k / 8) : zero4;
+      const bf16* xc = x + c * 32;
+      const uint4 lo = r0 < m ? frag_ldg(xc + static_cast<size_t>(r0) * k, t) : zero4;
+      const uint4 hi = r0 + 8 < m ? frag_ldg(xc + static_cast<size_t>(r0 + 8) * k, t) : zero4;
 #pragma unroll
       for (int j = 0; j < NT; ++j) chunk_mma(acc[f][j], lo, hi, wb[j]);
     }

@@ -48,14 +48,17 @@ __global__ void __launch_bounds__(kNormThreads)
   }
 }
 
-__global__ void swiglu_kernel(const bf16* __restrict__ gu, bf16* __restrict__ out, int rows,
+// The gate and up values are rounded to bf16 first (from an f32 matmul output too), as a bf16
+// model's projection would store them.
+template <typename In>
+__global__ void swiglu_kernel(const In* __restrict__ gu, bf16* __restrict__ out, int rows,
                               int ffn) {
   const int64_t total = static_cast<int64_t>(rows) * ffn;
   for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t row = idx / ffn, i = idx % ffn;
-    const float g = __bfloat162float(gu[row * 2 * ffn + i]);
-    const float u = __bfloat162float(gu[row * 2 * ffn + ffn + i]);
+    const float g = __bfloat162float(bf16(gu[row * 2 * ffn + i]));
+    const float u = __bfloat162float(bf16(gu[row * 2 * ffn + ffn + i]));
     out[idx] = __float2bfloat16(g / (1.0f + __expf(-g)) * u);
   }
 }
@@ -221,12 +224,20 @@ cudaError_t add_rms_norm(float* resid, const float* delta, const bf16* weight, b
   return cudaGetLastError();
 }
 
-cudaError_t swiglu(const bf16* gate_up, bf16* out, int rows, int ffn, cudaStream_t s) {
+template <typename In>
+cudaError_t launch_swiglu(const In* gate_up, bf16* out, int rows, int ffn, cudaStream_t s) {
   const int64_t total = static_cast<int64_t>(rows) * ffn;
   if (total <= 0) return cudaSuccess;
   const int blocks = static_cast<int>(total / 256 + 1 < 132 * 16 ? total / 256 + 1 : 132 * 16);
   swiglu_kernel<<<blocks, 256, 0, s>>>(gate_up, out, rows, ffn);
   return cudaGetLastError();
+}
+
+cudaError_t swiglu(const bf16* gate_up, bf16* out, int rows, int ffn, cudaStream_t s) {
+  return launch_swiglu(gate_up, out, rows, ffn, s);
+}
+cudaError_t swiglu(const float* gate_up, bf16* out, int rows, int ffn, cudaStream_t s) {
+  return launch_swiglu(gate_up, out, rows, ffn, s);
 }
 
 cudaError_t embedding(const bf16* table, const int32_t* ids, float* out, int rows, int hidden,

@@ -35,8 +35,10 @@ cudaError_t matmul_small_m_shape(const bf16* x, const bf16* w, bf16* y, int m, i
 cudaError_t add_rms_norm(float* resid, const float* delta, const bf16* weight, bf16* out, int rows,
                          int n, float eps, cudaStream_t s);
 
-// out[r][i] = bf16(silu(gu[r][i]) * gu[r][ffn + i]): the fused gate_up projection's halves.
+// out[r][i] = bf16(silu(gu[r][i]) * gu[r][ffn + i]): the fused gate_up projection's halves. An
+// f32 gate_up is rounded to bf16 first, so both overloads give the same bits.
 cudaError_t swiglu(const bf16* gate_up, bf16* out, int rows, int ffn, cudaStream_t s);
+cudaError_t swiglu(const float* gate_up, bf16* out, int rows, int ffn, cudaStream_t s);
 
 // out[r] = f32(table[ids[r]]), hidden columns.
 cudaError_t embedding(const bf16* table, const int32_t* ids, float* out, int rows, int hidden,

@@ -17,6 +17,7 @@
 
 #include "backend/cpu/matmul.h"
 #include "backend/cuda/device.h"
+#include "backend/cuda/gemm_lt.h"
 #include "backend/cuda/ops.h"
 #include "base/half.h"
 #include "model/rope.h"
@@ -224,6 +225,7 @@ class CudaDecoder final : public Model {
     }
     up.done();
     weight_bytes_ = total;
+    TF_CUDA_TRY(gemm_.init());
     // RoPE tables for every position the model was trained for (at least 4096).
     Rope rope(cfg_);
     max_pos_ = std::max(cfg_.max_position, 4096);
@@ -316,6 +318,7 @@ class CudaDecoder final : public Model {
   checkpoint::ModelConfig cfg_;
   DecoderSpec spec_;
   cuda::Stream stream_;
+  cuda::LtGemm gemm_;  // every matmul: decode kernels for few rows, cuBLASLt for many
   PhaseTimer timer_;
   // Decode graphs by (rows, table width) bucket; TF_CUDA_GRAPHS=0 or TF_CUDA_PROFILE turn them
   // off (the profile's events need eager launches).
@@ -507,7 +510,7 @@ Status CudaDecoder::size_buffers(int n, int n_out, int max_splits) {
   TF_RETURN_IF_ERROR(grow(q_, rows * q_dim * 2));
   TF_RETURN_IF_ERROR(grow(att_, rows * q_dim * 2));
   TF_RETURN_IF_ERROR(grow(o_, rows * d * 4));
-  TF_RETURN_IF_ERROR(grow(gu_, rows * 2 * f * 2));
+  TF_RETURN_IF_ERROR(grow(gu_, rows * 2 * f * 4));
   TF_RETURN_IF_ERROR(grow(act_, rows * f * 2));
   TF_RETURN_IF_ERROR(grow(down_, rows * d * 4));
   TF_RETURN_IF_ERROR(
@@ -558,7 +561,7 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     TF_CUDA_TRY(
         cuda::add_rms_norm(x, l == 0 ? nullptr : down, L.attn_norm.get<bf16>(), h, n, d, eps, s));
     timer_.mark("norm", s);
-    TF_CUDA_TRY(cuda::matmul(h, L.wqkv.get<bf16>(), qkv_f32_.get<float>(), n, qkv_dim, d, s));
+    TF_CUDA_TRY(gemm_.matmul(h, L.wqkv.get<bf16>(), qkv_f32_.get<float>(), n, qkv_dim, d, s));
     timer_.mark("qkv", s);
     TF_CUDA_TRY(cuda::qkv_finish(qkv_f32_.get<float>(), L.qkv_bias.get<float>(),
                                  L.q_norm.get<float>(), L.k_norm.get<float>(), qp, qkv_.get<bf16>(),
@@ -584,15 +587,15 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     TF_CUDA_TRY(cuda::paged_attention(q_.get<bf16>(), kc, vc, d_tables_.get<int32_t>(),
                                       d_row_seq_.get<int32_t>(), d_pos_.get<int32_t>(), ap, ab, s));
     timer_.mark("attention", s);
-    TF_CUDA_TRY(cuda::matmul(att_.get<bf16>(), L.wo.get<bf16>(), o_.get<float>(), n, d, q_dim, s));
+    TF_CUDA_TRY(gemm_.matmul(att_.get<bf16>(), L.wo.get<bf16>(), o_.get<float>(), n, d, q_dim, s));
     timer_.mark("o_proj", s);
     TF_CUDA_TRY(cuda::add_rms_norm(x, o_.get<float>(), L.ffn_norm.get<bf16>(), h, n, d, eps, s));
     timer_.mark("norm", s);
-    TF_CUDA_TRY(cuda::matmul(h, L.w_gate_up.get<bf16>(), gu_.get<bf16>(), n, 2 * f, d, s));
+    TF_CUDA_TRY(gemm_.matmul(h, L.w_gate_up.get<bf16>(), gu_.get<float>(), n, 2 * f, d, s));
     timer_.mark("gate_up", s);
-    TF_CUDA_TRY(cuda::swiglu(gu_.get<bf16>(), act_.get<bf16>(), n, f, s));
+    TF_CUDA_TRY(cuda::swiglu(gu_.get<float>(), act_.get<bf16>(), n, f, s));
     timer_.mark("swiglu", s);
-    TF_CUDA_TRY(cuda::matmul(act_.get<bf16>(), L.w_down.get<bf16>(), down, n, d, f, s));
+    TF_CUDA_TRY(gemm_.matmul(act_.get<bf16>(), L.w_down.get<bf16>(), down, n, d, f, s));
     timer_.mark("down", s);
   }
   if (n_out > 0) {
@@ -604,7 +607,7 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
                                    hg_.get<bf16>(), n_out, d, eps, s));
     const bf16* out_w = tied_ ? embed_.get<bf16>() : output_.get<bf16>();
     timer_.mark("final_norm", s);
-    TF_CUDA_TRY(cuda::matmul(hg_.get<bf16>(), out_w, logits_.get<float>(), n_out, vocab, d, s));
+    TF_CUDA_TRY(gemm_.matmul(hg_.get<bf16>(), out_w, logits_.get<float>(), n_out, vocab, d, s));
     timer_.mark("lm_head", s);
   }
   return {};

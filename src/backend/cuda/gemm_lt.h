@@ -1,0 +1,56 @@
+// Matmuls of many rows through cuBLASLt in the canonical order (gemm.cu's design note): each part
+// of K a GEMM with no split-K, the parts chained through beta = 1 into an f32 output.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <map>
+#include <tuple>
+
+#include "backend/cuda/device.h"
+#include "backend/cuda/ops.h"
+
+namespace tf::backend::cuda {
+
+// Owns a cuBLASLt handle, its workspace and the algorithm picked per shape. Not thread-safe: one
+// per engine thread (the CUDA decoder's).
+class LtGemm {
+ public:
+  LtGemm() = default;
+  LtGemm(const LtGemm&) = delete;
+  LtGemm& operator=(const LtGemm&) = delete;
+  ~LtGemm();
+
+  // Creates the handle and workspace; until then (or if it failed) matmul uses the kernels only.
+  cudaError_t init();
+  bool ready() const { return handle_ != nullptr; }
+
+  // y[M, N] = x[M, K] . w[N, K]^T, the same bits as cuda::matmul: cuBLASLt above kMinRows rows
+  // where it has a split-free algorithm for the shape, cuda::matmul otherwise. Capturable in a
+  // CUDA graph once the shape has been seen (the algorithm query is host-only anyway).
+  cudaError_t matmul(const bf16* x, const bf16* w, float* y, int m, int n, int k, cudaStream_t s);
+  // The cuBLASLt path alone (gpu_test compares it bitwise): cudaErrorNotSupported where it has no
+  // split-free algorithm or was not initialized.
+  cudaError_t matmul_lt(const bf16* x, const bf16* w, float* y, int m, int n, int k,
+                        cudaStream_t s);
+
+  // From this many rows on cuBLASLt beats the decode kernels (gpu_bench's decode-step table on
+  // the H200: 4.76 against 4.97 ms at 2 rows, 5.2 against 7.1 ms at 64; 4.77 against 4.60 at 1).
+  static constexpr int kMinRows = 2;
+
+ private:
+  struct Plan {
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+    bool ok = false;
+  };
+  const Plan& plan(int m, int n, int part, int k);
+
+  cublasLtHandle_t handle_ = nullptr;
+  DeviceBuffer workspace_;
+  std::map<std::tuple<int, int, int, int>, Plan> plans_;  // by (m, n, part, k)
+};
+
+}  // namespace tf::backend::cuda
