@@ -249,10 +249,10 @@ void test_swiglu_embedding() {
 }
 
 void test_rope(bool interleaved, int rope_dim) {
-  std::printf("rope_kv_write %s rope_dim=%d vs CPU\n", interleaved ? "interleaved" : "neox",
+  std::printf("qkv_rope_kv_write %s rope_dim=%d vs CPU\n", interleaved ? "interleaved" : "neox",
               rope_dim);
   std::mt19937 rng(5);
-  const cu::RopeParams p{8, 2, 128, rope_dim, interleaved};
+  const cu::QkvParams p{8, 2, 128, rope_dim, interleaved, 1e-6f};
   const int rows = 6, max_pos = 64, half = rope_dim / 2,
             width = (p.n_heads + 2 * p.n_kv_heads) * 128;
   auto qkv = random_bf16(size_t(rows) * width, rng);
@@ -266,16 +266,24 @@ void test_rope(bool interleaved, int rope_dim) {
       sn[size_t(q) * half + i] = float(std::sin(a));
     }
   const int kv = p.n_kv_heads * 128, n_slots = 16;
-  auto dqkv = upload(qkv), dpos = upload(pos), dslots = upload(slots), dc = upload(cs),
+  std::vector<float> qkv32(qkv.size());  // f32 as the projection leaves it, bf16-exact here
+  for (size_t i = 0; i < qkv.size(); ++i) qkv32[i] = f(qkv[i]);
+  auto dqkv = upload(qkv32), dpos = upload(pos), dslots = upload(slots), dc = upload(cs),
        ds = upload(sn);
   cu::DeviceBuffer dq(size_t(rows) * p.n_heads * 128 * 2), dk(size_t(n_slots) * kv * 2),
       dv(size_t(n_slots) * kv * 2);
   poison(dq);
   poison(dk);
   poison(dv);
-  CHECK_CUDA(cu::rope_kv_write(dqkv.get<bf16>(), dpos.get<int32_t>(), dslots.get<int64_t>(),
-                               dc.get<float>(), ds.get<float>(), p, dq.get<bf16>(), dk.get<bf16>(),
-                               dv.get<bf16>(), rows, 0));
+  cu::QkvTensors t;
+  t.cos = dc.get<float>();
+  t.sin = ds.get<float>();
+  t.pos = dpos.get<int32_t>();
+  t.slots = dslots.get<int64_t>();
+  t.q_out = dq.get<bf16>();
+  t.k_cache = dk.get<bf16>();
+  t.v_cache = dv.get<bf16>();
+  CHECK_CUDA(cu::qkv_rope_kv_write(dqkv.get<float>(), p, t, rows, 0));
   auto q = download<bf16>(dq, size_t(rows) * p.n_heads * 128);
   auto kc = download<bf16>(dk, size_t(n_slots) * kv), vc = download<bf16>(dv, size_t(n_slots) * kv);
   int bad = 0;

@@ -265,7 +265,9 @@ __global__ void __launch_bounds__(128)
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   int row0, rows, lo, hi, slot = 0;
   if (fold) {
-    const AttentionTile tile = work.tiles[blockIdx.x];
+    // Last tile first: tiles come in row order, so the longest (latest) rows start first and the
+    // short ones fill the tail of the launch.
+    const AttentionTile tile = work.tiles[gridDim.x - 1 - blockIdx.x];
     row0 = tile.row0;
     rows = tile.rows;
     lo = INT32_MAX;

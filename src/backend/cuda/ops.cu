@@ -70,49 +70,12 @@ __global__ void embedding_kernel(const bf16* __restrict__ table, const int32_t* 
   for (int i = threadIdx.x; i < hidden; i += blockDim.x) dst[i] = __bfloat162float(src[i]);
 }
 
-// One block per row; threads walk (head, pair) for q and k, then copy v.
-__global__ void rope_kv_kernel(const bf16* __restrict__ qkv, const int32_t* __restrict__ pos,
-                               const int64_t* __restrict__ slots, const float* __restrict__ cos_t,
-                               const float* __restrict__ sin_t, RopeParams p,
-                               bf16* __restrict__ q_out, bf16* __restrict__ k_cache,
-                               bf16* __restrict__ v_cache) {
-  const int row = blockIdx.x, hd = p.head_dim, half = p.rope_dim / 2;
-  const int width = (p.n_heads + 2 * p.n_kv_heads) * hd;
-  const bf16* src = qkv + static_cast<size_t>(row) * width;
-  const float* c = cos_t + static_cast<size_t>(pos[row]) * half;
-  const float* s = sin_t + static_cast<size_t>(pos[row]) * half;
-  const size_t kv_width = static_cast<size_t>(p.n_kv_heads) * hd;
-  bf16* kd = k_cache + static_cast<size_t>(slots[row]) * kv_width;
-  bf16* vd = v_cache + static_cast<size_t>(slots[row]) * kv_width;
-  bf16* qd = q_out + static_cast<size_t>(row) * p.n_heads * hd;
-  const int heads = p.n_heads + p.n_kv_heads;
-  // Pairs to rotate plus pass-through dims (rope_dim < head_dim), per q/k head.
-  const int per_head = half + (hd - p.rope_dim);
-  for (int idx = threadIdx.x; idx < heads * per_head; idx += blockDim.x) {
-    const int h = idx / per_head, j = idx % per_head;
-    const bf16* in = src + h * hd;
-    bf16* dst = h < p.n_heads ? qd + h * hd : kd + (h - p.n_heads) * hd;
-    if (j < half) {
-      const int i0 = p.interleaved ? 2 * j : j;
-      const int i1 = p.interleaved ? 2 * j + 1 : j + half;
-      const float x0 = __bfloat162float(in[i0]), x1 = __bfloat162float(in[i1]);
-      dst[i0] = __float2bfloat16(x0 * c[j] - x1 * s[j]);
-      dst[i1] = __float2bfloat16(x1 * c[j] + x0 * s[j]);
-    } else {
-      const int i = p.rope_dim + (j - half);
-      dst[i] = in[i];
-    }
-  }
-  const bf16* vs = src + static_cast<size_t>(heads) * hd;
-  for (int i = threadIdx.x; i < static_cast<int>(kv_width); i += blockDim.x) vd[i] = vs[i];
-}
-
-// One warp per (row, head): bias, then the head's RMSNorm (q and k heads only), then bf16.
-__global__ void qkv_finish_kernel(const float* __restrict__ qkv, const float* __restrict__ bias,
-                                  const float* __restrict__ q_norm,
-                                  const float* __restrict__ k_norm, QkvParams p,
-                                  bf16* __restrict__ out) {
+// One warp per (row, head): bias and RMSNorm over the head (fixed shuffle tree), the bf16
+// rounding, then RoPE from the rounded values (staged in shared memory, as a pair's partner may
+// sit in another lane) and the write to q_out or the caches.
+__global__ void qkv_rope_kernel(const float* __restrict__ qkv, QkvParams p, QkvTensors t) {
   constexpr int kPerLane = 8;  // head_dim <= 256
+  __shared__ float rounded[kPerLane * 32];
   const int row = blockIdx.x, head = blockIdx.y, lane = threadIdx.x, hd = p.head_dim;
   const int width = (p.n_heads + 2 * p.n_kv_heads) * hd;
   const int64_t base = static_cast<int64_t>(row) * width + static_cast<int64_t>(head) * hd;
@@ -123,21 +86,55 @@ __global__ void qkv_finish_kernel(const float* __restrict__ qkv, const float* __
     const int d = lane + 32 * i;
     v[i] = 0.0f;
     if (d < hd) {
-      v[i] = qkv[base + d] + (bias ? bias[head * hd + d] : 0.0f);
+      v[i] = qkv[base + d] + (t.bias ? t.bias[head * hd + d] : 0.0f);
       ss += v[i] * v[i];
     }
   }
-  const float* w = head < p.n_heads ? q_norm : head < p.n_heads + p.n_kv_heads ? k_norm : nullptr;
+  const bool is_q = head < p.n_heads, is_k = !is_q && head < p.n_heads + p.n_kv_heads;
+  const float* w = is_q ? t.q_norm : is_k ? t.k_norm : nullptr;
   float inv = 1.0f;
   if (w) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
     inv = rsqrtf(ss / static_cast<float>(hd) + p.eps);
   }
+  const size_t kv_width = static_cast<size_t>(p.n_kv_heads) * hd;
+  if (!is_q && !is_k) {  // v: straight to the cache
+    bf16* dst = t.v_cache + static_cast<size_t>(t.slots[row]) * kv_width +
+                static_cast<size_t>(head - p.n_heads - p.n_kv_heads) * hd;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int d = lane + 32 * i;
+      if (d < hd) dst[d] = __float2bfloat16(v[i]);
+    }
+    return;
+  }
 #pragma unroll
   for (int i = 0; i < kPerLane; ++i) {
     const int d = lane + 32 * i;
-    if (d < hd) out[base + d] = __float2bfloat16(w ? (v[i] * inv) * w[d] : v[i]);
+    if (d < hd) rounded[d] = __bfloat162float(__float2bfloat16(w ? (v[i] * inv) * w[d] : v[i]));
+  }
+  __syncwarp();
+  bf16* dst = is_q ? t.q_out + (static_cast<size_t>(row) * p.n_heads + head) * hd
+                   : t.k_cache + static_cast<size_t>(t.slots[row]) * kv_width +
+                         static_cast<size_t>(head - p.n_heads) * hd;
+  const int half = p.rope_dim / 2;
+  const float* c = t.cos + static_cast<size_t>(t.pos[row]) * half;
+  const float* sn = t.sin + static_cast<size_t>(t.pos[row]) * half;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int d = lane + 32 * i;
+    if (d >= hd) continue;
+    if (d >= p.rope_dim) {  // pass-through dims
+      dst[d] = __float2bfloat16(rounded[d]);
+      continue;
+    }
+    // The pair (i0, i1) rotated by angle j: (2j, 2j + 1) interleaved, (j, j + half) NeoX.
+    const bool first = p.interleaved ? (d & 1) == 0 : d < half;
+    const int j = p.interleaved ? d >> 1 : (first ? d : d - half);
+    const int i0 = p.interleaved ? 2 * j : j, i1 = p.interleaved ? 2 * j + 1 : j + half;
+    const float x0 = rounded[i0], x1 = rounded[i1];
+    dst[d] = __float2bfloat16(first ? x0 * c[j] - x1 * sn[j] : x1 * c[j] + x0 * sn[j]);
   }
 }
 
@@ -193,13 +190,13 @@ __global__ void gather_rows_kernel(const float* __restrict__ src, const int32_t*
 
 }  // namespace
 
-cudaError_t qkv_finish(const float* qkv, const float* bias, const float* q_norm,
-                       const float* k_norm, const QkvParams& p, bf16* out, int rows,
-                       cudaStream_t s) {
+cudaError_t qkv_rope_kv_write(const float* qkv, const QkvParams& p, const QkvTensors& t, int rows,
+                             cudaStream_t s) {
   if (rows <= 0) return cudaSuccess;
-  if (p.head_dim > 256) return cudaErrorInvalidValue;
-  qkv_finish_kernel<<<dim3(rows, p.n_heads + 2 * p.n_kv_heads), 32, 0, s>>>(qkv, bias, q_norm,
-                                                                            k_norm, p, out);
+  if (p.head_dim > 256 || p.rope_dim % 2 != 0 || p.rope_dim > p.head_dim) {
+    return cudaErrorInvalidValue;
+  }
+  qkv_rope_kernel<<<dim3(rows, p.n_heads + 2 * p.n_kv_heads), 32, 0, s>>>(qkv, p, t);
   return cudaGetLastError();
 }
 
@@ -244,15 +241,6 @@ cudaError_t embedding(const bf16* table, const int32_t* ids, float* out, int row
                       cudaStream_t s) {
   if (rows <= 0) return cudaSuccess;
   embedding_kernel<<<rows, 256, 0, s>>>(table, ids, out, hidden);
-  return cudaGetLastError();
-}
-
-cudaError_t rope_kv_write(const bf16* qkv, const int32_t* pos, const int64_t* slots,
-                          const float* cos, const float* sin, const RopeParams& p, bf16* q_out,
-                          bf16* k_cache, bf16* v_cache, int rows, cudaStream_t s) {
-  if (rows <= 0) return cudaSuccess;
-  if (p.rope_dim % 2 != 0 || p.rope_dim > p.head_dim) return cudaErrorInvalidValue;
-  rope_kv_kernel<<<rows, 256, 0, s>>>(qkv, pos, slots, cos, sin, p, q_out, k_cache, v_cache);
   return cudaGetLastError();
 }
 

@@ -44,29 +44,27 @@ cudaError_t swiglu(const float* gate_up, bf16* out, int rows, int ffn, cudaStrea
 cudaError_t embedding(const bf16* table, const int32_t* ids, float* out, int rows, int hidden,
                       cudaStream_t s);
 
-// RoPE on the fused qkv projection plus the paged KV write. qkv row r: [q heads | k heads | v
-// heads] of head_dim each, at position pos[r]. Writes rotated q to q_out [rows, n_heads * head_dim]
-// and rotated k / v to slot slots[r] of the caches, each slot n_kv_heads * head_dim wide (slot =
-// block * block_size + offset). cos/sin: [max_pos, rope_dim / 2] tables. interleaved: pairs (2i,
-// 2i+1) (GPT-J / GGUF); otherwise NeoX halves (i, i + rope_dim / 2).
-struct RopeParams {
+// The fused qkv projection's f32 output [rows, (n_heads + 2 n_kv_heads) * head_dim], to the
+// attention inputs. Per (row, head): add the bias (per column; may be null), RMSNorm each q and k
+// head with q_norm / k_norm (head_dim f32 weights each; both null for none), round to bf16, then
+// RoPE at position pos[r] on q and k (cos/sin: [max_pos, rope_dim / 2] tables; interleaved pairs
+// (2i, 2i+1) as GPT-J / GGUF, otherwise NeoX halves (i, i + rope_dim / 2)). Rotated q goes to
+// q_out [rows, n_heads * head_dim]; k and v to slot slots[r] of the caches, each slot
+// n_kv_heads * head_dim wide (slot = block * block_size + offset). One warp per (row, head).
+struct QkvParams {
   int n_heads, n_kv_heads, head_dim, rope_dim;
   bool interleaved;
-};
-cudaError_t rope_kv_write(const bf16* qkv, const int32_t* pos, const int64_t* slots,
-                          const float* cos, const float* sin, const RopeParams& p, bf16* q_out,
-                          bf16* k_cache, bf16* v_cache, int rows, cudaStream_t s);
-
-// qkv [rows, (n_heads + 2 n_kv_heads) * head_dim] f32 -> bf16 out, after adding bias (per column,
-// may be null) and RMSNorm over each q head and each k head with q_norm / k_norm (head_dim f32
-// weights each; both null for none). One warp per (row, head), fixed reduction tree.
-struct QkvParams {
-  int n_heads, n_kv_heads, head_dim;
   float eps;
 };
-cudaError_t qkv_finish(const float* qkv, const float* bias, const float* q_norm,
-                       const float* k_norm, const QkvParams& p, bf16* out, int rows,
-                       cudaStream_t s);
+struct QkvTensors {
+  const float *bias = nullptr, *q_norm = nullptr, *k_norm = nullptr;
+  const float *cos = nullptr, *sin = nullptr;
+  const int32_t* pos = nullptr;
+  const int64_t* slots = nullptr;
+  bf16 *q_out = nullptr, *k_cache = nullptr, *v_cache = nullptr;
+};
+cudaError_t qkv_rope_kv_write(const float* qkv, const QkvParams& p, const QkvTensors& t, int rows,
+                             cudaStream_t s);
 
 // out[r] = the lowest index of the largest value of row r (rows of n floats): greedy decoding
 // without copying logits back. Equals backend::cpu::argmax on NaN-free rows.

@@ -346,7 +346,7 @@ class CudaDecoder final : public Model {
   DeviceBuffer d_tokens_, d_pos_, d_slots_, d_row_seq_, d_tables_, d_out_rows_;
   DeviceBuffer d_split_rows_, d_tiles_, d_argmax_;
   DeviceBuffer attn_scratch_;
-  DeviceBuffer x_, h_, qkv_f32_, qkv_, q_, att_, o_, gu_, act_, down_, xg_, hg_, logits_;
+  DeviceBuffer x_, h_, qkv_f32_, q_, att_, o_, gu_, act_, down_, xg_, hg_, logits_;
 };
 
 Status CudaDecoder::step(std::span<const SeqChunk> batch, KvCache& kv, float* logits,
@@ -506,7 +506,6 @@ Status CudaDecoder::size_buffers(int n, int n_out, int max_splits) {
   TF_RETURN_IF_ERROR(grow(x_, rows * d * 4));
   TF_RETURN_IF_ERROR(grow(h_, rows * d * 2));
   TF_RETURN_IF_ERROR(grow(qkv_f32_, rows * qkv_dim * 4));
-  TF_RETURN_IF_ERROR(grow(qkv_, rows * qkv_dim * 2));
   TF_RETURN_IF_ERROR(grow(q_, rows * q_dim * 2));
   TF_RETURN_IF_ERROR(grow(att_, rows * q_dim * 2));
   TF_RETURN_IF_ERROR(grow(o_, rows * d * 4));
@@ -538,10 +537,12 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
   const float scale =
       spec_.attn_scale > 0 ? spec_.attn_scale : 1.0f / std::sqrt(static_cast<float>(hd));
-  const cuda::RopeParams rp{cfg_.num_heads, cfg_.num_kv_heads, hd,
-                            cfg_.rope_dim > 0 ? cfg_.rope_dim : hd,
-                            cfg_.rope_style == checkpoint::RopeStyle::kInterleaved};
-  const cuda::QkvParams qp{cfg_.num_heads, cfg_.num_kv_heads, hd, eps};
+  const cuda::QkvParams qp{cfg_.num_heads,
+                           cfg_.num_kv_heads,
+                           hd,
+                           cfg_.rope_dim > 0 ? cfg_.rope_dim : hd,
+                           cfg_.rope_style == checkpoint::RopeStyle::kInterleaved,
+                           eps};
   // The most splits a split row needs under a layer's window, recomputed only when the window
   // differs from the layer before's (a model's layers have one or two).
   int memo_window = -1, memo_splits = 1;
@@ -563,16 +564,21 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     timer_.mark("norm", s);
     TF_CUDA_TRY(gemm_.matmul(h, L.wqkv.get<bf16>(), qkv_f32_.get<float>(), n, qkv_dim, d, s));
     timer_.mark("qkv", s);
-    TF_CUDA_TRY(cuda::qkv_finish(qkv_f32_.get<float>(), L.qkv_bias.get<float>(),
-                                 L.q_norm.get<float>(), L.k_norm.get<float>(), qp, qkv_.get<bf16>(),
-                                 n, s));
-    timer_.mark("qkv_finish", s);
     bf16* kc = k_cache_.get<bf16>() + kv_layer_elems_ * l;
     bf16* vc = v_cache_.get<bf16>() + kv_layer_elems_ * l;
-    TF_CUDA_TRY(cuda::rope_kv_write(qkv_.get<bf16>(), d_pos_.get<int32_t>(),
-                                    d_slots_.get<int64_t>(), cos_.get<float>(), sin_.get<float>(),
-                                    rp, q_.get<bf16>(), kc, vc, n, s));
-    timer_.mark("rope_kv", s);
+    cuda::QkvTensors qt;
+    qt.bias = L.qkv_bias.get<float>();
+    qt.q_norm = L.q_norm.get<float>();
+    qt.k_norm = L.k_norm.get<float>();
+    qt.cos = cos_.get<float>();
+    qt.sin = sin_.get<float>();
+    qt.pos = d_pos_.get<int32_t>();
+    qt.slots = d_slots_.get<int64_t>();
+    qt.q_out = q_.get<bf16>();
+    qt.k_cache = kc;
+    qt.v_cache = vc;
+    TF_CUDA_TRY(cuda::qkv_rope_kv_write(qkv_f32_.get<float>(), qp, qt, n, s));
+    timer_.mark("qkv_rope_kv", s);
     cuda::AttentionParams ap{cfg_.num_heads, cfg_.num_kv_heads, hd, bs, width, scale};
     ap.window = spec_.window[l];
     ap.softcap = spec_.attn_softcap;
