@@ -49,17 +49,15 @@ __global__ void __launch_bounds__(kNormThreads)
 }
 
 // The gate and up values are rounded to bf16 first (from an f32 matmul output too), as a bf16
-// model's projection would store them.
+// model's projection would store them. Grid: (column blocks, rows), so no index division.
 template <typename In>
-__global__ void swiglu_kernel(const In* __restrict__ gu, bf16* __restrict__ out, int rows,
-                              int ffn) {
-  const int64_t total = static_cast<int64_t>(rows) * ffn;
-  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
-       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t row = idx / ffn, i = idx % ffn;
-    const float g = __bfloat162float(bf16(gu[row * 2 * ffn + i]));
-    const float u = __bfloat162float(bf16(gu[row * 2 * ffn + ffn + i]));
-    out[idx] = __float2bfloat16(g / (1.0f + __expf(-g)) * u);
+__global__ void swiglu_kernel(const In* __restrict__ gu, bf16* __restrict__ out, int ffn) {
+  const In* gate = gu + static_cast<int64_t>(blockIdx.y) * 2 * ffn;
+  bf16* o = out + static_cast<int64_t>(blockIdx.y) * ffn;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < ffn; i += gridDim.x * blockDim.x) {
+    const float g = __bfloat162float(bf16(gate[i]));
+    const float u = __bfloat162float(bf16(gate[ffn + i]));
+    o[i] = __float2bfloat16(g / (1.0f + __expf(-g)) * u);
   }
 }
 
@@ -223,10 +221,14 @@ cudaError_t add_rms_norm(float* resid, const float* delta, const bf16* weight, b
 
 template <typename In>
 cudaError_t launch_swiglu(const In* gate_up, bf16* out, int rows, int ffn, cudaStream_t s) {
-  const int64_t total = static_cast<int64_t>(rows) * ffn;
-  if (total <= 0) return cudaSuccess;
-  const int blocks = static_cast<int>(total / 256 + 1 < 132 * 16 ? total / 256 + 1 : 132 * 16);
-  swiglu_kernel<<<blocks, 256, 0, s>>>(gate_up, out, rows, ffn);
+  if (rows <= 0 || ffn <= 0) return cudaSuccess;
+  const int blocks = (ffn + 255) / 256 < 16 ? (ffn + 255) / 256 : 16;
+  constexpr int kMaxGridRows = 65535;
+  for (int r = 0; r < rows; r += kMaxGridRows) {
+    const int n = rows - r < kMaxGridRows ? rows - r : kMaxGridRows;
+    swiglu_kernel<<<dim3(blocks, n), 256, 0, s>>>(gate_up + static_cast<int64_t>(r) * 2 * ffn,
+                                                  out + static_cast<int64_t>(r) * ffn, ffn);
+  }
   return cudaGetLastError();
 }
 
