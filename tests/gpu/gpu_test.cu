@@ -326,6 +326,7 @@ int main() {
   test_lt_matches_kernels(1024, 14336);
   test_lt_matches_kernels(520, 3072);
   test_lt_matches_kernels(1024, 1024);
+  test_lt_matches_kernels(16384, 4096);  // wide: one part
   test_rms_norm();
   test_swiglu_embedding();
   test_rope(false, 128);

@@ -2,8 +2,9 @@
 // kernels for decode (gemm_small.cu), all performing, per output element, exactly the same
 // sequence of operations.
 //
-// Design note. The canonical reduction of y[i][n] over K: K is cut into parts of part_len(K)
-// elements (at least 2048, at most 8 parts, a function of K alone). Within a part, acc = 0 (f32),
+// Design note. The canonical reduction of y[i][n] over K: K is cut into parts of part_len(K, N)
+// elements (gemm_order.cuh: one part for wide matrices, else at least 2048 and at most 8 parts; a
+// function of the matrix shape alone). Within a part, acc = 0 (f32),
 // then one mma.sync.m16n8k16 step per 16 consecutive elements of K, in increasing order; then
 // y = ((p0 + p1) + p2) + ... in part order. The tensor core sums an mma's 16 products and the
 // accumulator as one fused operation whose result does not depend on the order of the products
@@ -50,7 +51,7 @@ __global__ void __launch_bounds__(kThreads)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t = lane & 3;
   const int wm = warp >> 1, wn = warp & 1;
   const int bm = blockIdx.y * kBm, bn = blockIdx.x * kBn;
-  const int ktiles = k / kBk, part_tiles = part_len(k) / kBk;
+  const int ktiles = k / kBk, part_tiles = part_len(k, n) / kBk;
   float* total = reinterpret_cast<float*>(smem + kStages * kStageBytes);
 
   auto load_stage = [&](int slot, int kt) {
@@ -165,7 +166,7 @@ cudaError_t launch_matmul(const bf16* x, const bf16* w, OutT* y, int m, int n, i
     }
     return cudaGetLastError();
   }
-  return parts_of(k) > 1 ? launch_tiled<OutT, true>(x, w, y, m, n, k, s)
+  return parts_of(k, n) > 1 ? launch_tiled<OutT, true>(x, w, y, m, n, k, s)
                          : launch_tiled<OutT, false>(x, w, y, m, n, k, s);
 }
 

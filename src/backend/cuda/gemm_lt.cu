@@ -92,7 +92,7 @@ cudaError_t LtGemm::matmul_lt(const bf16* x, const bf16* w, float* y, int m, int
                               cudaStream_t s) {
   if (!handle_) return cudaErrorNotSupported;
   if (m <= 0 || n <= 0 || k <= 0 || k % 32 != 0 || n % 8 != 0) return cudaErrorInvalidValue;
-  const int parts = gemm::parts_of(k), len = parts == 1 ? k : gemm::part_len(k);
+  const int parts = gemm::parts_of(k, n), len = parts == 1 ? k : gemm::part_len(k, n);
   const int last = k - (parts - 1) * len;
   const Plan& full = plan(m, n, len, k);
   const Plan& tail = last == len ? full : plan(m, n, last, k);

@@ -12,17 +12,23 @@
 
 namespace tf::backend::cuda::gemm {
 
-// K is cut into parts of part_len(K) elements: at least 2048, at most 8 parts, a function of K
-// alone. Each part is reduced from zero, and y = ((p0 + p1) + p2) + ... in part order.
-constexpr int kPartMin = 2048, kMaxParts = 8;
+// K is cut into parts of part_len(K, N) elements, a function of the matrix shape alone: one part
+// for a wide matrix (N >= 16384: N / 8 warps already keep a decode launch busy, and one part is
+// what prefill GEMMs run fastest), otherwise at least 2048 and at most 8 parts, so a decode launch
+// on a narrow matrix gets N / 8 x parts warps. Each part is reduced from zero, and
+// y = ((p0 + p1) + p2) + ... in part order.
+constexpr int kPartMin = 2048, kMaxParts = 8, kWideN = 16384;
 
-__host__ __device__ inline int part_len(int k) {
+__host__ __device__ inline int part_len(int k, int n) {
+  if (n >= kWideN) return k;
   int len = (k + kMaxParts - 1) / kMaxParts;
   len = (len + 31) / 32 * 32;
   return len < kPartMin ? kPartMin : len;
 }
 
-__host__ __device__ inline int parts_of(int k) { return (k + part_len(k) - 1) / part_len(k); }
+__host__ __device__ inline int parts_of(int k, int n) {
+  return (k + part_len(k, n) - 1) / part_len(k, n);
+}
 
 __device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
                                          uint32_t a3, uint32_t b0, uint32_t b1) {

@@ -21,9 +21,9 @@ namespace {
 // This block's part of K, in 32-wide chunks.
 struct ChunkRange {
   int begin, end;
-  __device__ explicit ChunkRange(int k) {
+  __device__ ChunkRange(int k, int n) {
     const int part = static_cast<int>(cooperative_groups::this_cluster().block_rank());
-    const int len = part_len(k);
+    const int len = part_len(k, n);
     begin = part * len / 32;
     end = min(k, (part + 1) * len) / 32;
   }
@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(WARPS * 32)
   float acc[MF][NT][4];
   zero(acc);
   const uint4 zero4 = make_uint4(0, 0, 0, 0);
-  const ChunkRange cr(k);
+  const ChunkRange cr(k, n);
   const int batches = (cr.end - cr.begin) / UNROLL;
   // One (batch, chunk, tile) slot: 8 rows of 4 units, lane (g, t) copies unit t of row g.
   auto slot = [&](int b, int u, int j) { return ring + (((b % STAGES) * UNROLL + u) * NT + j) * 32; };
@@ -159,7 +159,7 @@ __global__ void __launch_bounds__(WARPS * 32)
   const WeightRows<NT> wr(w, n0, n, k, g);
   float acc[MF][NT][4];
   zero(acc);
-  const ChunkRange cr(k);
+  const ChunkRange cr(k, n);
   const int batches = (cr.end - cr.begin) / UNROLL;
   auto issue = [&](int b) {
     if (b < batches) {
@@ -220,11 +220,11 @@ __global__ void __launch_bounds__(WARPS * 32)
   store_rows(acc, wr, y, m, n, n0, g, t);
 }
 
-// One cluster of parts_of(k) blocks per WARPS x 8 x NT rows of N.
+// One cluster of parts_of(k, n) blocks per WARPS x 8 x NT rows of N.
 template <bool kStaged, int MF, int WARPS, int STAGES, int UNROLL, int NT, typename OutT>
 cudaError_t launch(const bf16* x, const bf16* w, OutT* y, int m, int n, int k, cudaStream_t s) {
   constexpr int rows_per_block = WARPS * 8 * NT;
-  const int parts = parts_of(k);
+  const int parts = parts_of(k, n);
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3((n + rows_per_block - 1) / rows_per_block, parts);
   cfg.blockDim = dim3(WARPS * 32);
@@ -281,7 +281,7 @@ constexpr Shape<OutT> kShapes4[] = {
 
 int default_shape(int m, int n, int k) {
   if (m > 32) return 0;
-  return n / 8 * parts_of(k) >= 3000 ? 1 : 0;
+  return n / 8 * parts_of(k, n) >= 3000 ? 1 : 0;
 }
 
 template <typename OutT>
