@@ -264,8 +264,8 @@ int main() {
     Graph g([&](cudaStream_t s) {
       for (int l = 0; l < kLayers; ++l)
         for (int mi = 0; mi < 4; ++mi)
-          CHECK_CUDA(mm(weights[l * 4 + mi].get<bf16>(), y.get<float>(), kMats[mi].n,
-                        kMats[mi].k, s));
+          CHECK_CUDA(
+              mm(weights[l * 4 + mi].get<bf16>(), y.get<float>(), kMats[mi].n, kMats[mi].k, s));
       CHECK_CUDA(mm(lm_head.get<bf16>(), logits.get<float>(), kVocab, kHidden, s));
     });
     return time_ms([&] { g.launch(); }, 10);

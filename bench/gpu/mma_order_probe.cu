@@ -80,7 +80,9 @@ __global__ void chain_ref(const bf16* x, const bf16* w, float* y, int m, int n, 
     const int rr = r0 + r < m ? r0 + r : m - 1;
     return *reinterpret_cast<const uint32_t*>(x + size_t(rr) * ld + kk);
   };
-  auto W = [&](int c, int kk) { return *reinterpret_cast<const uint32_t*>(w + size_t(c0 + c) * ld + kk); };
+  auto W = [&](int c, int kk) {
+    return *reinterpret_cast<const uint32_t*>(w + size_t(c0 + c) * ld + kk);
+  };
   for (int kb = k0; kb < k0 + k; kb += 16) {
     mma16816(acc, X(g, kb + 2 * t), X(g + 8, kb + 2 * t), X(g, kb + 2 * t + 8),
              X(g + 8, kb + 2 * t + 8), W(g, kb + 2 * t), W(g, kb + 2 * t + 8));
@@ -104,7 +106,8 @@ std::vector<bf16> spread(size_t n, std::mt19937& rng, int e) {
   std::uniform_real_distribution<float> mant(1.0f, 2.0f);
   std::uniform_int_distribution<int> ex(-e, e), sign(0, 1);
   std::vector<bf16> v(n);
-  for (auto& x : v) x = __float2bfloat16((sign(rng) ? -1.0f : 1.0f) * std::ldexp(mant(rng), ex(rng)));
+  for (auto& x : v)
+    x = __float2bfloat16((sign(rng) ? -1.0f : 1.0f) * std::ldexp(mant(rng), ex(rng)));
   return v;
 }
 
@@ -258,7 +261,8 @@ int main() {
       std::printf(
           "(2) M=%d N=%d K=%d algo id %d tile %d stages %d splitK %d red %d swizzle %d cta %d "
           "cluster %d: %zu of %zu differ from the natural mma chain\n",
-          m, n, k, cfg(res.algo, CUBLASLT_ALGO_CONFIG_ID), cfg(res.algo, CUBLASLT_ALGO_CONFIG_TILE_ID),
+          m, n, k, cfg(res.algo, CUBLASLT_ALGO_CONFIG_ID),
+          cfg(res.algo, CUBLASLT_ALGO_CONFIG_TILE_ID),
           cfg(res.algo, CUBLASLT_ALGO_CONFIG_STAGES_ID),
           cfg(res.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
           cfg(res.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME),
@@ -291,8 +295,8 @@ int main() {
   }
 
   // ---- (3) speed: Llama-3.1-8B prefill matrices, ours vs cuBLASLt whole vs cuBLASLt by parts.
-  const Mat mats[] = {{"qkv", 6144, 4096}, {"o", 4096, 4096}, {"gate_up", 28672, 4096},
-                      {"down", 4096, 14336}};
+  const Mat mats[] = {
+      {"qkv", 6144, 4096}, {"o", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}};
   const int kMaxM = 4096;
   cu::DeviceBuffer x(size_t(kMaxM) * 14336 * 2), w(size_t(28672) * 4096 * 2),
       yb(size_t(kMaxM) * 28672 * 2), yf(size_t(kMaxM) * 28672 * 4);
@@ -302,19 +306,23 @@ int main() {
     const auto hw = tf::gpu_check::random_bf16(size_t(28672) * 4096, rng, 0.02f);
     CHECK_CUDA(cudaMemcpy(w.get(), hw.data(), w.bytes(), cudaMemcpyHostToDevice));
   }
-  std::printf("\n(3) TFLOP/s: ours (tiled) | cuBLASLt whole K best | cuBLASLt by canonical parts, f32 "
-              "chained, no split-K | parts + bf16 convert; and whether parts match ours bitwise\n");
+  std::printf(
+      "\n(3) TFLOP/s: ours (tiled) | cuBLASLt whole K best | cuBLASLt by canonical parts, f32 "
+      "chained, no split-K | parts + bf16 convert; and whether parts match ours bitwise\n");
   for (int m : {64, 128, 512, 4096}) {
     for (const Mat& mat : mats) {
       const double flops = 2.0 * m * mat.n * double(mat.k);
       const float t_ours = time_ms(
           [&] {
-            CHECK_CUDA(cu::matmul(x.get<bf16>(), w.get<bf16>(), yb.get<bf16>(), m, mat.n, mat.k, 0));
+            CHECK_CUDA(
+                cu::matmul(x.get<bf16>(), w.get<bf16>(), yb.get<bf16>(), m, mat.n, mat.k, 0));
           },
           10);
       Plan whole = plan(lt, m, mat.n, mat.k, mat.k, CUDA_R_16BF);
       const float t_whole = time_ms(
-          [&] { run(lt, whole, whole.algos[0].algo, x.get<bf16>(), w.get<bf16>(), yb.get(), 0.0f); },
+          [&] {
+            run(lt, whole, whole.algos[0].algo, x.get<bf16>(), w.get<bf16>(), yb.get(), 0.0f);
+          },
           10);
       const int part = tf::backend::cuda::gemm::part_len(mat.k, mat.n);
       const int parts = mat.k / part;  // whole parts for these shapes
@@ -347,11 +355,13 @@ int main() {
       CHECK_CUDA(cu::matmul(x.get<bf16>(), w.get<bf16>(), ours.get<float>(), m, mat.n, mat.k, 0));
       by_parts();
       const size_t diff = count_diff(download<float>(ours, count), download<float>(yf, count));
-      std::printf("%-5d %-8s %8.0f | %8.0f | %8.0f (algo %d tile %d) | %8.0f | ours vs parts: %zu of %zu differ\n",
-                  m, mat.name, flops / t_ours / 1e9, flops / t_whole / 1e9, flops / t_parts / 1e9,
-                  cfg(pp.algos[pick].algo, CUBLASLT_ALGO_CONFIG_ID),
-                  cfg(pp.algos[pick].algo, CUBLASLT_ALGO_CONFIG_TILE_ID), flops / t_conv / 1e9,
-                  diff, count);
+      std::printf(
+          "%-5d %-8s %8.0f | %8.0f | %8.0f (algo %d tile %d) | %8.0f | ours vs parts: %zu of %zu "
+          "differ\n",
+          m, mat.name, flops / t_ours / 1e9, flops / t_whole / 1e9, flops / t_parts / 1e9,
+          cfg(pp.algos[pick].algo, CUBLASLT_ALGO_CONFIG_ID),
+          cfg(pp.algos[pick].algo, CUBLASLT_ALGO_CONFIG_TILE_ID), flops / t_conv / 1e9, diff,
+          count);
     }
   }
   CHECK_CUDA(cudaDeviceSynchronize());

@@ -145,9 +145,8 @@ __device__ void stage_tile(const Smem& sm, int buf, const bf16* k_cache, const b
                            int lo, int hi) {
   constexpr int kPieces = HD / 8;
   const int at = t0 + (threadIdx.x & 31);
-  const int slot = at >= lo && at <= hi
-                       ? table[at / p.block_size] * p.block_size + at % p.block_size
-                       : -1;
+  const int slot =
+      at >= lo && at <= hi ? table[at / p.block_size] * p.block_size + at % p.block_size : -1;
   const int64_t kv_width = static_cast<int64_t>(p.n_kv_heads) * p.head_dim;
   const bf16* k_head = k_cache + static_cast<int64_t>(kv_head) * p.head_dim;
   const bf16* v_head = v_cache + static_cast<int64_t>(kv_head) * p.head_dim;

@@ -167,7 +167,7 @@ cudaError_t launch_matmul(const bf16* x, const bf16* w, OutT* y, int m, int n, i
     return cudaGetLastError();
   }
   return parts_of(k, n) > 1 ? launch_tiled<OutT, true>(x, w, y, m, n, k, s)
-                         : launch_tiled<OutT, false>(x, w, y, m, n, k, s);
+                            : launch_tiled<OutT, false>(x, w, y, m, n, k, s);
 }
 
 }  // namespace

@@ -3,7 +3,6 @@
 // Only algorithms without split-K qualify: their per-element sum is the natural chain of k16 mma
 // steps from zero (mma_order_probe checked every tile cuBLASLt offered on the H200).
 #include "backend/cuda/gemm_lt.h"
-
 #include "backend/cuda/gemm_order.cuh"
 
 namespace tf::backend::cuda {
@@ -62,20 +61,20 @@ const LtGemm::Plan& LtGemm::plan(int m, int n, int part, int k) {
       cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, part, m, k) == CUBLAS_STATUS_SUCCESS &&
       cublasLtMatrixLayoutCreate(&p.d, CUDA_R_32F, n, m, n) == CUBLAS_STATUS_SUCCESS &&
       cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS;
-  for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
+  for (auto attr :
+       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES}) {
     built = built && cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof(align)) ==
                          CUBLAS_STATUS_SUCCESS;
   }
-  built = built && cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                        &ws, sizeof(ws)) == CUBLAS_STATUS_SUCCESS;
+  built =
+      built && cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                    &ws, sizeof(ws)) == CUBLAS_STATUS_SUCCESS;
   if (built) {
     cublasLtMatmulHeuristicResult_t found[8];
     int count = 0;
-    if (cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.d, p.d, pref, 8, found,
-                                       &count) == CUBLAS_STATUS_SUCCESS) {
+    if (cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.d, p.d, pref, 8, found, &count) ==
+        CUBLAS_STATUS_SUCCESS) {
       for (int i = 0; i < count && !p.ok; ++i) {  // heuristic order: the fastest first
         if (found[i].state == CUBLAS_STATUS_SUCCESS && split_free(found[i].algo)) {
           p.algo = found[i].algo;
@@ -102,8 +101,7 @@ cudaError_t LtGemm::matmul_lt(const bf16* x, const bf16* w, float* y, int m, int
     const float alpha = 1.0f, beta = q == 0 ? 0.0f : 1.0f;
     const size_t off = static_cast<size_t>(q) * len;
     if (cublasLtMatmul(handle_, p.op, &alpha, w + off, p.a, x + off, p.b, &beta, y, p.d, y, p.d,
-                       &p.algo, workspace_.get(), workspace_.bytes(),
-                       s) != CUBLAS_STATUS_SUCCESS) {
+                       &p.algo, workspace_.get(), workspace_.bytes(), s) != CUBLAS_STATUS_SUCCESS) {
       return cudaErrorLaunchFailure;
     }
   }

@@ -1,10 +1,12 @@
-// Decode matmul kernels: weights streamed once from HBM against up to 64 activation rows. A warp
+// Decode matmul kernels: weights streamed once from HBM against up to 64 activation rows (the
+// decoder uses them for one row; LtGemm takes more). A warp
 // owns 8 x NT weight rows over one part of K; the parts of those rows run as the blocks of one
 // thread block cluster and are added in part order by rank 0 (gemm_order.cuh), so a short K part
 // per warp gives the GPU enough warps even for N = 4096.
-//   - small_m_kernel: each thread cp.async-copies its own weight fragments into a private
-//     ring of STAGES batches of UNROLL chunks and reads back only what it copied (no barrier);
-//     activations come straight from L2/L1.
+//   - small_m_kernel: each warp cp.async-copies its weight chunks (16 bytes a lane) into its own
+//     ring of STAGES batches of UNROLL chunks and reads its mma fragments back from it (a warp
+//     barrier per batch, as a fragment mixes two lanes' copies); activations come straight from
+//     L2/L1.
 //   - staged_m_kernel (M > 16): the block also stages each batch's activation chunks in shared
 //     memory through the same pipeline, rather than one synchronous L2 read per warp per chunk;
 //     the price is a barrier per batch.
@@ -98,7 +100,9 @@ __global__ void __launch_bounds__(WARPS * 32)
   const ChunkRange cr(k, n);
   const int batches = (cr.end - cr.begin) / UNROLL;
   // One (batch, chunk, tile) slot: 8 rows of 4 units, lane (g, t) copies unit t of row g.
-  auto slot = [&](int b, int u, int j) { return ring + (((b % STAGES) * UNROLL + u) * NT + j) * 32; };
+  auto slot = [&](int b, int u, int j) {
+    return ring + (((b % STAGES) * UNROLL + u) * NT + j) * 32;
+  };
   auto issue = [&](int b) {
     if (b < batches) {
 #pragma unroll
@@ -174,8 +178,8 @@ __global__ void __launch_bounds__(WARPS * 32)
       for (int u = 0; u < UNROLL; ++u)
 #pragma unroll
         for (int j = 0; j < NT; ++j)
-          cp_async16(&ws[warp][slot][u][j][g * 4 + (t ^ swizzle(g))], wr.p[j] + (c0 + u) * 32 + t * 8,
-                     wr.valid[j]);
+          cp_async16(&ws[warp][slot][u][j][g * 4 + (t ^ swizzle(g))],
+                     wr.p[j] + (c0 + u) * 32 + t * 8, wr.valid[j]);
     }
     cp_async_commit();
   };

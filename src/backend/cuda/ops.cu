@@ -189,7 +189,7 @@ __global__ void gather_rows_kernel(const float* __restrict__ src, const int32_t*
 }  // namespace
 
 cudaError_t qkv_rope_kv_write(const float* qkv, const QkvParams& p, const QkvTensors& t, int rows,
-                             cudaStream_t s) {
+                              cudaStream_t s) {
   if (rows <= 0) return cudaSuccess;
   if (p.head_dim > 256 || p.rope_dim % 2 != 0 || p.rope_dim > p.head_dim) {
     return cudaErrorInvalidValue;

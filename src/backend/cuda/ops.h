@@ -17,7 +17,8 @@ using bf16 = __nv_bfloat16;
 enum class GemmPath { kAuto, kTiled, kSmallM };
 
 // y[M, N] = x[M, K] . w[N, K]^T, f32 accumulate. Row-major; K % 32 == 0, N % 8 == 0.
-// y[i][n] depends only on x row i, w row n and K: bit-identical for any M and any row position.
+// y[i][n] depends only on x row i, w row n and the shape (K, N): bit-identical for any M and any
+// row position, and equal to LtGemm's (gemm_lt.h).
 cudaError_t matmul(const bf16* x, const bf16* w, float* y, int m, int n, int k, cudaStream_t s,
                    GemmPath path = GemmPath::kAuto);
 cudaError_t matmul(const bf16* x, const bf16* w, bf16* y, int m, int n, int k, cudaStream_t s,
@@ -64,7 +65,7 @@ struct QkvTensors {
   bf16 *q_out = nullptr, *k_cache = nullptr, *v_cache = nullptr;
 };
 cudaError_t qkv_rope_kv_write(const float* qkv, const QkvParams& p, const QkvTensors& t, int rows,
-                             cudaStream_t s);
+                              cudaStream_t s);
 
 // out[r] = the lowest index of the largest value of row r (rows of n floats): greedy decoding
 // without copying logits back. Equals backend::cpu::argmax on NaN-free rows.
@@ -74,7 +75,7 @@ cudaError_t argmax_rows(const float* x, int rows, int n, int32_t* out, cudaStrea
 cudaError_t gather_rows(const float* src, const int32_t* idx, float* dst, int rows, int n,
                         cudaStream_t s);
 
-// Causal attention over paged caches laid out as rope_kv_write writes them (q: [rows, n_heads *
+// Causal attention over paged caches laid out as qkv_rope_kv_write writes them (q: [rows, n_heads *
 // head_dim], rotated; out likewise). Row r belongs to sequence row_seq[r], sits at position pos[r]
 // and sees positions [pos[r] - window + 1 (or 0), pos[r]]; position t of sequence s is in slot
 // block_tables[s * max_blocks + t / block_size] * block_size + t % block_size. Each (row, head)
