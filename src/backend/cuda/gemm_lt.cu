@@ -10,26 +10,34 @@ namespace {
 
 constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
+// No split-K and no reduction across thread blocks: each output element is one thread block's
+// sequential chain over the part.
 bool split_free(const cublasLtMatmulAlgo_t& algo) {
-  uint32_t splits = 1;
+  uint32_t splits = 0, reduction = 0;
   size_t got = 0;
-  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits,
-                                           sizeof(splits), &got) != CUBLAS_STATUS_SUCCESS) {
-    return false;
-  }
-  return splits <= 1;
+  return cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits,
+                                              sizeof(splits), &got) == CUBLAS_STATUS_SUCCESS &&
+         cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
+                                              &reduction, sizeof(reduction),
+                                              &got) == CUBLAS_STATUS_SUCCESS &&
+         splits <= 1 && reduction == CUBLASLT_REDUCTION_SCHEME_NONE;
 }
 
 }  // namespace
 
 LtGemm::~LtGemm() {
+  clear_plans();
+  if (handle_) cublasLtDestroy(handle_);
+}
+
+void LtGemm::clear_plans() {
   for (auto& [key, p] : plans_) {
     if (p.a) cublasLtMatrixLayoutDestroy(p.a);
     if (p.b) cublasLtMatrixLayoutDestroy(p.b);
     if (p.d) cublasLtMatrixLayoutDestroy(p.d);
     if (p.op) cublasLtMatmulDescDestroy(p.op);
   }
-  if (handle_) cublasLtDestroy(handle_);
+  plans_.clear();
 }
 
 cudaError_t LtGemm::init() {
@@ -91,6 +99,9 @@ cudaError_t LtGemm::matmul_lt(const bf16* x, const bf16* w, float* y, int m, int
                               cudaStream_t s) {
   if (!handle_) return cudaErrorNotSupported;
   if (m <= 0 || n <= 0 || k <= 0 || k % 32 != 0 || n % 8 != 0) return cudaErrorInvalidValue;
+  // A plan per distinct M: a server sees many prefill chunk sizes, so the cache is bounded (a
+  // plan costs one heuristic query, tens of microseconds, to rebuild).
+  if (plans_.size() >= kMaxPlans) clear_plans();
   const int parts = gemm::parts_of(k, n), len = parts == 1 ? k : gemm::part_len(k, n);
   const int last = k - (parts - 1) * len;
   const Plan& full = plan(m, n, len, k);

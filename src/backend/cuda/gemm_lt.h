@@ -47,6 +47,8 @@ class LtGemm {
     bool ok = false;
   };
   const Plan& plan(int m, int n, int part, int k);
+  void clear_plans();
+  static constexpr size_t kMaxPlans = 4096;
 
   cublasLtHandle_t handle_ = nullptr;
   DeviceBuffer workspace_;
