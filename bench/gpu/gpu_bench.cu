@@ -15,16 +15,7 @@
 #include "backend/cuda/device.h"
 #include "backend/cuda/gemm_lt.h"
 #include "backend/cuda/ops.h"
-#include "gpu_check.h"  // tests/gpu: CHECK_CUDA, cu, bf16
-
-#define CHECK_LT(expr)                                                          \
-  do {                                                                          \
-    cublasStatus_t s_ = (expr);                                                 \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                          \
-      std::printf("cuBLASLt error %d at %s:%d\n", int(s_), __FILE__, __LINE__); \
-      std::exit(2);                                                             \
-    }                                                                           \
-  } while (0)
+#include "gpu_check.h"  // tests/gpu: CHECK_CUDA, CHECK_LT, time_ms, cu, bf16
 
 namespace {
 
@@ -51,26 +42,7 @@ void fill(bf16* p, size_t n, uint32_t seed, float scale) {
   CHECK_CUDA(cudaGetLastError());
 }
 
-// Median of `reps` timed runs (device events) after 3 warm-ups.
-float time_ms(const std::function<void()>& fn, int reps) {
-  for (int i = 0; i < 3; ++i) fn();
-  cudaEvent_t a, b;
-  CHECK_CUDA(cudaEventCreate(&a));
-  CHECK_CUDA(cudaEventCreate(&b));
-  std::vector<float> t;
-  for (int i = 0; i < reps; ++i) {
-    CHECK_CUDA(cudaEventRecord(a));
-    fn();
-    CHECK_CUDA(cudaEventRecord(b));
-    CHECK_CUDA(cudaEventSynchronize(b));
-    float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  CHECK_CUDA(cudaGetLastError());
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+using tf::gpu_check::time_ms;
 
 // A captured graph of fn on a capture stream, replayed on the legacy stream.
 struct Graph {

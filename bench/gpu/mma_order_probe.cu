@@ -19,30 +19,15 @@
 #include "backend/cuda/device.h"
 #include "backend/cuda/gemm_order.cuh"
 #include "backend/cuda/ops.h"
-#include "gpu_check.h"  // tests/gpu: CHECK_CUDA, cu, bf16
-
-#define CHECK_LT(expr)                                                          \
-  do {                                                                          \
-    cublasStatus_t s_ = (expr);                                                 \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                          \
-      std::printf("cuBLASLt error %d at %s:%d\n", int(s_), __FILE__, __LINE__); \
-      std::exit(2);                                                             \
-    }                                                                           \
-  } while (0)
+#include "gpu_check.h"  // tests/gpu: CHECK_CUDA, CHECK_LT, time_ms, cu, bf16
 
 namespace {
 
 using tf::gpu_check::download;
+using tf::gpu_check::time_ms;
 using tf::gpu_check::upload;
 
-__device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                         uint32_t a3, uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
+using tf::backend::cuda::gemm::mma16816;
 
 __device__ __forceinline__ uint32_t pack(bf16 lo, bf16 hi) {
   return uint32_t(__bfloat16_as_ushort(lo)) | (uint32_t(__bfloat16_as_ushort(hi)) << 16);
@@ -171,25 +156,6 @@ void run(Lt& lt, const Plan& p, const cublasLtMatmulAlgo_t& algo, const bf16* x,
 
 bool no_split(const cublasLtMatmulAlgo_t& a) {
   return cfg(a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM) <= 1;
-}
-
-float time_ms(const std::function<void()>& fn, int reps) {
-  for (int i = 0; i < 3; ++i) fn();
-  cudaEvent_t a, b;
-  CHECK_CUDA(cudaEventCreate(&a));
-  CHECK_CUDA(cudaEventCreate(&b));
-  std::vector<float> t;
-  for (int i = 0; i < reps; ++i) {
-    CHECK_CUDA(cudaEventRecord(a));
-    fn();
-    CHECK_CUDA(cudaEventRecord(b));
-    CHECK_CUDA(cudaEventSynchronize(b));
-    float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
 }
 
 struct Shape {

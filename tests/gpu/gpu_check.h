@@ -1,11 +1,15 @@
-// Shared helpers of the GPU test programs: failure counting, device round trips, random bf16 data.
+// Shared helpers of the GPU test and bench programs: failure counting, device round trips, random
+// bf16 data, event timing.
 #pragma once
 
+#include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -24,6 +28,15 @@ using cu::bf16;
                   #expr);                                                                     \
       std::exit(2);                                                                           \
     }                                                                                         \
+  } while (0)
+
+#define CHECK_LT(expr)                                                          \
+  do {                                                                          \
+    cublasStatus_t s_ = (expr);                                                 \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                          \
+      std::printf("cuBLASLt error %d at %s:%d\n", int(s_), __FILE__, __LINE__); \
+      std::exit(2);                                                             \
+    }                                                                           \
   } while (0)
 
 namespace tf::gpu_check {
@@ -62,6 +75,29 @@ inline float f(bf16 x) { return __bfloat162float(x); }
 
 // Output poisoned with NaN before every run, so an unwritten element fails the comparison.
 inline void poison(cu::DeviceBuffer& b) { CHECK_CUDA(cudaMemset(b.get(), 0xff, b.bytes())); }
+
+// Median of `reps` timed runs of fn (device events on the legacy stream) after 3 warm-ups.
+inline float time_ms(const std::function<void()>& fn, int reps) {
+  for (int i = 0; i < 3; ++i) fn();
+  cudaEvent_t a, b;
+  CHECK_CUDA(cudaEventCreate(&a));
+  CHECK_CUDA(cudaEventCreate(&b));
+  std::vector<float> t;
+  for (int i = 0; i < reps; ++i) {
+    CHECK_CUDA(cudaEventRecord(a));
+    fn();
+    CHECK_CUDA(cudaEventRecord(b));
+    CHECK_CUDA(cudaEventSynchronize(b));
+    float ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms);
+  }
+  CHECK_CUDA(cudaGetLastError());
+  CHECK_CUDA(cudaEventDestroy(a));
+  CHECK_CUDA(cudaEventDestroy(b));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
 
 // Prints the verdict and returns the exit status.
 inline int report() {
