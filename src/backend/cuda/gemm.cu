@@ -4,9 +4,9 @@
 //
 // Design note. The canonical reduction of y[i][n] over K: K is cut into parts of part_len(K, N)
 // elements (gemm_order.cuh: one part for wide matrices, else at least 2048 and at most 8 parts; a
-// function of the matrix shape alone). Within a part, acc = 0 (f32),
-// then one mma.sync.m16n8k16 step per 16 consecutive elements of K, in increasing order; then
-// y = ((p0 + p1) + p2) + ... in part order. The tensor core sums an mma's 16 products and the
+// function of the matrix shape alone). Within a part, acc = 0 (f32), then one mma.sync.m16n8k16
+// step per 16 consecutive elements of K, in increasing order; then y = ((p0 + p1) + p2) + ... in
+// part order. The tensor core sums an mma's 16 products and the
 // accumulator as one fused operation whose result does not depend on the order of the products
 // (bench/gpu/mma_order_probe: 0 of 23 million results changed under 8 permutations), so only
 // which 16 elements share a step matters, and the kernels may hand each thread any 4 of them (a

@@ -1,8 +1,8 @@
 // Decode matmul kernels: weights streamed once from HBM against up to 64 activation rows (the
-// decoder uses them for one row; LtGemm takes more). A warp
-// owns 8 x NT weight rows over one part of K; the parts of those rows run as the blocks of one
-// thread block cluster and are added in part order by rank 0 (gemm_order.cuh), so a short K part
-// per warp gives the GPU enough warps even for N = 4096.
+// decoder uses them for one row; LtGemm takes more). A warp owns 8 x NT weight rows over one part
+// of K; the parts of those rows run as the blocks of one thread block cluster and are added in
+// part order by rank 0 (gemm_order.cuh), so a short K part per warp gives the GPU enough warps
+// even for N = 4096.
 //   - small_m_kernel: each warp cp.async-copies its weight chunks (16 bytes a lane) into its own
 //     ring of STAGES batches of UNROLL chunks and reads its mma fragments back from it (a warp
 //     barrier per batch, as a fragment mixes two lanes' copies); activations come straight from
