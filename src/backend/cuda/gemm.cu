@@ -181,6 +181,9 @@ cudaError_t matmul(const bf16* x, const bf16* w, bf16* y, int m, int n, int k, c
   return launch_matmul(x, w, y, m, n, k, s, path);
 }
 
+int matmul_part_len(int k, int n) { return gemm::part_len(k, n); }
+int matmul_parts(int k, int n) { return gemm::parts_of(k, n); }
+
 int small_m_shapes(int m) { return gemm::small_m_shape_count(m); }
 
 const char* small_m_shape_name(int m, int shape) { return gemm::small_m_shape_label(m, shape); }

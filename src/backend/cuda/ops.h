@@ -24,6 +24,11 @@ cudaError_t matmul(const bf16* x, const bf16* w, float* y, int m, int n, int k, 
 cudaError_t matmul(const bf16* x, const bf16* w, bf16* y, int m, int n, int k, cudaStream_t s,
                    GemmPath path = GemmPath::kAuto);
 
+// The canonical order's cut of K for a K x N weight (gemm_order.cuh): the part length (the last
+// part may be shorter) and the number of parts.
+int matmul_part_len(int k, int n);
+int matmul_parts(int k, int n);
+
 // The small-M kernel's launch shapes for M rows (gpu_bench sweeps them): how many, a name each,
 // and a bf16 matmul with shape i. Every shape computes the same bits; kAuto picks by M and N.
 int small_m_shapes(int m);
