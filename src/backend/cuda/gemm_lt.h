@@ -24,11 +24,10 @@ class LtGemm {
 
   // Creates the handle and workspace; until then (or if it failed) matmul uses the kernels only.
   cudaError_t init();
-  bool ready() const { return handle_ != nullptr; }
 
-  // y[M, N] = x[M, K] . w[N, K]^T, the same bits as cuda::matmul: cuBLASLt above kMinRows rows
+  // y[M, N] = x[M, K] . w[N, K]^T, the same bits as cuda::matmul: cuBLASLt from kMinRows rows
   // where it has a split-free algorithm for the shape, cuda::matmul otherwise. Capturable in a
-  // CUDA graph once the shape has been seen (the algorithm query is host-only anyway).
+  // CUDA graph (the algorithm query on a new shape is host-only).
   cudaError_t matmul(const bf16* x, const bf16* w, float* y, int m, int n, int k, cudaStream_t s);
   // The cuBLASLt path alone (gpu_test compares it bitwise): cudaErrorNotSupported where it has no
   // split-free algorithm or was not initialized.

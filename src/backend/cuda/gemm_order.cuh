@@ -66,7 +66,7 @@ __device__ __forceinline__ uint4 frag_ldcs(const bf16* chunk, int t) {
 __device__ __forceinline__ int swizzle(int row) { return row & 2; }
 __device__ __forceinline__ uint4 frag_lds(const uint4* row_chunk, int row, int t) {
   const int s = swizzle(row);
-  const uint2 a = reinterpret_cast<const uint2*>(row_chunk + (((t >> 1)) ^ s))[t & 1];
+  const uint2 a = reinterpret_cast<const uint2*>(row_chunk + ((t >> 1) ^ s))[t & 1];
   const uint2 b = reinterpret_cast<const uint2*>(row_chunk + (((t >> 1) ^ 2) ^ s))[t & 1];
   return make_uint4(a.x, a.y, b.x, b.y);
 }

@@ -543,6 +543,13 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
                            cfg_.rope_dim > 0 ? cfg_.rope_dim : hd,
                            cfg_.rope_style == checkpoint::RopeStyle::kInterleaved,
                            eps};
+  // The qkv kernel's step-wide inputs; the per-layer ones are set in the loop.
+  cuda::QkvTensors qt;
+  qt.cos = cos_.get<float>();
+  qt.sin = sin_.get<float>();
+  qt.pos = d_pos_.get<int32_t>();
+  qt.slots = d_slots_.get<int64_t>();
+  qt.q_out = q_.get<bf16>();
   // The most splits a split row needs under a layer's window, recomputed only when the window
   // differs from the layer before's (a model's layers have one or two).
   int memo_window = -1, memo_splits = 1;
@@ -566,15 +573,9 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     timer_.mark("qkv", s);
     bf16* kc = k_cache_.get<bf16>() + kv_layer_elems_ * l;
     bf16* vc = v_cache_.get<bf16>() + kv_layer_elems_ * l;
-    cuda::QkvTensors qt;
     qt.bias = L.qkv_bias.get<float>();
     qt.q_norm = L.q_norm.get<float>();
     qt.k_norm = L.k_norm.get<float>();
-    qt.cos = cos_.get<float>();
-    qt.sin = sin_.get<float>();
-    qt.pos = d_pos_.get<int32_t>();
-    qt.slots = d_slots_.get<int64_t>();
-    qt.q_out = q_.get<bf16>();
     qt.k_cache = kc;
     qt.v_cache = vc;
     TF_CUDA_TRY(cuda::qkv_rope_kv_write(qkv_f32_.get<float>(), qp, qt, n, s));
