@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -43,6 +44,50 @@ void fill(bf16* p, size_t n, uint32_t seed, float scale) {
 }
 
 using tf::gpu_check::time_ms;
+
+// A plain streaming read of n 16-byte units (4 in flight per thread), for the anatomy of a one-row
+// matmul's time; the sink write never happens but keeps the loads alive.
+__global__ void read_kernel(const uint4* __restrict__ p, size_t n, uint32_t* sink) {
+  uint32_t acc = 0;
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    const uint4 a = __ldcs(p + i), b = __ldcs(p + i + stride), c = __ldcs(p + i + 2 * stride),
+                d = __ldcs(p + i + 3 * stride);
+    acc ^= a.x ^ b.y ^ c.z ^ d.w;
+  }
+  for (; i < n; i += stride) acc ^= __ldcs(p + i).x;
+  if (acc == 0x9e3779b9u) *sink = acc;
+}
+__global__ void empty_kernel() {}
+// The same bytes in the decode kernel's order: warp w streams rows 8w..8w+7 along K, one 64-byte
+// chunk of each row per step (lane g*4+t: unit t of row g), 4 steps in flight.
+__global__ void strip_read(const uint4* __restrict__ p, int k_units, uint32_t* sink) {
+  const int lane = threadIdx.x & 31, warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  const uint4* row = p + (size_t(warp) * 8 + (lane >> 2)) * k_units + (lane & 3);
+  uint32_t acc = 0;
+  for (int c = 0; c + 12 < k_units; c += 16) {
+    const uint4 a = __ldcs(row + c), b = __ldcs(row + c + 4), d = __ldcs(row + c + 8),
+                e = __ldcs(row + c + 12);
+    acc ^= a.x ^ b.y ^ d.z ^ e.w;
+  }
+  if (acc == 0x9e3779b9u) *sink = acc;
+}
+// The same bytes as a K-major (transposed, [K][N]) matrix: block x owns 512 bytes of every K row,
+// blockIdx.y a K range, warps take alternate rows: the grid sweeps K rows in order.
+__global__ void kmajor_read(const uint4* __restrict__ p, int n_units, int k_rows, uint32_t* sink) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  const int k_per = k_rows / gridDim.y, k0 = blockIdx.y * k_per;
+  const uint4* col = p + size_t(blockIdx.x) * 32 + lane;
+  uint32_t acc = 0;
+  for (int k = k0 + warp; k + 3 * warps < k0 + k_per; k += 4 * warps) {
+    const uint4 a = __ldcs(col + size_t(k) * n_units), b = __ldcs(col + size_t(k + warps) * n_units),
+                d = __ldcs(col + size_t(k + 2 * warps) * n_units),
+                e = __ldcs(col + size_t(k + 3 * warps) * n_units);
+    acc ^= a.x ^ b.y ^ d.z ^ e.w;
+  }
+  if (acc == 0x9e3779b9u) *sink = acc;
+}
 
 // A captured graph of fn on a capture stream, replayed on the legacy stream.
 struct Graph {
@@ -111,6 +156,14 @@ const Mat kMats[] = {{"qkv", kQkv, kHidden},
 }  // namespace
 
 int main() {
+  // As the decoder runs (tune_device), unless TF_L2_FETCH asks for another L2 fetch granularity.
+  CHECK_CUDA(cu::tune_device());
+  if (const char* g = std::getenv("TF_L2_FETCH")) {
+    CHECK_CUDA(cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, std::atoi(g)));
+    size_t v = 0;
+    CHECK_CUDA(cudaDeviceGetLimit(&v, cudaLimitMaxL2FetchGranularity));
+    std::printf("L2 fetch granularity %zu\n", v);
+  }
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount,
@@ -189,6 +242,48 @@ int main() {
     }
     std::printf("\n");
   }
+  // 3a. Where a one-row matmul's time goes, per launch (graphs of 32, one per layer): an empty
+  // kernel (launch and graph-step cost), a plain read of the same bytes (132 x 4 blocks of 256),
+  // and the matmul.
+  {
+    cu::DeviceBuffer sink(4);
+    std::printf("\none-row matmul anatomy, us per launch: empty kernel, plain read, matmul\n");
+    std::printf("%-8s %8s %8s %10s %8s %10s %8s %10s %8s %10s %8s\n", "matrix", "MB", "empty",
+                "read", "GB/s", "strip", "GB/s", "k-major", "GB/s", "matmul", "GB/s");
+    for (int mi = 0; mi < 4; ++mi) {
+      const Mat& mat = kMats[mi];
+      const double bytes = double(mat.n) * mat.k * 2;
+      const float t_empty = layers_ms(mi, [&](const bf16*, int, int, cudaStream_t s) {
+        empty_kernel<<<132 * 4, 256, 0, s>>>();
+        return cudaGetLastError();
+      });
+      const float t_read = layers_ms(mi, [&](const bf16* w, int, int, cudaStream_t s) {
+        read_kernel<<<132 * 4, 256, 0, s>>>(reinterpret_cast<const uint4*>(w), size_t(bytes) / 16,
+                                             sink.get<uint32_t>());
+        return cudaGetLastError();
+      });
+      const float t_strip = layers_ms(mi, [&](const bf16* w, int n, int k, cudaStream_t s) {
+        strip_read<<<n / 32, 128, 0, s>>>(reinterpret_cast<const uint4*>(w), k / 8,
+                                          sink.get<uint32_t>());
+        return cudaGetLastError();
+      });
+      const float t_kmajor = layers_ms(mi, [&](const bf16* w, int n, int k, cudaStream_t s) {
+        const int ysplit = int(std::bit_floor(unsigned(std::max(8, 1024 / (n / 256)))));
+        kmajor_read<<<dim3(n / 256, ysplit), 256, 0, s>>>(reinterpret_cast<const uint4*>(w), n / 8, k,
+                                                     sink.get<uint32_t>());
+        return cudaGetLastError();
+      });
+      const float t_mm = layers_ms(mi, [&](const bf16* w, int n, int k, cudaStream_t s) {
+        return cu::matmul(x.get<bf16>(), w, y.get<float>(), 1, n, k, s);
+      });
+      auto us = [](float ms) { return ms * 1e3 / kLayers; };
+      auto gbs = [&](float ms) { return kLayers * bytes / (ms * 1e-3) / 1e9; };
+      std::printf("%-8s %8.1f %8.2f %10.2f %8.0f %10.2f %8.0f %10.2f %8.0f %10.2f %8.0f\n",
+                  mat.name, bytes / 1e6, us(t_empty), us(t_read), gbs(t_read), us(t_strip),
+                  gbs(t_strip), us(t_kmajor), gbs(t_kmajor), us(t_mm), gbs(t_mm));
+    }
+  }
+
   // 3b. The small-M kernel's launch shapes (every one computes the same bits): GB/s per matrix
   // over 32 layers, and the four matrices' total; the table above is launch_matmul's pick.
   std::printf("\nsmall-M shapes: GB/s of weights per matrix (32 layers), and all four together\n");

@@ -6,7 +6,8 @@
 //   - small_m_kernel: each warp cp.async-copies its weight chunks (16 bytes a lane) into its own
 //     ring of STAGES batches of UNROLL chunks and reads its mma fragments back from it (a warp
 //     barrier per batch, as a fragment mixes two lanes' copies); activations come straight from
-//     L2/L1.
+//     L2/L1. kRowCopy: consecutive lanes copy one row's UNROLL chunks as one contiguous run
+//     (otherwise each copy takes one chunk of all 8 rows); faster on the wide matrices.
 //   - staged_m_kernel (M > 16): the block also stages each batch's activation chunks in shared
 //     memory through the same pipeline, rather than one synchronous L2 read per warp per chunk;
 //     the price is a barrier per batch.
@@ -63,6 +64,37 @@ __device__ void store_rows(const float (&acc)[MF][NT][4], const WeightRows<NT>& 
   }
 }
 
+// The thread's activation rows (g and g + 8 of each 16-row fragment), read from L2/L1 per chunk;
+// rows past M read as zeros.
+template <int MF>
+struct XRows {
+  const bf16* p[MF][2];
+  bool valid[MF][2];
+  __device__ XRows(const bf16* x, int m, int k, int g) {
+#pragma unroll
+    for (int f = 0; f < MF; ++f) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = f * 16 + h * 8 + g;
+        valid[f][h] = row < m;
+        p[f][h] = x + static_cast<size_t>(valid[f][h] ? row : 0) * k;
+      }
+    }
+  }
+  // acc[f][j] += chunk c of the rows . wb[j] (canonical order).
+  template <int NT>
+  __device__ void mma(float (&acc)[MF][NT][4], int c, const uint4 (&wb)[NT], int t) const {
+    const uint4 zero4 = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int f = 0; f < MF; ++f) {
+      const uint4 lo = valid[f][0] ? frag_ldg(p[f][0] + c * 32, t) : zero4;
+      const uint4 hi = valid[f][1] ? frag_ldg(p[f][1] + c * 32, t) : zero4;
+#pragma unroll
+      for (int j = 0; j < NT; ++j) chunk_mma(acc[f][j], lo, hi, wb[j]);
+    }
+  }
+};
+
 template <int MF, int NT>
 __device__ void zero(float (&acc)[MF][NT][4]) {
 #pragma unroll
@@ -71,7 +103,7 @@ __device__ void zero(float (&acc)[MF][NT][4]) {
     for (int j = 0; j < NT; ++j) acc[f][j][0] = acc[f][j][1] = acc[f][j][2] = acc[f][j][3] = 0.0f;
 }
 
-template <int MF, int WARPS, int STAGES, int UNROLL, int NT, typename OutT>
+template <int MF, int WARPS, int STAGES, int UNROLL, int NT, bool kRowCopy, typename OutT>
 __global__ void __launch_bounds__(WARPS * 32)
     small_m_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w, OutT* __restrict__ y,
                    int m, int n, int k) {
@@ -83,46 +115,42 @@ __global__ void __launch_bounds__(WARPS * 32)
   uint4* ring = smem_ring + warp * kRing;
   // No early exit past N: every thread must reach the cluster barriers.
   const WeightRows<NT> wr(w, n0, n, k, g);
-  const bf16* xp[MF][2];
-  bool xv[MF][2];
-#pragma unroll
-  for (int f = 0; f < MF; ++f) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = f * 16 + h * 8 + g;
-      xv[f][h] = row < m;
-      xp[f][h] = x + static_cast<size_t>(xv[f][h] ? row : 0) * k;
-    }
-  }
+  const XRows<MF> xr(x, m, k, g);
   float acc[MF][NT][4];
   zero(acc);
   const uint4 zero4 = make_uint4(0, 0, 0, 0);
   const ChunkRange cr(k, n);
   const int batches = (cr.end - cr.begin) / UNROLL;
-  // One (batch, chunk, tile) slot: 8 rows of 4 units, lane (g, t) copies unit t of row g.
+  // One (batch, chunk, tile) slot: 8 rows of 4 16-byte units.
   auto slot = [&](int b, int u, int j) {
     return ring + (((b % STAGES) * UNROLL + u) * NT + j) * 32;
   };
   auto issue = [&](int b) {
     if (b < batches) {
+      const int c0 = cr.begin + b * UNROLL;
+      if constexpr (kRowCopy) {
+        // Copy i takes 16-byte unit q = 32 i + lane of the batch laid out [tile][row][chunk][unit]:
+        // each row's UNROLL chunks are one contiguous run, read by consecutive lanes.
 #pragma unroll
-      for (int u = 0; u < UNROLL; ++u)
+        for (int i = 0; i < UNROLL * NT; ++i) {
+          const int q = i * 32 + lane, j = q / (32 * UNROLL), r = (q / (4 * UNROLL)) % 8;
+          const int u = (q / 4) % UNROLL, unit = q % 4;
+          const bf16* row = w + static_cast<size_t>(wr.valid[j] ? n0 + j * 8 + r : 0) * k;
+          cp_async16(slot(b, u, j) + r * 4 + (unit ^ swizzle(r)),
+                          row + (c0 + u) * 32 + unit * 8, wr.valid[j]);
+        }
+      } else {
 #pragma unroll
-        for (int j = 0; j < NT; ++j)
-          cp_async16(slot(b, u, j) + g * 4 + (t ^ swizzle(g)),
-                     wr.p[j] + (cr.begin + b * UNROLL + u) * 32 + t * 8, wr.valid[j]);
+        for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+          for (int j = 0; j < NT; ++j)
+            cp_async16(slot(b, u, j) + g * 4 + (t ^ swizzle(g)),
+                            wr.p[j] + (c0 + u) * 32 + t * 8, wr.valid[j]);
+      }
     }
     cp_async_commit();  // empty groups keep the wait count uniform
   };
-  auto chunk = [&](int c, const uint4(&wb)[NT]) {
-#pragma unroll
-    for (int f = 0; f < MF; ++f) {
-      const uint4 lo = xv[f][0] ? frag_ldg(xp[f][0] + c * 32, t) : zero4;
-      const uint4 hi = xv[f][1] ? frag_ldg(xp[f][1] + c * 32, t) : zero4;
-#pragma unroll
-      for (int j = 0; j < NT; ++j) chunk_mma(acc[f][j], lo, hi, wb[j]);
-    }
-  };
+
 #pragma unroll
   for (int b = 0; b < STAGES - 1; ++b) issue(b);
   for (int b = 0; b < batches; ++b) {
@@ -133,7 +161,7 @@ __global__ void __launch_bounds__(WARPS * 32)
       uint4 wb[NT];
 #pragma unroll
       for (int j = 0; j < NT; ++j) wb[j] = frag_lds(slot(b, u, j) + g * 4, g, t);
-      chunk(cr.begin + b * UNROLL + u, wb);
+      xr.mma(acc, cr.begin + b * UNROLL + u, wb, t);
     }
     __syncwarp();           // every lane is done reading the slot
     issue(b + STAGES - 1);  // before it is refilled
@@ -143,7 +171,7 @@ __global__ void __launch_bounds__(WARPS * 32)
     uint4 wb[NT];
 #pragma unroll
     for (int j = 0; j < NT; ++j) wb[j] = wr.valid[j] ? frag_ldcs(wr.p[j] + c * 32, t) : zero4;
-    chunk(c, wb);
+    xr.mma(acc, c, wb, t);
   }
   combine_parts(acc, reinterpret_cast<float*>(ring));
   store_rows(acc, wr, y, m, n, n0, g, t);
@@ -225,7 +253,10 @@ __global__ void __launch_bounds__(WARPS * 32)
 }
 
 // One cluster of parts_of(k, n) blocks per WARPS x 8 x NT rows of N.
-template <bool kStaged, int MF, int WARPS, int STAGES, int UNROLL, int NT, typename OutT>
+// kKind: kRing (small_m_kernel) or kStaged (staged_m_kernel).
+enum Kind { kRing, kStaged };
+template <int kKind, int MF, int WARPS, int STAGES, int UNROLL, int NT, typename OutT,
+          bool kRowCopy = false>
 cudaError_t launch(const bf16* x, const bf16* w, OutT* y, int m, int n, int k, cudaStream_t s) {
   constexpr int rows_per_block = WARPS * 8 * NT;
   const int parts = parts_of(k, n);
@@ -240,12 +271,12 @@ cudaError_t launch(const bf16* x, const bf16* w, OutT* y, int m, int n, int k, c
   cluster.val.clusterDim.z = 1;
   cfg.attrs = &cluster;
   cfg.numAttrs = 1;
-  if constexpr (kStaged) {
+  if constexpr (kKind == kStaged) {
     return cudaLaunchKernelEx(&cfg, staged_m_kernel<MF, WARPS, STAGES, UNROLL, NT, OutT>, x, w, y,
                               m, n, k);
   } else {
-    return cudaLaunchKernelEx(&cfg, small_m_kernel<MF, WARPS, STAGES, UNROLL, NT, OutT>, x, w, y, m,
-                              n, k);
+    return cudaLaunchKernelEx(&cfg, small_m_kernel<MF, WARPS, STAGES, UNROLL, NT, kRowCopy, OutT>, x,
+                              w, y, m, n, k);
   }
 }
 
@@ -257,35 +288,41 @@ struct Shape {
   Launch<OutT> launch;
 };
 
-// By row fragments (MF = ceil(M / 16): 1, 2 or 4), {name, kernel}; default_shape picks, the
-// fastest measured on the H200 for Llama-3.1-8B's four matrices (gpu_bench's sweep,
-// docs/benchmarks.md): entry 1 for "wide" matrices (N / 8 x parts of K >= 3000 warps of work,
-// gate_up and down) and entry 0 for the others (qkv, o), at M <= 32; entry 0 above.
+// By row fragments (MF = ceil(M / 16): 1, 2 or 4), {name, kernel}; default_shape picks the fastest
+// measured on the H200 for Llama-3.1-8B's four matrices (gpu_bench's sweep, docs/benchmarks.md).
+// "Wide" matrices have N / 8 x parts of K >= 3000 warps of work (gate_up, down), the others (qkv,
+// o) fewer. Up to 16 rows: x-staged for the narrow ones, row-contiguous copies for the wide ones
+// (gate_up's one part with a deeper ring); up to 32 rows entry 1 wide, 0 narrow; entry 0 above.
 template <typename OutT>
 constexpr Shape<OutT> kShapes1[] = {
-    {"w2 s4 u8 nt1", launch<false, 1, 2, 4, 8, 1, OutT>},
-    {"w4 s3 u4 nt1", launch<false, 1, 4, 3, 4, 1, OutT>},
-    {"w4 s4 u4 nt1", launch<false, 1, 4, 4, 4, 1, OutT>},
-    {"w4 s6 u4 nt1", launch<false, 1, 4, 6, 4, 1, OutT>},
-    {"w2 s6 u8 nt1", launch<false, 1, 2, 6, 8, 1, OutT>},
+    {"w2 s4 u8 nt1", launch<kRing, 1, 2, 4, 8, 1, OutT>},
+    {"w4 s3 u4 nt1", launch<kRing, 1, 4, 3, 4, 1, OutT>},
+    {"w4 s6 u4 nt1", launch<kRing, 1, 4, 6, 4, 1, OutT>},
+    {"rows w4 s3 u8", launch<kRing, 1, 4, 3, 8, 1, OutT, true>},
+    {"rows w4 s6 u4", launch<kRing, 1, 4, 6, 4, 1, OutT, true>},
+    {"rows w8 s3 u4", launch<kRing, 1, 8, 3, 4, 1, OutT, true>},
+    {"x-staged w4 s3 u4", launch<kStaged, 1, 4, 3, 4, 1, OutT>},
 };
 template <typename OutT>
 constexpr Shape<OutT> kShapes2[] = {
-    {"w2 s6 u4 nt2", launch<false, 2, 2, 6, 4, 2, OutT>},
-    {"x-staged w4 s4 u2", launch<true, 2, 4, 4, 2, 1, OutT>},
-    {"x-staged w2 s4 u4", launch<true, 2, 2, 4, 4, 1, OutT>},
-    {"w4 s6 u4 nt1", launch<false, 2, 4, 6, 4, 1, OutT>},
+    {"w2 s6 u4 nt2", launch<kRing, 2, 2, 6, 4, 2, OutT>},
+    {"x-staged w4 s4 u2", launch<kStaged, 2, 4, 4, 2, 1, OutT>},
+    {"x-staged w2 s4 u4", launch<kStaged, 2, 2, 4, 4, 1, OutT>},
+    {"w4 s6 u4 nt1", launch<kRing, 2, 4, 6, 4, 1, OutT>},
 };
 template <typename OutT>
 constexpr Shape<OutT> kShapes4[] = {
-    {"x-staged w4 s3 u2 nt2", launch<true, 4, 4, 3, 2, 2, OutT>},
-    {"x-staged w4 s3 u2", launch<true, 4, 4, 3, 2, 1, OutT>},
-    {"w2 s6 u8 nt1", launch<false, 4, 2, 6, 8, 1, OutT>},
+    {"x-staged w4 s3 u2 nt2", launch<kStaged, 4, 4, 3, 2, 2, OutT>},
+    {"x-staged w4 s3 u2", launch<kStaged, 4, 4, 3, 2, 1, OutT>},
+    {"w2 s6 u8 nt1", launch<kRing, 4, 2, 6, 8, 1, OutT>},
 };
 
 int default_shape(int m, int n, int k) {
   if (m > 32) return 0;
-  return n / 8 * parts_of(k, n) >= 3000 ? 1 : 0;
+  const bool wide = n / 8 * parts_of(k, n) >= 3000;
+  if (m > 16) return wide ? 1 : 0;
+  if (!wide) return 6;
+  return parts_of(k, n) == 1 ? 4 : 5;
 }
 
 template <typename OutT>

@@ -190,6 +190,7 @@ class CudaDecoder final : public Model {
 
   Status upload_all() {
     if (!cuda_device_present()) return make_error(ErrorCode::kUnsupported, "no CUDA device");
+    TF_CUDA_TRY(cuda::tune_device());
     const DecoderWeights& w = cpu_->weights();
     size_t total = w.embed.rows() * w.embed.cols() * 2;
     if (w.output.data != w.embed.data) total += w.output.rows() * w.output.cols() * 2;
