@@ -242,6 +242,92 @@ int main() {
     }
     std::printf("\n");
   }
+  // 3c. The step's other kernels at one row (Llama-3.1-8B shapes, 640 positions of context), us
+  // per launch in graphs of 32: what a batch-1 step spends besides the matmuls.
+  {
+    const int ctx = 640, bs = 16, width = 64, hd = kHeadDim;
+    const size_t kv_elems = size_t(width + 1) * bs * kKvHeads * hd;
+    cu::DeviceBuffer resid(kHidden * 4), delta(kHidden * 4), normw(kHidden * 2), h(kHidden * 2),
+        qkv(kQkv * 4), q(kHeads * hd * 2), kc(kv_elems * 2), vc(kv_elems * 2), att(kHeads * hd * 2),
+        gu(size_t(2) * kFfn * 4), act(size_t(kFfn) * 2), emb(size_t(1024) * kHidden * 2);
+    fill(normw.get<bf16>(), kHidden, 11, 1.0f);
+    fill(kc.get<bf16>(), kv_elems, 12, 1.0f);
+    fill(vc.get<bf16>(), kv_elems, 13, 1.0f);
+    fill(emb.get<bf16>(), size_t(1024) * kHidden, 14, 1.0f);
+    CHECK_CUDA(cudaMemset(resid.get(), 0, resid.bytes()));
+    CHECK_CUDA(cudaMemset(delta.get(), 0, delta.bytes()));
+    CHECK_CUDA(cudaMemset(qkv.get(), 0, qkv.bytes()));
+    CHECK_CUDA(cudaMemset(gu.get(), 0, gu.bytes()));
+    std::vector<float> cs(size_t(4096) * hd / 2, 0.5f);
+    cu::DeviceBuffer cosb = tf::gpu_check::upload(cs), sinb = tf::gpu_check::upload(cs);
+    std::vector<int32_t> table(width), one{0}, last{ctx - 1};
+    for (int b = 0; b < width; ++b) table[b] = b;
+    std::vector<int64_t> slot{ctx - 1};
+    cu::DeviceBuffer tab = tf::gpu_check::upload(table), row_seq = tf::gpu_check::upload(one),
+                     pos = tf::gpu_check::upload(last), slots = tf::gpu_check::upload(slot),
+                     ids = tf::gpu_check::upload(one);
+    const int max_splits = cu::attention_max_splits(width * bs);
+    cu::DeviceBuffer scratch(cu::attention_scratch_bytes(1, kHeads, hd, max_splits));
+    const cu::QkvParams qp{kHeads, kKvHeads, hd, hd, false, 1e-5f};
+    cu::QkvTensors qt;
+    qt.cos = cosb.get<float>();
+    qt.sin = sinb.get<float>();
+    qt.pos = pos.get<int32_t>();
+    qt.slots = slots.get<int64_t>();
+    qt.q_out = q.get<bf16>();
+    qt.k_cache = kc.get<bf16>();
+    qt.v_cache = vc.get<bf16>();
+    cu::AttentionParams ap{kHeads, kKvHeads, hd, bs, width, 0.088f};
+    cu::AttentionBatch ab;
+    ab.n_split_rows = 1;
+    ab.max_splits = max_splits;
+    ab.scratch = scratch.get<float>();
+    ab.out = att.get<bf16>();
+    struct Op {
+      const char* name;
+      std::function<cudaError_t(cudaStream_t)> run;
+    };
+    const Op ops[] = {
+        {"embedding", [&](cudaStream_t s) {
+           return cu::embedding(emb.get<bf16>(), ids.get<int32_t>(), resid.get<float>(), 1,
+                                kHidden, s);
+         }},
+        {"add_rms_norm", [&](cudaStream_t s) {
+           return cu::add_rms_norm(resid.get<float>(), delta.get<float>(), normw.get<bf16>(),
+                                   h.get<bf16>(), 1, kHidden, 1e-5f, s);
+         }},
+        {"qkv_rope_kv", [&](cudaStream_t s) {
+           return cu::qkv_rope_kv_write(qkv.get<float>(), qp, qt, 1, s);
+         }},
+        {"attention", [&](cudaStream_t s) {
+           return cu::paged_attention(q.get<bf16>(), kc.get<bf16>(), vc.get<bf16>(),
+                                      tab.get<int32_t>(), row_seq.get<int32_t>(),
+                                      pos.get<int32_t>(), ap, ab, s);
+         }},
+        {"swiglu", [&](cudaStream_t s) {
+           return cu::swiglu(gu.get<float>(), act.get<bf16>(), 1, kFfn, s);
+         }},
+    };
+    std::printf("\nthe step's other kernels at one row (%d positions), us per launch\n", ctx);
+    auto per_launch_us = [&](const std::function<cudaError_t(cudaStream_t)>& run) {
+      Graph g([&](cudaStream_t s) {
+        for (int l = 0; l < kLayers; ++l) CHECK_CUDA(run(s));
+      });
+      return time_ms([&] { g.launch(); }, 20) * 1e3 / kLayers;
+    };
+    for (const Op& op : ops) std::printf("%-14s %8.2f\n", op.name, per_launch_us(op.run));
+    // Attention's cost by context length: its fixed part and its slope per 32-position tile.
+    for (const int c : {1, 32, 128, 256, 1024}) {
+      const std::vector<int32_t> at{c - 1};
+      cu::DeviceBuffer pos_c = tf::gpu_check::upload(at);
+      std::printf("attention %4d %8.2f\n", c, per_launch_us([&](cudaStream_t s) {
+                    return cu::paged_attention(q.get<bf16>(), kc.get<bf16>(), vc.get<bf16>(),
+                                               tab.get<int32_t>(), row_seq.get<int32_t>(),
+                                               pos_c.get<int32_t>(), ap, ab, s);
+                  }));
+    }
+  }
+
   // 3a. Where a one-row matmul's time goes, per launch (graphs of 32, one per layer): an empty
   // kernel (launch and graph-step cost), a plain read of the same bytes (132 x 4 blocks of 256),
   // and the matmul.
@@ -314,14 +400,17 @@ int main() {
       "\ndecode step = 32 x (qkv, o, gate_up, down) + lm_head: %.2f GB of weights, floor %.1f "
       "tok/s per stream\n",
       step_bytes / 1e9, floor_tok);
-  std::printf("%-5s %10s %12s %14s %10s %16s %18s\n", "M", "step ms", "GB/s", "tok/s/stream",
-              "of floor", "aggregate tok/s", "cuBLASLt step ms");
-  // A graph of one decode step's matmuls, by the decoder's path or by cuBLASLt alone (the two give
-  // the same bits; the second column says where the LtGemm::kMinRows switch belongs).
+  std::printf("%-5s %10s %12s %14s %10s %16s %18s %17s\n", "M", "step ms", "GB/s", "tok/s/stream",
+              "of floor", "aggregate tok/s", "cuBLASLt step ms", "kernels step ms");
+  // A graph of one decode step's matmuls, by the decoder's path, by cuBLASLt alone or by the
+  // kernels alone (all give the same bits; the last two columns say where LtGemm::kMinRows
+  // belongs).
   bool lt_missing = false;  // cuBLASLt had no split-free algorithm for some matrix: kernels ran
-  auto step_ms = [&](int m, bool lt_only) {
+  enum Path { kDecoder, kLtOnly, kKernelsOnly };
+  auto step_ms = [&](int m, Path path) {
     auto mm = [&](const bf16* w, float* y, int n, int k, cudaStream_t s) {
-      if (lt_only) {
+      if (path == kKernelsOnly) return cu::matmul(x.get<bf16>(), w, y, m, n, k, s);
+      if (path == kLtOnly) {
         const cudaError_t e = gemm.matmul_lt(x.get<bf16>(), w, y, m, n, k, s);
         if (e != cudaErrorNotSupported) return e;
         lt_missing = true;
@@ -339,11 +428,12 @@ int main() {
   };
   for (int m : {1, 2, 4, 6, 8, 16, 32, 48, 64, 96, 128}) {
     lt_missing = false;
-    const float t = step_ms(m, false), t_lt = step_ms(m, true);
+    const float t = step_ms(m, kDecoder), t_lt = step_ms(m, kLtOnly),
+                t_k = step_ms(m, kKernelsOnly);
     const double tok = 1e3 / t;
-    std::printf("%-5d %10.3f %12.0f %14.1f %9.1f%% %16.0f %17.3f%s\n", m, t,
+    std::printf("%-5d %10.3f %12.0f %14.1f %9.1f%% %16.0f %17.3f%s %17.3f\n", m, t,
                 step_bytes / (t * 1e-3) / 1e9, tok, 100.0 * tok / floor_tok, tok * m, t_lt,
-                lt_missing ? "*" : " ");
+                lt_missing ? "*" : " ", t_k);
   }
 
   // 4. Prefill GEMMs (one layer's four matrices): ours (cuBLASLt by parts, f32 out, in the

@@ -35,8 +35,9 @@ class LtGemm {
                         cudaStream_t s);
 
   // From this many rows on cuBLASLt beats the decode kernels (gpu_bench's decode-step table on
-  // the H200: 4.76 against 4.97 ms at 2 rows, 5.2 against 7.1 ms at 64; 4.77 against 4.60 at 1).
-  static constexpr int kMinRows = 2;
+  // the H200, with tune_device's 128-byte L2 fetches: kernels 4.14 / 4.24 / 4.34 / 4.51 ms at 1 /
+  // 2 / 4 / 6 rows against cuBLASLt's 4.60 / 4.60 / 4.59 / 4.62; at 8 rows 4.75 against 4.64).
+  static constexpr int kMinRows = 8;
 
  private:
   struct Plan {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -145,6 +146,41 @@ class PhaseTimer {
   int steps_ = 0, decode_steps_ = 0;
   std::vector<std::pair<std::string, cudaEvent_t>> marks_;
   std::map<std::string, double> totals_;
+};
+
+// TF_CUDA_STEP_TIMES=1: where a decode step's wall time goes on the host side (batch layout and
+// uploads, the graph launch call, the wait for the GPU, and the gap since the previous step, which
+// is the engine's own time), printed as means at exit.
+class StepTimer {
+ public:
+  using Clock = std::chrono::steady_clock;
+  StepTimer() : on_(std::getenv("TF_CUDA_STEP_TIMES") != nullptr) {}
+  ~StepTimer() {
+    if (!on_ || steps_ == 0) return;
+    std::fprintf(stderr, "decode steps %d, mean us: gap %.1f, prepare %.1f, launch %.1f, wait %.1f\n",
+                 steps_, us_[0] / steps_, us_[1] / steps_, us_[2] / steps_, us_[3] / steps_);
+  }
+  void mark(int i) {  // 0: step entry, 1: uploads queued, 2: graph launched, 3: done
+    if (!on_) return;
+    const Clock::time_point now = Clock::now();
+    t_[i] = now;
+  }
+  void finish(bool decode) {
+    if (!on_) return;
+    if (decode && last_end_ != Clock::time_point{}) {
+      us_[0] += std::chrono::duration<double, std::micro>(t_[0] - last_end_).count();
+      for (int i = 1; i < 4; ++i)
+        us_[i] += std::chrono::duration<double, std::micro>(t_[i] - t_[i - 1]).count();
+      ++steps_;
+    }
+    last_end_ = t_[3];
+  }
+
+ private:
+  bool on_;
+  int steps_ = 0;
+  Clock::time_point t_[4], last_end_;
+  double us_[4] = {};
 };
 
 struct DeviceLayer {
@@ -321,6 +357,7 @@ class CudaDecoder final : public Model {
   cuda::Stream stream_;
   cuda::LtGemm gemm_;  // every matmul: decode kernels for few rows, cuBLASLt for many
   PhaseTimer timer_;
+  StepTimer step_timer_;
   // Decode graphs by (rows, table width) bucket; TF_CUDA_GRAPHS=0 or TF_CUDA_PROFILE turn them
   // off (the profile's events need eager launches).
   bool graphs_enabled_ = [] {
@@ -352,6 +389,7 @@ class CudaDecoder final : public Model {
 
 Status CudaDecoder::step(std::span<const SeqChunk> batch, KvCache& kv, float* logits,
                          int32_t* argmax, bool logits_needed) {
+  step_timer_.mark(0);
   TF_RETURN_IF_ERROR(validate_batch(batch, kv, cfg_));
   TF_RETURN_IF_ERROR(ensure_kv(kv));
   const int bs = kv.block_size();
@@ -457,6 +495,7 @@ Status CudaDecoder::step(std::span<const SeqChunk> batch, KvCache& kv, float* lo
   if (!tiles.empty()) TF_RETURN_IF_ERROR(h2d(d_tiles_, tiles));
   TF_RETURN_IF_ERROR(size_buffers(n_run, n_out_run, std::max(splits_bound, 1)));
 
+  step_timer_.mark(1);
   if (!decode) {
     TF_RETURN_IF_ERROR(enqueue(n, n_out, bs, max_blocks, plan));
   } else {
@@ -495,8 +534,11 @@ Status CudaDecoder::step(std::span<const SeqChunk> batch, KvCache& kv, float* lo
                                 cudaMemcpyDeviceToHost, s));
     timer_.mark("logits", s);
   }
+  step_timer_.mark(2);
   timer_.finish(decode_step ? "decode" : "prefill");
   TF_CUDA_TRY(stream_.sync());
+  step_timer_.mark(3);
+  step_timer_.finish(decode);
   return {};
 }
 
