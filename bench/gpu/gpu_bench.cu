@@ -81,7 +81,8 @@ __global__ void kmajor_read(const uint4* __restrict__ p, int n_units, int k_rows
   const uint4* col = p + size_t(blockIdx.x) * 32 + lane;
   uint32_t acc = 0;
   for (int k = k0 + warp; k + 3 * warps < k0 + k_per; k += 4 * warps) {
-    const uint4 a = __ldcs(col + size_t(k) * n_units), b = __ldcs(col + size_t(k + warps) * n_units),
+    const uint4 a = __ldcs(col + size_t(k) * n_units),
+                b = __ldcs(col + size_t(k + warps) * n_units),
                 d = __ldcs(col + size_t(k + 2 * warps) * n_units),
                 e = __ldcs(col + size_t(k + 3 * warps) * n_units);
     acc ^= a.x ^ b.y ^ d.z ^ e.w;
@@ -283,30 +284,30 @@ int main() {
     ab.max_splits = max_splits;
     ab.scratch = scratch.get<float>();
     ab.out = att.get<bf16>();
+    auto attention = [&](const int32_t* positions, cudaStream_t s) {
+      return cu::paged_attention(q.get<bf16>(), kc.get<bf16>(), vc.get<bf16>(), tab.get<int32_t>(),
+                                 row_seq.get<int32_t>(), positions, ap, ab, s);
+    };
     struct Op {
       const char* name;
       std::function<cudaError_t(cudaStream_t)> run;
     };
     const Op ops[] = {
-        {"embedding", [&](cudaStream_t s) {
-           return cu::embedding(emb.get<bf16>(), ids.get<int32_t>(), resid.get<float>(), 1,
-                                kHidden, s);
+        {"embedding",
+         [&](cudaStream_t s) {
+           return cu::embedding(emb.get<bf16>(), ids.get<int32_t>(), resid.get<float>(), 1, kHidden,
+                                s);
          }},
-        {"add_rms_norm", [&](cudaStream_t s) {
+        {"add_rms_norm",
+         [&](cudaStream_t s) {
            return cu::add_rms_norm(resid.get<float>(), delta.get<float>(), normw.get<bf16>(),
                                    h.get<bf16>(), 1, kHidden, 1e-5f, s);
          }},
-        {"qkv_rope_kv", [&](cudaStream_t s) {
-           return cu::qkv_rope_kv_write(qkv.get<float>(), qp, qt, 1, s);
-         }},
-        {"attention", [&](cudaStream_t s) {
-           return cu::paged_attention(q.get<bf16>(), kc.get<bf16>(), vc.get<bf16>(),
-                                      tab.get<int32_t>(), row_seq.get<int32_t>(),
-                                      pos.get<int32_t>(), ap, ab, s);
-         }},
-        {"swiglu", [&](cudaStream_t s) {
-           return cu::swiglu(gu.get<float>(), act.get<bf16>(), 1, kFfn, s);
-         }},
+        {"qkv_rope_kv",
+         [&](cudaStream_t s) { return cu::qkv_rope_kv_write(qkv.get<float>(), qp, qt, 1, s); }},
+        {"attention", [&](cudaStream_t s) { return attention(pos.get<int32_t>(), s); }},
+        {"swiglu",
+         [&](cudaStream_t s) { return cu::swiglu(gu.get<float>(), act.get<bf16>(), 1, kFfn, s); }},
     };
     std::printf("\nthe step's other kernels at one row (%d positions), us per launch\n", ctx);
     auto per_launch_us = [&](const std::function<cudaError_t(cudaStream_t)>& run) {
@@ -321,9 +322,7 @@ int main() {
       const std::vector<int32_t> at{c - 1};
       cu::DeviceBuffer pos_c = tf::gpu_check::upload(at);
       std::printf("attention %4d %8.2f\n", c, per_launch_us([&](cudaStream_t s) {
-                    return cu::paged_attention(q.get<bf16>(), kc.get<bf16>(), vc.get<bf16>(),
-                                               tab.get<int32_t>(), row_seq.get<int32_t>(),
-                                               pos_c.get<int32_t>(), ap, ab, s);
+                    return attention(pos_c.get<int32_t>(), s);
                   }));
     }
   }
@@ -345,7 +344,7 @@ int main() {
       });
       const float t_read = layers_ms(mi, [&](const bf16* w, int, int, cudaStream_t s) {
         read_kernel<<<132 * 4, 256, 0, s>>>(reinterpret_cast<const uint4*>(w), size_t(bytes) / 16,
-                                             sink.get<uint32_t>());
+                                            sink.get<uint32_t>());
         return cudaGetLastError();
       });
       const float t_strip = layers_ms(mi, [&](const bf16* w, int n, int k, cudaStream_t s) {
@@ -355,8 +354,8 @@ int main() {
       });
       const float t_kmajor = layers_ms(mi, [&](const bf16* w, int n, int k, cudaStream_t s) {
         const int ysplit = int(std::bit_floor(unsigned(std::max(8, 1024 / (n / 256)))));
-        kmajor_read<<<dim3(n / 256, ysplit), 256, 0, s>>>(reinterpret_cast<const uint4*>(w), n / 8, k,
-                                                     sink.get<uint32_t>());
+        kmajor_read<<<dim3(n / 256, ysplit), 256, 0, s>>>(reinterpret_cast<const uint4*>(w), n / 8,
+                                                          k, sink.get<uint32_t>());
         return cudaGetLastError();
       });
       const float t_mm = layers_ms(mi, [&](const bf16* w, int n, int k, cudaStream_t s) {

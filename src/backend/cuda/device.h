@@ -70,8 +70,6 @@ class Stream {
 // Device-wide settings every CUDA program here runs with: the L2 fetches 128 bytes from DRAM per
 // miss (not the default 64). The decode matmuls read each weight row 64 bytes per chunk, and with
 // this the one-row step ran 5 % faster (gpu_bench's "L2 fetch" probe, docs/benchmarks.md).
-inline cudaError_t tune_device() {
-  return cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, 128);
-}
+inline cudaError_t tune_device() { return cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity, 128); }
 
 }  // namespace tf::backend::cuda

@@ -136,21 +136,20 @@ __global__ void __launch_bounds__(WARPS * 32)
           const int q = i * 32 + lane, j = q / (32 * UNROLL), r = (q / (4 * UNROLL)) % 8;
           const int u = (q / 4) % UNROLL, unit = q % 4;
           const bf16* row = w + static_cast<size_t>(wr.valid[j] ? n0 + j * 8 + r : 0) * k;
-          cp_async16(slot(b, u, j) + r * 4 + (unit ^ swizzle(r)),
-                          row + (c0 + u) * 32 + unit * 8, wr.valid[j]);
+          cp_async16(slot(b, u, j) + r * 4 + (unit ^ swizzle(r)), row + (c0 + u) * 32 + unit * 8,
+                     wr.valid[j]);
         }
       } else {
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u)
 #pragma unroll
           for (int j = 0; j < NT; ++j)
-            cp_async16(slot(b, u, j) + g * 4 + (t ^ swizzle(g)),
-                            wr.p[j] + (c0 + u) * 32 + t * 8, wr.valid[j]);
+            cp_async16(slot(b, u, j) + g * 4 + (t ^ swizzle(g)), wr.p[j] + (c0 + u) * 32 + t * 8,
+                       wr.valid[j]);
       }
     }
     cp_async_commit();  // empty groups keep the wait count uniform
   };
-
 #pragma unroll
   for (int b = 0; b < STAGES - 1; ++b) issue(b);
   for (int b = 0; b < batches; ++b) {
@@ -275,8 +274,8 @@ cudaError_t launch(const bf16* x, const bf16* w, OutT* y, int m, int n, int k, c
     return cudaLaunchKernelEx(&cfg, staged_m_kernel<MF, WARPS, STAGES, UNROLL, NT, OutT>, x, w, y,
                               m, n, k);
   } else {
-    return cudaLaunchKernelEx(&cfg, small_m_kernel<MF, WARPS, STAGES, UNROLL, NT, kRowCopy, OutT>, x,
-                              w, y, m, n, k);
+    return cudaLaunchKernelEx(&cfg, small_m_kernel<MF, WARPS, STAGES, UNROLL, NT, kRowCopy, OutT>,
+                              x, w, y, m, n, k);
   }
 }
 

@@ -157,7 +157,8 @@ class StepTimer {
   StepTimer() : on_(std::getenv("TF_CUDA_STEP_TIMES") != nullptr) {}
   ~StepTimer() {
     if (!on_ || steps_ == 0) return;
-    std::fprintf(stderr, "decode steps %d, mean us: gap %.1f, prepare %.1f, launch %.1f, wait %.1f\n",
+    std::fprintf(stderr,
+                 "decode steps %d, mean us: gap %.1f, prepare %.1f, launch %.1f, wait %.1f\n",
                  steps_, us_[0] / steps_, us_[1] / steps_, us_[2] / steps_, us_[3] / steps_);
   }
   void mark(int i) {  // 0: step entry, 1: uploads queued, 2: graph launched, 3: done
