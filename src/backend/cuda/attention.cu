@@ -410,12 +410,27 @@ __global__ void combine_kernel(const float* __restrict__ part, const int32_t* __
   const int n_splits = splits_of(first_visible(p.window, last), last);
   const float* base = part + (static_cast<int64_t>(row) * p.n_heads + head) * max_splits * (hd + 2);
   bf16* orow = out + (static_cast<int64_t>(row) * p.n_heads + head) * hd;
+  // The splits' partials are read kBatch at a time before they are folded (in split order), so
+  // the fold waits on memory once per batch, not once per split.
+  constexpr int kBatch = 8;
   for (int d = threadIdx.x; d < hd; d += blockDim.x) {
     float m = -INFINITY, l = 0.0f, o = 0.0f;
-    for (int s = 0; s < n_splits; ++s) {
-      const float* sp = base + s * (hd + 2);
-      const Merge mg(m, l, sp[0], sp[1]);
-      o = mg(o, sp[2 + d]);
+    for (int s0 = 0; s0 < n_splits; s0 += kBatch) {
+      float ms[kBatch], ls[kBatch], os[kBatch];
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        const float* sp = base + (s0 + i) * (hd + 2);
+        const bool v = s0 + i < n_splits;
+        ms[i] = v ? sp[0] : 0.0f;
+        ls[i] = v ? sp[1] : 0.0f;
+        os[i] = v ? sp[2 + d] : 0.0f;
+      }
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i) {
+        if (s0 + i >= n_splits) break;
+        const Merge mg(m, l, ms[i], ls[i]);
+        o = mg(o, os[i]);
+      }
     }
     orow[d] = __float2bfloat16(finish(o, l));
   }
