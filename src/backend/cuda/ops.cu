@@ -17,7 +17,9 @@ namespace {
 constexpr int kNormThreads = 256;
 // Each thread's strided elements are loaded kNormBatch at a time before use, so one row's pass
 // waits on memory a few times rather than once per element; the order of the sum is unchanged.
-constexpr int kNormBatch = 8;
+// A row of at most kNormBatch * kNormThreads elements (hidden sizes up to 4096) stays in registers
+// for the output pass, and its norm weights load while the block reduces.
+constexpr int kNormBatch = 16;
 
 __global__ void __launch_bounds__(kNormThreads)
     add_rms_norm_kernel(float* __restrict__ resid, const float* __restrict__ delta,
@@ -26,9 +28,11 @@ __global__ void __launch_bounds__(kNormThreads)
   __shared__ float inv_rms;
   float* r = resid + static_cast<size_t>(blockIdx.x) * n;
   const float* d = delta ? delta + static_cast<size_t>(blockIdx.x) * n : nullptr;
+  const bool one_batch = n <= kNormBatch * kNormThreads;
+  float v[kNormBatch], wv[kNormBatch];
   float sum = 0.0f;
   for (int i0 = threadIdx.x; i0 < n; i0 += kNormBatch * kNormThreads) {
-    float v[kNormBatch], dv[kNormBatch];
+    float dv[kNormBatch];
 #pragma unroll
     for (int j = 0; j < kNormBatch; ++j) {
       const int i = i0 + j * kNormThreads;
@@ -46,6 +50,13 @@ __global__ void __launch_bounds__(kNormThreads)
       sum += v[j] * v[j];
     }
   }
+  if (one_batch) {
+#pragma unroll
+    for (int j = 0; j < kNormBatch; ++j) {
+      const int i = threadIdx.x + j * kNormThreads;
+      wv[j] = i < n ? __bfloat162float(weight[i]) : 0.0f;
+    }
+  }
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
   if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = sum;
@@ -58,12 +69,13 @@ __global__ void __launch_bounds__(kNormThreads)
   __syncthreads();
   bf16* o = out + static_cast<size_t>(blockIdx.x) * n;
   for (int i0 = threadIdx.x; i0 < n; i0 += kNormBatch * kNormThreads) {
-    float v[kNormBatch], wv[kNormBatch];
+    if (!one_batch) {
 #pragma unroll
-    for (int j = 0; j < kNormBatch; ++j) {
-      const int i = i0 + j * kNormThreads;
-      v[j] = i < n ? r[i] : 0.0f;
-      wv[j] = i < n ? __bfloat162float(weight[i]) : 0.0f;
+      for (int j = 0; j < kNormBatch; ++j) {
+        const int i = i0 + j * kNormThreads;
+        v[j] = i < n ? r[i] : 0.0f;
+        wv[j] = i < n ? __bfloat162float(weight[i]) : 0.0f;
+      }
     }
 #pragma unroll
     for (int j = 0; j < kNormBatch; ++j) {
