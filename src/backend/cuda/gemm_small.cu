@@ -14,6 +14,7 @@
 // Both keep their rings in static shared memory: the same code ran at half the bandwidth with a
 // dynamic ring on the H200 (gpu_bench's shape sweep; the PTX differed only in the base address).
 #include <span>
+#include <string_view>
 
 #include "backend/cuda/gemm_order.cuh"
 #include "backend/cuda/gemm_small.h"
@@ -43,6 +44,12 @@ struct WeightRows {
       valid[j] = n0 + j * 8 < n;
       p[j] = w + static_cast<size_t>(valid[j] ? n0 + j * 8 + g : 0) * k;
     }
+  }
+  // Chunk c's fragments straight from global memory (the chunks after the last whole batch).
+  __device__ void load(int c, int t, uint4 (&wb)[NT]) const {
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+      wb[j] = valid[j] ? frag_ldcs(p[j] + c * 32, t) : make_uint4(0, 0, 0, 0);
   }
 };
 
@@ -118,7 +125,6 @@ __global__ void __launch_bounds__(WARPS * 32)
   const XRows<MF> xr(x, m, k, g);
   float acc[MF][NT][4];
   zero(acc);
-  const uint4 zero4 = make_uint4(0, 0, 0, 0);
   const ChunkRange cr(k, n);
   const int batches = (cr.end - cr.begin) / UNROLL;
   // One (batch, chunk, tile) slot: 8 rows of 4 16-byte units.
@@ -168,8 +174,7 @@ __global__ void __launch_bounds__(WARPS * 32)
   cp_async_wait<0>();
   for (int c = cr.begin + batches * UNROLL; c < cr.end; ++c) {
     uint4 wb[NT];
-#pragma unroll
-    for (int j = 0; j < NT; ++j) wb[j] = wr.valid[j] ? frag_ldcs(wr.p[j] + c * 32, t) : zero4;
+    wr.load(c, t, wb);
     xr.mma(acc, c, wb, t);
   }
   combine_parts(acc, reinterpret_cast<float*>(ring));
@@ -232,19 +237,12 @@ __global__ void __launch_bounds__(WARPS * 32)
     }
   }
   cp_async_wait<0>();
-  const uint4 zero4 = make_uint4(0, 0, 0, 0);
-  for (int c = cr.begin + batches * UNROLL; c < cr.end; ++c) {
-    uint4 wb[NT];
-#pragma unroll
-    for (int j = 0; j < NT; ++j) wb[j] = wr.valid[j] ? frag_ldcs(wr.p[j] + c * 32, t) : zero4;
-#pragma unroll
-    for (int f = 0; f < MF; ++f) {
-      const int r0 = f * 16 + g;
-      const bf16* xc = x + c * 32;
-      const uint4 lo = r0 < m ? frag_ldg(xc + static_cast<size_t>(r0) * k, t) : zero4;
-      const uint4 hi = r0 + 8 < m ? frag_ldg(xc + static_cast<size_t>(r0 + 8) * k, t) : zero4;
-#pragma unroll
-      for (int j = 0; j < NT; ++j) chunk_mma(acc[f][j], lo, hi, wb[j]);
+  if (batches * UNROLL < cr.end - cr.begin) {  // the row pointers live only in this tail
+    const XRows<MF> xr(x, m, k, g);
+    for (int c = cr.begin + batches * UNROLL; c < cr.end; ++c) {
+      uint4 wb[NT];
+      wr.load(c, t, wb);
+      xr.mma(acc, c, wb, t);
     }
   }
   combine_parts(acc, reinterpret_cast<float*>(&ws[warp][0][0][0][0]));
@@ -316,12 +314,18 @@ constexpr Shape<OutT> kShapes4[] = {
     {"w2 s6 u8 nt1", launch<kRing, 4, 2, 6, 8, 1, OutT>},
 };
 
+// default_shape's picks in kShapes1, checked against the table's names.
+constexpr int kOnePartWide = 4, kPartsWide = 5, kNarrow = 6;
+static_assert(std::string_view(kShapes1<float>[kOnePartWide].name) == "rows w4 s6 u4");
+static_assert(std::string_view(kShapes1<float>[kPartsWide].name) == "rows w8 s3 u4");
+static_assert(std::string_view(kShapes1<float>[kNarrow].name) == "x-staged w4 s3 u4");
+
 int default_shape(int m, int n, int k) {
   if (m > 32) return 0;
   const bool wide = n / 8 * parts_of(k, n) >= 3000;
   if (m > 16) return wide ? 1 : 0;
-  if (!wide) return 6;
-  return parts_of(k, n) == 1 ? 4 : 5;
+  if (!wide) return kNarrow;
+  return parts_of(k, n) == 1 ? kOnePartWide : kPartsWide;
 }
 
 template <typename OutT>
