@@ -69,14 +69,19 @@ void run_case(const Case& c) {
   const int max_splits = cu::attention_max_splits(max_visible);
   cu::DeviceBuffer scratch(cu::attention_scratch_bytes(rows, c.n_heads, hd, max_splits));
 
-  // Fold mode with tiles of `tile` rows (cut from each sequence's start), or split mode (tile 0).
-  auto run = [&](int tile) {
+  // Fold mode with tiles of `tile` rows (cut from each sequence's start), or split mode (tile 0)
+  // for every row or for the rows listed in `split_rows` only.
+  auto run = [&](int tile, const std::vector<int32_t>& split_rows = {}) {
     poison(dout);
     cu::AttentionBatch b;
     b.out = dout.get<bf16>();
-    cu::DeviceBuffer dtiles;
+    cu::DeviceBuffer dtiles, drows;
     if (tile == 0) {
-      b.n_split_rows = rows;
+      b.n_split_rows = split_rows.empty() ? rows : static_cast<int>(split_rows.size());
+      if (!split_rows.empty()) {
+        drows = upload(split_rows);
+        b.split_rows = drows.get<int32_t>();
+      }
       b.max_splits = max_splits;
       b.scratch = scratch.get<float>();
     } else {
@@ -103,6 +108,29 @@ void run_case(const Case& c) {
     const auto other = run(tile);
     const bool same = std::memcmp(other.data(), base.data(), out_elems * sizeof(bf16)) == 0;
     expect(same, "tile " + std::to_string(tile) + " differs from tile " +
+                     std::to_string(tile_rows) + " bitwise");
+  }
+
+  // A few split rows (each sequence's middle and last), so few (row, kv head) pairs that the
+  // launch takes its latency-bound shape (warps sharing the head dims): the same bits per row.
+  {
+    std::vector<int32_t> few;
+    int row0 = 0;
+    for (int len : c.seq_lens) {
+      for (int r : {len / 2, len - 1}) {
+        if (static_cast<int>(few.size()) * c.n_kv_heads < 64 &&
+            (few.empty() || few.back() != row0 + r))
+          few.push_back(row0 + r);
+      }
+      row0 += len;
+    }
+    const auto other = run(0, few);
+    const size_t row_elems = size_t(c.n_heads) * hd;
+    bool same = true;
+    for (int32_t r : few)
+      same &=
+          std::memcmp(&other[r * row_elems], &base[r * row_elems], row_elems * sizeof(bf16)) == 0;
+    expect(same, std::to_string(few.size()) + " split rows differ from tile " +
                      std::to_string(tile_rows) + " bitwise");
   }
 

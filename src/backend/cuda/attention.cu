@@ -32,6 +32,7 @@ constexpr int kTile = 32;  // positions per K/V tile
 constexpr int kSplitMin = 128, kSplitMax = 256, kSplitsTarget = 16;
 constexpr int kMaxBlockLines = 64;  // fold mode: 4 warps of 16 lines
 constexpr int kMaxHeadDim = 128;
+constexpr int kDimSplitMaxPairs = 64;  // split mode: up to this many (row, kv head) pairs
 
 __host__ __device__ inline int split_len(int visible) {
   int len = (visible + kSplitsTarget - 1) / kSplitsTarget;
@@ -162,9 +163,11 @@ __device__ void stage_tile(const Smem& sm, int buf, const bf16* k_cache, const b
   asm volatile("cp.async.commit_group;\n");
 }
 
-// One tile for the warp's 16 lines: scores, online softmax, O += P V.
+// One tile for the warp's 16 lines: scores, online softmax, O += P V for the head dims of the
+// 16-wide steps [jb, je) (all of them, or the warp's share in split mode: dim_split).
 template <int HD>
-__device__ void update(Lines<HD>& L, const Smem& sm, int buf, int t0, const AttentionParams& p) {
+__device__ void update(Lines<HD>& L, const Smem& sm, int buf, int t0, const AttentionParams& p,
+                       int jb, int je) {
   const int lane = threadIdx.x & 31, t = lane & 3;
   float s[4][4];
 #pragma unroll
@@ -220,6 +223,7 @@ __device__ void update(Lines<HD>& L, const Smem& sm, int buf, int t0, const Atte
   }
 #pragma unroll
   for (int j = 0; j < L.kDTiles; ++j) {
+    if (j / 2 < jb || j / 2 >= je) continue;
     L.o[j][0] = __fmul_rn(L.o[j][0], alpha[0]);
     L.o[j][1] = __fmul_rn(L.o[j][1], alpha[0]);
     L.o[j][2] = __fmul_rn(L.o[j][2], alpha[1]);
@@ -234,6 +238,7 @@ __device__ void update(Lines<HD>& L, const Smem& sm, int buf, int t0, const Atte
     const uint32_t a3 = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
 #pragma unroll
     for (int jd = 0; jd < L.kDTiles / 2; ++jd) {
+      if (jd < jb || jd >= je) continue;
       const int mi = lane >> 3, r = lane & 7;
       uint32_t b[4];
       ldsm_x4_trans(b, vt + (16 * kk + r + 8 * (mi & 1)) * kLd<HD> + 16 * jd + 8 * (mi >> 1));
@@ -262,6 +267,13 @@ __global__ void __launch_bounds__(128)
   const bool fold = work.tiles != nullptr;
   const int group = p.n_heads / p.n_kv_heads, kv_head = blockIdx.y;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  // Split mode with more warps than lines need (launch(): few rows): every warp holds the same
+  // lines and computes the same scores and softmax state (same code, same bits), and each takes
+  // its own share of the head dims for O += P V and the output; the copies are shared too.
+  const bool dim_split = !fold && static_cast<int>(blockDim.x / 32) > (group + 15) / 16;
+  const int lw = dim_split ? 0 : warp;  // the warp's lines: lw * 16 .. lw * 16 + 15
+  const int jd_share = dim_split ? HD / 16 / (blockDim.x / 32) : HD / 16;
+  const int jb = dim_split ? warp * jd_share : 0, je = jb + jd_share;
   int row0, rows, lo, hi, slot = 0;
   if (fold) {
     // Last tile first: tiles come in row order, so the longest (latest) rows start first and the
@@ -304,7 +316,7 @@ __global__ void __launch_bounds__(128)
   const int lines = rows * group;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const int line = warp * 16 + g + 8 * h;
+    const int line = lw * 16 + g + 8 * h;
     L.last[h] = line < lines ? pos[row0 + line / group] : -1;
     L.first[h] = line < lines ? first_visible(p.window, L.last[h]) : 0;
     L.split[h] = split_len(L.last[h] - L.first[h] + 1);
@@ -318,7 +330,7 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
       const int h = r & 1, d = 16 * ks + 2 * t + 8 * (r >> 1);
-      const int line = warp * 16 + g + 8 * h;
+      const int line = lw * 16 + g + 8 * h;
       uint32_t v = 0;
       if (line < lines && d < p.head_dim) {
         const int row = row0 + line / group, head = kv_head * group + line % group;
@@ -344,7 +356,7 @@ __global__ void __launch_bounds__(128)
       asm volatile("cp.async.wait_group 0;\n");
     }
     __syncthreads();  // tile t0 landed for every thread
-    update<HD>(L, sm, buf, t0, p);
+    update<HD>(L, sm, buf, t0, p, jb, je);
     if (fold) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -352,7 +364,7 @@ __global__ void __launch_bounds__(128)
         if (!in_line || ((t0 + kTile) % L.split[h] != 0 && t0 + kTile <= L.last[h])) continue;
         // This tile ends one of the line's splits: fold it into the total, start the next.
         const Merge mg(L.m_tot[h], L.l_tot[h], L.m[h], L.l[h]);
-        float* tot = sm.o_tot + (warp * 16 + g + 8 * h) * HD;
+        float* tot = sm.o_tot + (lw * 16 + g + 8 * h) * HD;
 #pragma unroll
         for (int j = 0; j < L.kDTiles; ++j) {
           const int d = 8 * j + 2 * t;
@@ -367,7 +379,7 @@ __global__ void __launch_bounds__(128)
 
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const int line = warp * 16 + g + 8 * h;
+    const int line = lw * 16 + g + 8 * h;
     if (line >= lines) continue;
     const int row = row0 + line / group, head = kv_head * group + line % group;
     if (fold) {
@@ -385,14 +397,14 @@ __global__ void __launch_bounds__(128)
       float* part =
           work.scratch + ((static_cast<int64_t>(row) * p.n_heads + head) * work.max_splits + slot) *
                              (p.head_dim + 2);
-      if (t == 0) {
+      if (t == 0 && warp == 0) {
         part[0] = L.m[h];
         part[1] = L.l[h];
       }
 #pragma unroll
       for (int j = 0; j < L.kDTiles; ++j) {
         const int d = 8 * j + 2 * t;
-        if (d < p.head_dim) {
+        if (j / 2 >= jb && j / 2 < je && d < p.head_dim) {
           part[2 + d] = L.o[j][2 * h];
           part[3 + d] = L.o[j][2 * h + 1];
         }
@@ -452,7 +464,11 @@ cudaError_t launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, cons
         q, k_cache, v_cache, tables, row_seq, pos, p, Work{nullptr, b.tiles, 0, nullptr, b.out});
   }
   if (b.n_split_rows > 0) {
-    const int warps = (group + 15) / 16;
+    // A launch of few (row, kv head) pairs waits on each block's latency chain: there the warps
+    // split the head dims (dim_split; one 16-wide step each at least). Past that the chain is
+    // hidden by other blocks, and the warps' repeated score work would only cost throughput.
+    const bool dim_split = group <= 16 && b.n_split_rows * p.n_kv_heads <= kDimSplitMaxPairs;
+    const int warps = dim_split ? (HD / 16 < 4 ? HD / 16 : 4) : (group + 15) / 16;
     attention_kernel<HD>
         <<<dim3(b.n_split_rows, p.n_kv_heads, b.max_splits), warps * 32, stages, s>>>(
             q, k_cache, v_cache, tables, row_seq, pos, p,
