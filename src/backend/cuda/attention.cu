@@ -164,7 +164,7 @@ __device__ void stage_tile(const Smem& sm, int buf, const bf16* k_cache, const b
 }
 
 // One tile for the warp's 16 lines: scores, online softmax, O += P V for the head dims of the
-// 16-wide steps [jb, je) (all of them, or the warp's share in split mode: dim_split).
+// 16-wide steps [jb, je) (all of them, or the warp's share: kDimSplit).
 template <int HD>
 __device__ void update(Lines<HD>& L, const Smem& sm, int buf, int t0, const AttentionParams& p,
                        int jb, int je) {
@@ -257,7 +257,12 @@ struct Work {
   bf16* out;
 };
 
-template <int HD>
+// kDimSplit: split mode with more warps than the lines need (launch(): few rows). Every warp then
+// holds the same lines and computes the same scores and softmax state (same code, same bits), and
+// each takes its own share of the head dims for O += P V and the output; the copies are shared
+// too. A template flag, so the other launches keep PV loops free of the share's bounds checks
+// (prefill's fold mode ran 5 % slower with them as run-time values).
+template <int HD, bool kDimSplit>
 __global__ void __launch_bounds__(128)
     attention_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k_cache,
                      const bf16* __restrict__ v_cache, const int32_t* __restrict__ tables,
@@ -267,13 +272,9 @@ __global__ void __launch_bounds__(128)
   const bool fold = work.tiles != nullptr;
   const int group = p.n_heads / p.n_kv_heads, kv_head = blockIdx.y;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-  // Split mode with more warps than lines need (launch(): few rows): every warp holds the same
-  // lines and computes the same scores and softmax state (same code, same bits), and each takes
-  // its own share of the head dims for O += P V and the output; the copies are shared too.
-  const bool dim_split = !fold && static_cast<int>(blockDim.x / 32) > (group + 15) / 16;
-  const int lw = dim_split ? 0 : warp;  // the warp's lines: lw * 16 .. lw * 16 + 15
-  const int jd_share = dim_split ? HD / 16 / (blockDim.x / 32) : HD / 16;
-  const int jb = dim_split ? warp * jd_share : 0, je = jb + jd_share;
+  const int lw = kDimSplit ? 0 : warp;  // the warp's lines: lw * 16 .. lw * 16 + 15
+  const int jd_share = kDimSplit ? HD / 16 / static_cast<int>(blockDim.x / 32) : HD / 16;
+  const int jb = kDimSplit ? warp * jd_share : 0, je = kDimSplit ? jb + jd_share : HD / 16;
   int row0, rows, lo, hi, slot = 0;
   if (fold) {
     // Last tile first: tiles come in row order, so the longest (latest) rows start first and the
@@ -456,23 +457,28 @@ cudaError_t launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, cons
   const size_t stages = 4 * stage_bytes<HD>();
   if (b.n_tiles > 0) {
     const size_t smem = stages + static_cast<size_t>(kMaxBlockLines) * HD * sizeof(float);
-    static const cudaError_t attr = cudaFuncSetAttribute(
-        attention_kernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    static const cudaError_t attr =
+        cudaFuncSetAttribute(attention_kernel<HD, false>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
     if (attr != cudaSuccess) return attr;
     const int warps = (attention_tile_rows(group) * group + 15) / 16;
-    attention_kernel<HD><<<dim3(b.n_tiles, p.n_kv_heads), warps * 32, smem, s>>>(
+    attention_kernel<HD, false><<<dim3(b.n_tiles, p.n_kv_heads), warps * 32, smem, s>>>(
         q, k_cache, v_cache, tables, row_seq, pos, p, Work{nullptr, b.tiles, 0, nullptr, b.out});
   }
   if (b.n_split_rows > 0) {
     // A launch of few (row, kv head) pairs waits on each block's latency chain: there the warps
-    // split the head dims (dim_split; one 16-wide step each at least). Past that the chain is
+    // split the head dims (kDimSplit; one 16-wide step each at least). Past that the chain is
     // hidden by other blocks, and the warps' repeated score work would only cost throughput.
     const bool dim_split = group <= 16 && b.n_split_rows * p.n_kv_heads <= kDimSplitMaxPairs;
-    const int warps = dim_split ? (HD / 16 < 4 ? HD / 16 : 4) : (group + 15) / 16;
-    attention_kernel<HD>
-        <<<dim3(b.n_split_rows, p.n_kv_heads, b.max_splits), warps * 32, stages, s>>>(
-            q, k_cache, v_cache, tables, row_seq, pos, p,
-            Work{b.split_rows, nullptr, b.max_splits, b.scratch, b.out});
+    const dim3 grid(b.n_split_rows, p.n_kv_heads, b.max_splits);
+    const Work work{b.split_rows, nullptr, b.max_splits, b.scratch, b.out};
+    if (dim_split) {
+      attention_kernel<HD, true><<<grid, (HD / 16 < 4 ? HD / 16 : 4) * 32, stages, s>>>(
+          q, k_cache, v_cache, tables, row_seq, pos, p, work);
+    } else {
+      attention_kernel<HD, false><<<grid, (group + 15) / 16 * 32, stages, s>>>(
+          q, k_cache, v_cache, tables, row_seq, pos, p, work);
+    }
     const int threads = p.head_dim < 128 ? p.head_dim : 128;
     combine_kernel<<<dim3(b.n_split_rows, p.n_heads), threads, 0, s>>>(b.scratch, b.split_rows, pos,
                                                                        p, b.max_splits, b.out);
