@@ -111,14 +111,15 @@ void run_case(const Case& c) {
                      std::to_string(tile_rows) + " bitwise");
   }
 
-  // A few split rows (each sequence's middle and last), so few (row, kv head) pairs that the
-  // launch takes its latency-bound shape (warps sharing the head dims): the same bits per row.
+  // A few split rows (each sequence's middle and last), at most 64 (row, kv head) pairs, so the
+  // launch takes its latency-bound shape (attention.cu's kDimSplitMaxPairs: warps sharing the
+  // head dims): the same bits per row.
   {
     std::vector<int32_t> few;
     int row0 = 0;
     for (int len : c.seq_lens) {
       for (int r : {len / 2, len - 1}) {
-        if (static_cast<int>(few.size()) * c.n_kv_heads < 64 &&
+        if ((static_cast<int>(few.size()) + 1) * c.n_kv_heads <= 64 &&
             (few.empty() || few.back() != row0 + r))
           few.push_back(row0 + r);
       }
