@@ -319,22 +319,32 @@ int main() {
     for (const Op& op : ops) std::printf("%-14s %8.2f\n", op.name, per_launch_us(op.run));
     // The whole one-row step as the decoder enqueues it (32 layers of norm, qkv, rope + KV write,
     // attention, o, norm, gate_up, SwiGLU, down, then lm_head) in one graph: the GPU's side of a
-    // batch-1 decode step, without the engine.
-    {
+    // batch-1 decode step, without the engine; with the two norms apart and fused into the
+    // matmuls that read them (norm_matmul, the decoder's one-row path).
+    cu::DeviceBuffer resid2(kHidden * 4);
+    CHECK_CUDA(cudaMemset(resid2.get(), 0, resid2.bytes()));
+    for (const bool fused : {false, true}) {
       Graph g([&](cudaStream_t s) {
+        float *x = resid.get<float>(), *x_other = resid2.get<float>();
+        auto norm_then_matmul = [&](const float* dl, const bf16* w, float* y, int n) {
+          if (fused) {
+            CHECK_CUDA(
+                cu::norm_matmul(x, dl, normw.get<bf16>(), 1e-5f, x_other, w, y, n, kHidden, s));
+            std::swap(x, x_other);
+            return;
+          }
+          CHECK_CUDA(
+              cu::add_rms_norm(x, dl, normw.get<bf16>(), h.get<bf16>(), 1, kHidden, 1e-5f, s));
+          CHECK_CUDA(cu::matmul(h.get<bf16>(), w, y, 1, n, kHidden, s));
+        };
         for (int l = 0; l < kLayers; ++l) {
-          CHECK_CUDA(cu::add_rms_norm(resid.get<float>(), delta.get<float>(), normw.get<bf16>(),
-                                      h.get<bf16>(), 1, kHidden, 1e-5f, s));
-          CHECK_CUDA(cu::matmul(h.get<bf16>(), weights[l * 4].get<bf16>(), qkv.get<float>(), 1,
-                                kQkv, kHidden, s));
+          norm_then_matmul(delta.get<float>(), weights[l * 4].get<bf16>(), qkv.get<float>(), kQkv);
           CHECK_CUDA(cu::qkv_rope_kv_write(qkv.get<float>(), qp, qt, 1, s));
           CHECK_CUDA(attention(pos.get<int32_t>(), s));
           CHECK_CUDA(cu::matmul(att.get<bf16>(), weights[l * 4 + 1].get<bf16>(), delta.get<float>(),
                                 1, kHidden, kHeads * hd, s));
-          CHECK_CUDA(cu::add_rms_norm(resid.get<float>(), delta.get<float>(), normw.get<bf16>(),
-                                      h.get<bf16>(), 1, kHidden, 1e-5f, s));
-          CHECK_CUDA(cu::matmul(h.get<bf16>(), weights[l * 4 + 2].get<bf16>(), gu.get<float>(), 1,
-                                2 * kFfn, kHidden, s));
+          norm_then_matmul(delta.get<float>(), weights[l * 4 + 2].get<bf16>(), gu.get<float>(),
+                           2 * kFfn);
           CHECK_CUDA(cu::swiglu(gu.get<float>(), act.get<bf16>(), 1, kFfn, s));
           CHECK_CUDA(cu::matmul(act.get<bf16>(), weights[l * 4 + 3].get<bf16>(), delta.get<float>(),
                                 1, kHidden, kFfn, s));
@@ -343,8 +353,8 @@ int main() {
                               kHidden, s));
       });
       const float t = time_ms([&] { g.launch(); }, 20);
-      std::printf("one-row step, all kernels: %.3f ms = %.1f tok/s (floor %.1f)\n", t, 1e3 / t,
-                  floor_tok);
+      std::printf("one-row step, all kernels%s: %.3f ms = %.1f tok/s (floor %.1f)\n",
+                  fused ? ", norms fused" : "", t, 1e3 / t, floor_tok);
     }
     // Attention's cost by context length: its fixed part and its slope per 32-position tile.
     for (const int c : {1, 32, 128, 256, 1024}) {

@@ -206,6 +206,42 @@ void test_rms_norm(int n) {
          "rms_norm n=" + std::to_string(n) + ": " + std::to_string(bad) + " bad elements");
 }
 
+// norm_matmul (one row, the norm inside the matmul) against add_rms_norm then matmul, bitwise:
+// the summed residual and y, with and without a delta, for both of its launch shapes (narrow and
+// wide), one to three parts of K and a short last part.
+void test_norm_matmul(int n, int k) {
+  std::printf("norm_matmul n=%d k=%d (bitwise against add_rms_norm + matmul)\n", n, k);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> r(k), dl(k);
+  for (auto& v : r) v = d(rng);
+  for (auto& v : dl) v = d(rng);
+  auto nw = random_bf16(k, rng), w = random_bf16(size_t(n) * k, rng, 0.05f);
+  auto dnw = upload(nw), dw = upload(w), dd = upload(dl);
+  int bad = 0;
+  for (const bool with_delta : {false, true}) {
+    const float* delta = with_delta ? dd.get<float>() : nullptr;
+    auto ref_r = upload(r), fused_in = upload(r);
+    cu::DeviceBuffer h(size_t(k) * 2), ref_y(size_t(n) * 4), y(size_t(n) * 4), out_r(size_t(k) * 4);
+    poison(ref_y);
+    poison(y);
+    poison(out_r);
+    CHECK_CUDA(cu::add_rms_norm(ref_r.get<float>(), delta, dnw.get<bf16>(), h.get<bf16>(), 1, k,
+                                1e-5f, 0));
+    CHECK_CUDA(cu::matmul(h.get<bf16>(), dw.get<bf16>(), ref_y.get<float>(), 1, n, k, 0));
+    CHECK_CUDA(cu::norm_matmul(fused_in.get<float>(), delta, dnw.get<bf16>(), 1e-5f,
+                               out_r.get<float>(), dw.get<bf16>(), y.get<float>(), n, k, 0));
+    const auto want_y = download<float>(ref_y, n), got_y = download<float>(y, n);
+    const auto want_r = download<float>(ref_r, k), got_r = download<float>(out_r, k);
+    bad += std::memcmp(want_y.data(), got_y.data(), size_t(n) * 4) != 0;
+    bad += std::memcmp(want_r.data(), got_r.data(), size_t(k) * 4) != 0;
+    // The input residual is left alone (the caller alternates buffers).
+    bad += std::memcmp(download<float>(fused_in, k).data(), r.data(), size_t(k) * 4) != 0;
+  }
+  expect(bad == 0, "norm_matmul n=" + std::to_string(n) + " k=" + std::to_string(k) + ": " +
+                       std::to_string(bad) + " mismatches");
+}
+
 void test_swiglu_embedding() {
   std::printf("swiglu, embedding vs CPU\n");
   std::mt19937 rng(4);
@@ -330,6 +366,11 @@ int main() {
   test_lt_matches_kernels(1024, 1024);
   test_lt_matches_kernels(16384, 4096);  // wide: one part
   for (int n : {576, 4096, 5000}) test_rms_norm(n);
+  test_norm_matmul(6144, 4096);   // Llama-3.1-8B qkv: narrow, 2 parts
+  test_norm_matmul(28672, 4096);  // gate_up: wide, 1 part
+  test_norm_matmul(12288, 4096);  // wide, 2 parts
+  test_norm_matmul(1000, 5120);   // narrow, 3 parts, the last shorter
+  test_norm_matmul(3072, 576);    // SmolLM2's gate_up: one part of 576
   test_swiglu_embedding();
   test_rope(false, 128);
   test_rope(true, 128);

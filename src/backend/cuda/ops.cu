@@ -9,12 +9,12 @@
 
 #include <cstdint>
 
+#include "backend/cuda/norm_order.cuh"
 #include "backend/cuda/ops.h"
 
 namespace tf::backend::cuda {
 namespace {
 
-constexpr int kNormThreads = 256;
 // Each thread's strided elements are loaded kNormBatch at a time before use, so one row's pass
 // waits on memory a few times rather than once per element; the order of the sum is unchanged.
 // A row of at most kNormBatch * kNormThreads elements (hidden sizes up to 4096) stays in registers
@@ -47,7 +47,7 @@ __global__ void __launch_bounds__(kNormThreads)
         v[j] += dv[j];
         r[i] = v[j];
       }
-      sum += v[j] * v[j];
+      sum = norm_square_step(sum, v[j]);
     }
   }
   if (one_batch) {
@@ -57,15 +57,10 @@ __global__ void __launch_bounds__(kNormThreads)
       wv[j] = i < n ? __bfloat162float(weight[i]) : 0.0f;
     }
   }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  sum = norm_warp_sum(sum);
   if ((threadIdx.x & 31) == 0) warp_sums[threadIdx.x >> 5] = sum;
   __syncthreads();
-  if (threadIdx.x == 0) {
-    float total = 0.0f;
-    for (int i = 0; i < kNormThreads / 32; ++i) total += warp_sums[i];
-    inv_rms = rsqrtf(total / static_cast<float>(n) + eps);
-  }
+  if (threadIdx.x == 0) inv_rms = norm_inv_rms(warp_sums, n, eps);
   __syncthreads();
   bf16* o = out + static_cast<size_t>(blockIdx.x) * n;
   for (int i0 = threadIdx.x; i0 < n; i0 += kNormBatch * kNormThreads) {
@@ -80,7 +75,7 @@ __global__ void __launch_bounds__(kNormThreads)
 #pragma unroll
     for (int j = 0; j < kNormBatch; ++j) {
       const int i = i0 + j * kNormThreads;
-      if (i < n) o[i] = __float2bfloat16(v[j] * inv_rms * wv[j]);
+      if (i < n) o[i] = norm_out(v[j], inv_rms, wv[j]);
     }
   }
 }

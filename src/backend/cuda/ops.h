@@ -41,6 +41,14 @@ cudaError_t matmul_small_m_shape(const bf16* x, const bf16* w, bf16* y, int m, i
 cudaError_t add_rms_norm(float* resid, const float* delta, const bf16* weight, bf16* out, int rows,
                          int n, float eps, cudaStream_t s);
 
+// One row's add_rms_norm fused into the matmul that reads it (a single sequence's decode step):
+// resid_out = resid + delta (delta may be null; resid_out must be another buffer), then
+// y[N] = w[N, K] . bf16(resid_out / rms(resid_out) * norm_w)^T. The bits of add_rms_norm followed
+// by matmul; K (the row's width) at most kNormMatmulMaxK.
+constexpr int kNormMatmulMaxK = 8192;
+cudaError_t norm_matmul(const float* resid, const float* delta, const bf16* norm_w, float eps,
+                        float* resid_out, const bf16* w, float* y, int n, int k, cudaStream_t s);
+
 // out[r][i] = bf16(silu(gu[r][i]) * gu[r][ffn + i]): the fused gate_up projection's halves. An
 // f32 gate_up is rounded to bf16 first, so both overloads give the same bits.
 cudaError_t swiglu(const bf16* gate_up, bf16* out, int rows, int ffn, cudaStream_t s);

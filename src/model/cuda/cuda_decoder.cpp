@@ -383,7 +383,7 @@ class CudaDecoder final : public Model {
   DeviceBuffer d_tokens_, d_pos_, d_slots_, d_row_seq_, d_tables_, d_out_rows_;
   DeviceBuffer d_split_rows_, d_tiles_, d_argmax_;
   DeviceBuffer attn_scratch_;
-  DeviceBuffer x_, h_, qkv_f32_, q_, att_, o_, gu_, act_, down_, xg_, hg_, logits_;
+  DeviceBuffer x_, x2_, h_, qkv_f32_, q_, att_, o_, gu_, act_, down_, xg_, hg_, logits_;
 };
 
 Status CudaDecoder::step(std::span<const SeqChunk> batch, KvCache& kv, float* logits,
@@ -545,6 +545,7 @@ Status CudaDecoder::size_buffers(int n, int n_out, int max_splits) {
   const int q_dim = cfg_.num_heads * hd, kv_dim = cfg_.num_kv_heads * hd;
   const size_t rows = static_cast<size_t>(n), qkv_dim = q_dim + 2 * kv_dim;
   TF_RETURN_IF_ERROR(grow(x_, rows * d * 4));
+  TF_RETURN_IF_ERROR(grow(x2_, static_cast<size_t>(d) * 4));  // the fused norms' other residual
   TF_RETURN_IF_ERROR(grow(h_, rows * d * 2));
   TF_RETURN_IF_ERROR(grow(qkv_f32_, rows * qkv_dim * 4));
   TF_RETURN_IF_ERROR(grow(q_, rows * q_dim * 2));
@@ -604,14 +605,30 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     }
     return memo_splits;
   };
+  // One row (a single sequence decoding): each norm runs inside the matmul that reads it
+  // (cuda::norm_matmul, same bits), and the residual moves between x_ and x2_ (the fused kernel
+  // reads one and writes the other); two moves a layer end each layer back in x_.
+  const bool fuse_norms = n == 1 && d <= cuda::kNormMatmulMaxK;
+  float* x_other = x2_.get<float>();
+  // resid (+ delta) -> RMSNorm with norm_w -> y = w . normed: the residual ends up in x.
+  auto norm_then_matmul = [&](const float* delta, const DeviceBuffer& norm_w, const DeviceBuffer& w,
+                              float* y, int n_out) -> Status {
+    if (fuse_norms) {
+      TF_CUDA_TRY(cuda::norm_matmul(x, delta, norm_w.get<bf16>(), eps, x_other, w.get<bf16>(), y,
+                                    n_out, d, s));
+      std::swap(x, x_other);
+      return {};
+    }
+    TF_CUDA_TRY(cuda::add_rms_norm(x, delta, norm_w.get<bf16>(), h, n, d, eps, s));
+    TF_CUDA_TRY(gemm_.matmul(h, w.get<bf16>(), y, n, n_out, d, s));
+    return {};
+  };
   for (int l = 0; l < cfg_.num_layers; ++l) {
     const DeviceLayer& L = layers_[l];
-    // The previous layer's MLP output joins the residual here, fused with this layer's norm.
-    TF_CUDA_TRY(
-        cuda::add_rms_norm(x, l == 0 ? nullptr : down, L.attn_norm.get<bf16>(), h, n, d, eps, s));
-    timer_.mark("norm", s);
-    TF_CUDA_TRY(gemm_.matmul(h, L.wqkv.get<bf16>(), qkv_f32_.get<float>(), n, qkv_dim, d, s));
-    timer_.mark("qkv", s);
+    // The previous layer's MLP output joins the residual here, with this layer's norm.
+    TF_RETURN_IF_ERROR(norm_then_matmul(l == 0 ? nullptr : down, L.attn_norm, L.wqkv,
+                                        qkv_f32_.get<float>(), qkv_dim));
+    timer_.mark("norm_qkv", s);
     bf16* kc = k_cache_.get<bf16>() + kv_layer_elems_ * l;
     bf16* vc = v_cache_.get<bf16>() + kv_layer_elems_ * l;
     qt.bias = L.qkv_bias.get<float>();
@@ -637,10 +654,9 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     timer_.mark("attention", s);
     TF_CUDA_TRY(gemm_.matmul(att_.get<bf16>(), L.wo.get<bf16>(), o_.get<float>(), n, d, q_dim, s));
     timer_.mark("o_proj", s);
-    TF_CUDA_TRY(cuda::add_rms_norm(x, o_.get<float>(), L.ffn_norm.get<bf16>(), h, n, d, eps, s));
-    timer_.mark("norm", s);
-    TF_CUDA_TRY(gemm_.matmul(h, L.w_gate_up.get<bf16>(), gu_.get<float>(), n, 2 * f, d, s));
-    timer_.mark("gate_up", s);
+    TF_RETURN_IF_ERROR(
+        norm_then_matmul(o_.get<float>(), L.ffn_norm, L.w_gate_up, gu_.get<float>(), 2 * f));
+    timer_.mark("norm_gate_up", s);
     TF_CUDA_TRY(cuda::swiglu(gu_.get<float>(), act_.get<bf16>(), n, f, s));
     timer_.mark("swiglu", s);
     TF_CUDA_TRY(gemm_.matmul(act_.get<bf16>(), L.w_down.get<bf16>(), down, n, d, f, s));
