@@ -349,12 +349,22 @@ int main() {
           CHECK_CUDA(cu::matmul(act.get<bf16>(), weights[l * 4 + 3].get<bf16>(), delta.get<float>(),
                                 1, kHidden, kFfn, s));
         }
-        CHECK_CUDA(cu::matmul(h.get<bf16>(), lm_head.get<bf16>(), logits.get<float>(), 1, kVocab,
-                              kHidden, s));
+        if (fused) {
+          CHECK_CUDA(cu::norm_matmul(x, delta.get<float>(), normw.get<bf16>(), 1e-5f, x_other,
+                                     lm_head.get<bf16>(), logits.get<float>(), kVocab, kHidden, s));
+        } else {  // as the decoder: the last add, the gather of the out row, its norm
+          CHECK_CUDA(cu::add_rms_norm(x, delta.get<float>(), normw.get<bf16>(), h.get<bf16>(), 1,
+                                      kHidden, 1e-5f, s));
+          CHECK_CUDA(cu::gather_rows(x, row_seq.get<int32_t>(), x_other, 1, kHidden, s));
+          CHECK_CUDA(cu::add_rms_norm(x_other, nullptr, normw.get<bf16>(), h.get<bf16>(), 1,
+                                      kHidden, 1e-5f, s));
+          CHECK_CUDA(cu::matmul(h.get<bf16>(), lm_head.get<bf16>(), logits.get<float>(), 1, kVocab,
+                                kHidden, s));
+        }
       });
       const float t = time_ms([&] { g.launch(); }, 20);
       std::printf("one-row step, all kernels%s: %.3f ms = %.1f tok/s (floor %.1f)\n",
-                  fused ? ", norms fused" : "", t, 1e3 / t, floor_tok);
+                  fused ? ", norms fused (lm_head's too)" : "", t, 1e3 / t, floor_tok);
     }
     // Attention's cost by context length: its fixed part and its slope per 32-position tile.
     for (const int c : {1, 32, 128, 256, 1024}) {

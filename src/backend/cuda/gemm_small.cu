@@ -237,8 +237,13 @@ __global__ void __launch_bounds__(WARPS * 32)
 // computes the row's norm in norm_order.cuh's order (its threads stand in for add_rms_norm's
 // kNormThreads, kNormThreads / blockDim each, on the same lanes) and writes its part of K of the
 // normalized row to shared memory (h_part); block (0, 0) also writes the summed residual.
+// Elements per norm thread that norm_row_kernel keeps in registers (rows up to 4096).
+constexpr int kNormKeep = 16;
+
+// At least 4 blocks an SM, as the unfused kernels get (their 48 KB rings allow no more): the row
+// kept in registers would otherwise cost the 8-warp shape a block.
 template <int WARPS, int STAGES, int UNROLL, bool kRowCopy>
-__global__ void __launch_bounds__(WARPS * 32)
+__global__ void __launch_bounds__(WARPS * 32, 4)
     norm_row_kernel(const float* __restrict__ resid, const float* __restrict__ delta,
                     const bf16* __restrict__ norm_w, float eps, float* __restrict__ resid_out,
                     const bf16* __restrict__ w, float* __restrict__ y, int n, int k) {
@@ -263,46 +268,76 @@ __global__ void __launch_bounds__(WARPS * 32)
   float* warp_sums =
       reinterpret_cast<float*>(ring_slot<STAGES, UNROLL, 1>(smem_ring, STAGES - 1, 0, 0));
   float& inv_rms = warp_sums[kNormThreads / 32];
-  // Virtual thread v = threadIdx.x + q * kThreads sums elements v, v + kNormThreads, ...; its
-  // virtual warp is warp + q * WARPS, on this thread's lane.
-  // Loads go kNormLoads deep before use (one wait on L2 per batch, not per element); the order of
-  // each virtual thread's sum is unchanged.
-  constexpr int kNormLoads = 8;
+  // Virtual thread v = threadIdx.x + q * kThreads sums elements v, v + kNormThreads, ... in
+  // order; its virtual warp is warp + q * WARPS, on this thread's lane.
   auto summed = [&](int i) { return delta ? resid[i] + delta[i] : resid[i]; };
+  const int kb = cr.begin * 32, ke = cr.end * 32;
   float sum[kVirtual];
 #pragma unroll
   for (int q = 0; q < kVirtual; ++q) sum[q] = 0.0f;
-  for (int i0 = threadIdx.x; i0 < k; i0 += kNormLoads * kNormThreads) {
-    float v[kVirtual][kNormLoads];
+  auto reduce = [&] {
+#pragma unroll
+    for (int q = 0; q < kVirtual; ++q) {
+      const float total = norm_warp_sum(sum[q]);
+      if (lane == 0) warp_sums[warp + q * WARPS] = total;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) inv_rms = norm_inv_rms(warp_sums, k, eps);
+    __syncthreads();
+    return inv_rms;
+  };
+  if (k <= kNormKeep * kNormThreads) {
+    // The row (and the norm weights of this block's part) stays in registers: one wait on L2.
+    float v[kVirtual][kNormKeep], wv[kVirtual][kNormKeep];
 #pragma unroll
     for (int q = 0; q < kVirtual; ++q)
 #pragma unroll
-      for (int j = 0; j < kNormLoads; ++j) {
-        const int i = i0 + q * kThreads + j * kNormThreads;
+      for (int j = 0; j < kNormKeep; ++j) {
+        const int i = threadIdx.x + q * kThreads + j * kNormThreads;
         v[q][j] = i < k ? summed(i) : 0.0f;
+        wv[q][j] = i >= kb && i < ke ? __bfloat162float(norm_w[i]) : 0.0f;
       }
 #pragma unroll
     for (int q = 0; q < kVirtual; ++q)
 #pragma unroll
-      for (int j = 0; j < kNormLoads; ++j)
-        if (i0 + q * kThreads + j * kNormThreads < k) sum[q] = norm_square_step(sum[q], v[q][j]);
-  }
+      for (int j = 0; j < kNormKeep; ++j)
+        if (threadIdx.x + q * kThreads + j * kNormThreads < k)
+          sum[q] = norm_square_step(sum[q], v[q][j]);
+    const float inv = reduce();
+    const bool first_block = blockIdx.x == 0 && blockIdx.y == 0;
 #pragma unroll
-  for (int q = 0; q < kVirtual; ++q) {
-    const float total = norm_warp_sum(sum[q]);
-    if (lane == 0) warp_sums[warp + q * WARPS] = total;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) inv_rms = norm_inv_rms(warp_sums, k, eps);
-  __syncthreads();
-  const float inv = inv_rms;
-  const int kb = cr.begin * 32, ke = cr.end * 32;
+    for (int q = 0; q < kVirtual; ++q)
+#pragma unroll
+      for (int j = 0; j < kNormKeep; ++j) {
+        const int i = threadIdx.x + q * kThreads + j * kNormThreads;
+        if (i >= kb && i < ke) h_part[i - kb] = norm_out(v[q][j], inv, wv[q][j]);
+        if (first_block && i < k) resid_out[i] = v[q][j];
+      }
+  } else {
+    // Longer rows: loads kNormKeep deep per virtual thread before use, the part read again.
+    for (int i0 = threadIdx.x; i0 < k; i0 += kNormKeep * kNormThreads) {
+      float v[kVirtual][kNormKeep];
+#pragma unroll
+      for (int q = 0; q < kVirtual; ++q)
+#pragma unroll
+        for (int j = 0; j < kNormKeep; ++j) {
+          const int i = i0 + q * kThreads + j * kNormThreads;
+          v[q][j] = i < k ? summed(i) : 0.0f;
+        }
+#pragma unroll
+      for (int q = 0; q < kVirtual; ++q)
+#pragma unroll
+        for (int j = 0; j < kNormKeep; ++j)
+          if (i0 + q * kThreads + j * kNormThreads < k) sum[q] = norm_square_step(sum[q], v[q][j]);
+    }
+    const float inv = reduce();
 #pragma unroll 8
-  for (int i = kb + static_cast<int>(threadIdx.x); i < ke; i += kThreads)
-    h_part[i - kb] = norm_out(summed(i), inv, __bfloat162float(norm_w[i]));
-  if (blockIdx.x == 0 && blockIdx.y == 0) {
+    for (int i = kb + static_cast<int>(threadIdx.x); i < ke; i += kThreads)
+      h_part[i - kb] = norm_out(summed(i), inv, __bfloat162float(norm_w[i]));
+    if (blockIdx.x == 0 && blockIdx.y == 0) {
 #pragma unroll 8
-    for (int i = threadIdx.x; i < k; i += kThreads) resid_out[i] = summed(i);
+      for (int i = threadIdx.x; i < k; i += kThreads) resid_out[i] = summed(i);
+    }
   }
   __syncthreads();  // the block's part of the row is in shared memory
   const XShared xs{h_part, cr.begin, g == 0};
@@ -499,7 +534,10 @@ cudaError_t launch_norm_row(const float* resid, const float* delta, const bf16* 
 // Launch shapes (gpu_bench, fused vs add_rms_norm + matmul, us per launch on the H200): the wide
 // matrices take 8 warps a block with row-contiguous copies (gate_up 61.9 against 64.4 for the
 // pair; 4 warps with 6 stages, the unfused pick, 65.1: with 8 warps each thread stands in for one
-// norm thread, not two), the narrow ones a 6-stage ring (qkv 17.5 against 18.4).
+// norm thread, not two), the narrow ones a 6-stage ring (qkv 17.5 against 18.4). A vocabulary-wide
+// lm_head streams long enough that the unfused one-part pick (4 warps, 6 stages: 4 % faster on
+// gate_up unfused) wins back more than its slower norm costs.
+constexpr int kVeryWideN = 65536;
 cudaError_t norm_row_matmul(const float* resid, const float* delta, const bf16* norm_w, float eps,
                             float* resid_out, const bf16* w, float* y, int n, int k,
                             cudaStream_t s) {
@@ -510,6 +548,8 @@ cudaError_t norm_row_matmul(const float* resid, const float* delta, const bf16* 
   const bool wide = n / 8 * parts_of(k, n) >= 3000;
   if (!wide)
     return launch_norm_row<4, 6, 4, false>(resid, delta, norm_w, eps, resid_out, w, y, n, k, s);
+  if (n >= kVeryWideN)
+    return launch_norm_row<4, 6, 4, true>(resid, delta, norm_w, eps, resid_out, w, y, n, k, s);
   return launch_norm_row<8, 3, 4, true>(resid, delta, norm_w, eps, resid_out, w, y, n, k, s);
 }
 

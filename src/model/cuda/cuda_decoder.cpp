@@ -662,14 +662,20 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     TF_CUDA_TRY(gemm_.matmul(act_.get<bf16>(), L.w_down.get<bf16>(), down, n, d, f, s));
     timer_.mark("down", s);
   }
-  if (n_out > 0) {
+  const bf16* out_w = tied_ ? embed_.get<bf16>() : output_.get<bf16>();
+  if (fuse_norms && n_out == 1) {
+    // One row: the last MLP output joins the residual inside the lm_head matmul, with the final
+    // norm (the same bits as the gather and norm below: the row's values are the same floats).
+    TF_CUDA_TRY(cuda::norm_matmul(x, down, out_norm_.get<bf16>(), eps, x_other, out_w,
+                                  logits_.get<float>(), vocab, d, s));
+    timer_.mark("final_norm_lm_head", s);
+  } else if (n_out > 0) {
     // The last MLP output joins the residual (the norm written to h is not used), then the rows
     // that want logits are gathered, normalized and projected.
     TF_CUDA_TRY(cuda::add_rms_norm(x, down, out_norm_.get<bf16>(), h, n, d, eps, s));
     TF_CUDA_TRY(cuda::gather_rows(x, d_out_rows_.get<int32_t>(), xg_.get<float>(), n_out, d, s));
     TF_CUDA_TRY(cuda::add_rms_norm(xg_.get<float>(), nullptr, out_norm_.get<bf16>(),
                                    hg_.get<bf16>(), n_out, d, eps, s));
-    const bf16* out_w = tied_ ? embed_.get<bf16>() : output_.get<bf16>();
     timer_.mark("final_norm", s);
     TF_CUDA_TRY(gemm_.matmul(hg_.get<bf16>(), out_w, logits_.get<float>(), n_out, vocab, d, s));
     timer_.mark("lm_head", s);
