@@ -371,6 +371,7 @@ int main() {
   test_norm_matmul(12288, 4096);  // wide, 2 parts
   test_norm_matmul(1000, 5120);   // narrow, 3 parts, the last shorter
   test_norm_matmul(3072, 576);    // SmolLM2's gate_up: one part of 576
+  test_norm_matmul(70000, 2048);  // a vocabulary-wide lm_head (its own launch shape)
   test_swiglu_embedding();
   test_rope(false, 128);
   test_rope(true, 128);
