@@ -63,6 +63,12 @@ void rope_row(float* x, int n_heads, int head_dim, int rope_dim, bool interleave
   }
 }
 
+// Attention's multiply-adds contract to FMAs (one rounding each, half the instructions) in the
+// x86-64-v3 clone below; the default clone, for CPUs without FMA, keeps multiply then add. The
+// clone is picked once per process, so every call on a machine runs the same arithmetic.
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=fast")
+
 namespace {
 // Eight partial sums (element d goes to sum d % 8), combined pairwise: one fixed order, and a shape
 // compilers vectorize, unlike a single running sum.
@@ -120,9 +126,9 @@ __attribute__((always_inline)) inline void dot_fixed8(const float* q, const floa
 namespace {
 
 // One (query row, head): scores over the visible positions, softmax, weighted sum of V. Cloned for
-// AVX2 (picked once at load time by the dynamic loader, so every call on a machine runs the
-// same code and the same arithmetic).
-__attribute__((target_clones("avx2", "default"))) void attend_one(
+// AVX2 with FMA (picked once at load time by the dynamic loader, so every call on a machine runs
+// the same code and the same arithmetic).
+__attribute__((target_clones("arch=x86-64-v3", "default"))) void attend_one(
     const float* qv, const PagedKv& kv, float* o, int64_t first, int64_t n_pos, int64_t kv_stride,
     int64_t kv_offset, int head_dim, const AttentionParams& params, float* scores) {
   // Walk positions block by block: one table lookup per block, not a division per position.
@@ -178,6 +184,8 @@ __attribute__((target_clones("avx2", "default"))) void attend_one(
 }
 
 }  // namespace
+
+#pragma GCC pop_options
 
 void attention_batch(const AttentionSeq* seqs, size_t n_seqs, int n_heads, int n_kv_heads,
                      int head_dim, const AttentionParams& params, ThreadPool* pool) {
