@@ -319,8 +319,8 @@ int main() {
     for (const Op& op : ops) std::printf("%-14s %8.2f\n", op.name, per_launch_us(op.run));
     // The whole one-row step as the decoder enqueues it (32 layers of norm, qkv, rope + KV write,
     // attention, o, norm, gate_up, SwiGLU, down, then lm_head) in one graph: the GPU's side of a
-    // batch-1 decode step, without the engine; with the two norms apart and fused into the
-    // matmuls that read them (norm_matmul, the decoder's one-row path).
+    // batch-1 decode step, without the engine; with the norms and SwiGLU apart and fused into the
+    // matmuls that read them (norm_matmul, swiglu_matmul: the decoder's one-row path).
     cu::DeviceBuffer resid2(kHidden * 4);
     CHECK_CUDA(cudaMemset(resid2.get(), 0, resid2.bytes()));
     for (const bool fused : {false, true}) {
@@ -345,9 +345,14 @@ int main() {
                                 1, kHidden, kHeads * hd, s));
           norm_then_matmul(delta.get<float>(), weights[l * 4 + 2].get<bf16>(), gu.get<float>(),
                            2 * kFfn);
-          CHECK_CUDA(cu::swiglu(gu.get<float>(), act.get<bf16>(), 1, kFfn, s));
-          CHECK_CUDA(cu::matmul(act.get<bf16>(), weights[l * 4 + 3].get<bf16>(), delta.get<float>(),
-                                1, kHidden, kFfn, s));
+          if (fused) {
+            CHECK_CUDA(cu::swiglu_matmul(gu.get<float>(), weights[l * 4 + 3].get<bf16>(),
+                                         delta.get<float>(), kHidden, kFfn, s));
+          } else {
+            CHECK_CUDA(cu::swiglu(gu.get<float>(), act.get<bf16>(), 1, kFfn, s));
+            CHECK_CUDA(cu::matmul(act.get<bf16>(), weights[l * 4 + 3].get<bf16>(),
+                                  delta.get<float>(), 1, kHidden, kFfn, s));
+          }
         }
         if (fused) {
           CHECK_CUDA(cu::norm_matmul(x, delta.get<float>(), normw.get<bf16>(), 1e-5f, x_other,
@@ -364,7 +369,7 @@ int main() {
       });
       const float t = time_ms([&] { g.launch(); }, 20);
       std::printf("one-row step, all kernels%s: %.3f ms = %.1f tok/s (floor %.1f)\n",
-                  fused ? ", norms fused (lm_head's too)" : "", t, 1e3 / t, floor_tok);
+                  fused ? ", norms and SwiGLU fused" : "", t, 1e3 / t, floor_tok);
     }
     // Attention's cost by context length: its fixed part and its slope per 32-position tile.
     for (const int c : {1, 32, 128, 256, 1024}) {

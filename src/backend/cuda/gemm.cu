@@ -181,10 +181,6 @@ cudaError_t matmul(const bf16* x, const bf16* w, bf16* y, int m, int n, int k, c
   return launch_matmul(x, w, y, m, n, k, s, path);
 }
 
-cudaError_t norm_matmul(const float* resid, const float* delta, const bf16* norm_w, float eps,
-                        float* resid_out, const bf16* w, float* y, int n, int k, cudaStream_t s) {
-  return gemm::norm_row_matmul(resid, delta, norm_w, eps, resid_out, w, y, n, k, s);
-}
 int matmul_part_len(int k, int n) { return gemm::part_len(k, n); }
 int matmul_parts(int k, int n) { return gemm::parts_of(k, n); }
 

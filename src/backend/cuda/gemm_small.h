@@ -20,10 +20,7 @@ template <typename OutT>
 cudaError_t small_m(const bf16* x, const bf16* w, OutT* y, int m, int n, int k, cudaStream_t s,
                     int shape);
 int small_m_shape_count(int m);
-// ops.h's norm_matmul (one row, add_rms_norm fused into the matmul).
-cudaError_t norm_row_matmul(const float* resid, const float* delta, const bf16* norm_w, float eps,
-                            float* resid_out, const bf16* w, float* y, int n, int k,
-                            cudaStream_t s);
+
 const char* small_m_shape_label(int m, int shape);
 
 }  // namespace tf::backend::cuda::gemm

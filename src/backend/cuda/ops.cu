@@ -9,8 +9,8 @@
 
 #include <cstdint>
 
-#include "backend/cuda/norm_order.cuh"
 #include "backend/cuda/ops.h"
+#include "backend/cuda/row_math.cuh"
 
 namespace tf::backend::cuda {
 namespace {
@@ -80,17 +80,14 @@ __global__ void __launch_bounds__(kNormThreads)
   }
 }
 
-// The gate and up values are rounded to bf16 first (from an f32 matmul output too), as a bf16
-// model's projection would store them. Grid: (column blocks, rows), so no index division.
+// One element a thread (row_math.cuh's swiglu_value). Grid: (column blocks, rows), so no index
+// division.
 template <typename In>
 __global__ void swiglu_kernel(const In* __restrict__ gu, bf16* __restrict__ out, int ffn) {
   const In* gate = gu + static_cast<int64_t>(blockIdx.y) * 2 * ffn;
   bf16* o = out + static_cast<int64_t>(blockIdx.y) * ffn;
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < ffn; i += gridDim.x * blockDim.x) {
-    const float g = __bfloat162float(bf16(gate[i]));
-    const float u = __bfloat162float(bf16(gate[ffn + i]));
-    o[i] = __float2bfloat16(g / (1.0f + __expf(-g)) * u);
-  }
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < ffn; i += gridDim.x * blockDim.x)
+    o[i] = swiglu_value(gate[i], gate[ffn + i]);
 }
 
 __global__ void embedding_kernel(const bf16* __restrict__ table, const int32_t* __restrict__ ids,

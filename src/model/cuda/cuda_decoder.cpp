@@ -609,6 +609,8 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
   // (cuda::norm_matmul, same bits), and the residual moves between x_ and x2_ (the fused kernel
   // reads one and writes the other); two moves a layer end each layer back in x_.
   const bool fuse_norms = n == 1 && d <= cuda::kNormMatmulMaxK;
+  // Likewise SwiGLU runs inside the down projection.
+  const bool fuse_swiglu = n == 1 && cuda::swiglu_matmul_fits(d, f);
   float* x_other = x2_.get<float>();
   // resid (+ delta) -> RMSNorm with norm_w -> y = w . normed: the residual ends up in x.
   auto norm_then_matmul = [&](const float* delta, const DeviceBuffer& norm_w, const DeviceBuffer& w,
@@ -657,10 +659,13 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     TF_RETURN_IF_ERROR(
         norm_then_matmul(o_.get<float>(), L.ffn_norm, L.w_gate_up, gu_.get<float>(), 2 * f));
     timer_.mark("norm_gate_up", s);
-    TF_CUDA_TRY(cuda::swiglu(gu_.get<float>(), act_.get<bf16>(), n, f, s));
-    timer_.mark("swiglu", s);
-    TF_CUDA_TRY(gemm_.matmul(act_.get<bf16>(), L.w_down.get<bf16>(), down, n, d, f, s));
-    timer_.mark("down", s);
+    if (fuse_swiglu) {
+      TF_CUDA_TRY(cuda::swiglu_matmul(gu_.get<float>(), L.w_down.get<bf16>(), down, d, f, s));
+    } else {
+      TF_CUDA_TRY(cuda::swiglu(gu_.get<float>(), act_.get<bf16>(), n, f, s));
+      TF_CUDA_TRY(gemm_.matmul(act_.get<bf16>(), L.w_down.get<bf16>(), down, n, d, f, s));
+    }
+    timer_.mark("swiglu_down", s);
   }
   const bf16* out_w = tied_ ? embed_.get<bf16>() : output_.get<bf16>();
   if (fuse_norms && n_out == 1) {

@@ -1,7 +1,7 @@
-// RMSNorm's one order of operations, shared by add_rms_norm (ops.cu) and the one-row matmul that
-// fuses it (gemm_small.cu), so both give the same bits: kNormThreads threads each sum the squares
-// of elements t, t + kNormThreads, ... in order, each warp adds its lanes by an xor-shuffle tree,
-// and the warp sums are added in warp order.
+// The per-row math that both the standalone kernels (ops.cu) and the one-row matmuls that fuse
+// it into their prologue (gemm_row.cu) run, so both give the same bits. RMSNorm's order:
+// kNormThreads threads each sum the squares of elements t, t + kNormThreads, ... in order, each
+// warp adds its lanes by an xor-shuffle tree, and the warp sums are added in warp order.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -29,6 +29,15 @@ __device__ __forceinline__ float norm_inv_rms(const float* warp_sums, int n, flo
 
 __device__ __forceinline__ __nv_bfloat16 norm_out(float v, float inv_rms, float w) {
   return __float2bfloat16(v * inv_rms * w);
+}
+
+// SwiGLU of one element: gate and up rounded to bf16 first (as a bf16 model's projection would
+// store them, also from an f32 matmul output), then silu(gate) * up rounded once.
+template <typename In>
+__device__ __forceinline__ __nv_bfloat16 swiglu_value(In gate, In up) {
+  const float g = __bfloat162float(__nv_bfloat16(gate));
+  const float u = __bfloat162float(__nv_bfloat16(up));
+  return __float2bfloat16(g / (1.0f + __expf(-g)) * u);
 }
 
 }  // namespace tf::backend::cuda

@@ -1,0 +1,232 @@
+// One-row matmuls with the op that makes their input fused in front (the decoder's one-row
+// steps): y = w . f(...)^T, where the block computes its part of K of the input row itself into
+// shared memory while its first weight batches copy, then runs the ring loop (gemm_ring.cuh) on
+// it. Sources: RMSNorm of resid + delta (norm_matmul) and SwiGLU of gate_up (swiglu_matmul), each
+// bit-identical to the standalone kernel (row_math.cuh) followed by the matmul.
+#include "backend/cuda/gemm_ring.cuh"
+#include "backend/cuda/ops.h"
+#include "backend/cuda/row_math.cuh"
+
+namespace tf::backend::cuda {
+namespace {
+
+using namespace gemm;
+
+// One activation row (M = 1) from shared memory: the block's part of K as bf16, chunk c at
+// h + 32 (c - c0); mma rows past 0 read as zeros, as XRows's do.
+struct XShared {
+  const bf16* h;
+  int c0;
+  bool row0;  // g == 0
+  template <int NT>
+  __device__ void mma(float (&acc)[1][NT][4], int c, const uint4 (&wb)[NT], int t) const {
+    const uint4 zero4 = make_uint4(0, 0, 0, 0);
+    uint4 lo = zero4;
+    if (row0) {
+      const uint2* p = reinterpret_cast<const uint2*>(h + (c - c0) * 32);
+      const uint2 a = p[t], b = p[4 + t];
+      lo = make_uint4(a.x, a.y, b.x, b.y);
+    }
+#pragma unroll
+    for (int j = 0; j < NT; ++j) chunk_mma(acc[0][j], lo, zero4, wb[j]);
+  }
+};
+
+// The input part the longest shared memory allows (bf16): rows of K up to this, or parts of it.
+constexpr int kRowMaxPart = 8192;
+// Elements per norm thread that NormSource keeps in registers (rows up to 4096).
+constexpr int kNormKeep = 16;
+
+// add_rms_norm of one row: the block's threads stand in for add_rms_norm's kNormThreads
+// (kNormThreads / blockDim each, on the same lanes) and sum the row in its order; block (0, 0)
+// also writes the summed residual (resid_out: another buffer than resid, which every block reads).
+struct NormSource {
+  const float* resid;
+  const float* delta;  // may be null
+  const bf16* norm_w;
+  float eps;
+  float* resid_out;
+
+  // h_part = the normalized row's elements [kb, ke); scratch: 9 floats of shared memory.
+  template <int WARPS>
+  __device__ void fill(bf16* h_part, int kb, int ke, int k, float* scratch) const {
+    constexpr int kThreads = WARPS * 32, kVirtual = kNormThreads / kThreads;
+    static_assert(kNormThreads % kThreads == 0, "whole virtual threads per thread");
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    float* warp_sums = scratch;
+    float& inv_rms = scratch[kNormThreads / 32];
+    // Virtual thread v = threadIdx.x + q * kThreads sums elements v, v + kNormThreads, ... in
+    // order; its virtual warp is warp + q * WARPS, on this thread's lane.
+    auto summed = [&](int i) { return delta ? resid[i] + delta[i] : resid[i]; };
+    float sum[kVirtual];
+#pragma unroll
+    for (int q = 0; q < kVirtual; ++q) sum[q] = 0.0f;
+    auto reduce = [&] {
+#pragma unroll
+      for (int q = 0; q < kVirtual; ++q) {
+        const float total = norm_warp_sum(sum[q]);
+        if (lane == 0) warp_sums[warp + q * WARPS] = total;
+      }
+      __syncthreads();
+      if (threadIdx.x == 0) inv_rms = norm_inv_rms(warp_sums, k, eps);
+      __syncthreads();
+      return inv_rms;
+    };
+    if (k <= kNormKeep * kNormThreads) {
+      // The row (and the norm weights of this block's part) stays in registers: one wait on L2.
+      float v[kVirtual][kNormKeep], wv[kVirtual][kNormKeep];
+#pragma unroll
+      for (int q = 0; q < kVirtual; ++q)
+#pragma unroll
+        for (int j = 0; j < kNormKeep; ++j) {
+          const int i = threadIdx.x + q * kThreads + j * kNormThreads;
+          v[q][j] = i < k ? summed(i) : 0.0f;
+          wv[q][j] = i >= kb && i < ke ? __bfloat162float(norm_w[i]) : 0.0f;
+        }
+#pragma unroll
+      for (int q = 0; q < kVirtual; ++q)
+#pragma unroll
+        for (int j = 0; j < kNormKeep; ++j)
+          if (threadIdx.x + q * kThreads + j * kNormThreads < k)
+            sum[q] = norm_square_step(sum[q], v[q][j]);
+      const float inv = reduce();
+      const bool first_block = blockIdx.x == 0 && blockIdx.y == 0;
+#pragma unroll
+      for (int q = 0; q < kVirtual; ++q)
+#pragma unroll
+        for (int j = 0; j < kNormKeep; ++j) {
+          const int i = threadIdx.x + q * kThreads + j * kNormThreads;
+          if (i >= kb && i < ke) h_part[i - kb] = norm_out(v[q][j], inv, wv[q][j]);
+          if (first_block && i < k) resid_out[i] = v[q][j];
+        }
+    } else {
+      // Longer rows: loads kNormKeep deep per virtual thread before use, the part read again.
+      for (int i0 = threadIdx.x; i0 < k; i0 += kNormKeep * kNormThreads) {
+        float v[kVirtual][kNormKeep];
+#pragma unroll
+        for (int q = 0; q < kVirtual; ++q)
+#pragma unroll
+          for (int j = 0; j < kNormKeep; ++j) {
+            const int i = i0 + q * kThreads + j * kNormThreads;
+            v[q][j] = i < k ? summed(i) : 0.0f;
+          }
+#pragma unroll
+        for (int q = 0; q < kVirtual; ++q)
+#pragma unroll
+          for (int j = 0; j < kNormKeep; ++j)
+            if (i0 + q * kThreads + j * kNormThreads < k)
+              sum[q] = norm_square_step(sum[q], v[q][j]);
+      }
+      const float inv = reduce();
+#pragma unroll 8
+      for (int i = kb + static_cast<int>(threadIdx.x); i < ke; i += kThreads)
+        h_part[i - kb] = norm_out(summed(i), inv, __bfloat162float(norm_w[i]));
+      if (blockIdx.x == 0 && blockIdx.y == 0) {
+#pragma unroll 8
+        for (int i = threadIdx.x; i < k; i += kThreads) resid_out[i] = summed(i);
+      }
+    }
+  }
+};
+
+// SwiGLU of one row of the fused gate_up projection [gate (k) | up (k)], f32.
+struct SwigluSource {
+  const float* gate_up;
+
+  template <int WARPS>
+  __device__ void fill(bf16* h_part, int kb, int ke, int k, float*) const {
+#pragma unroll 8
+    for (int i = kb + static_cast<int>(threadIdx.x); i < ke; i += WARPS * 32)
+      h_part[i - kb] = swiglu_value(gate_up[i], gate_up[k + i]);
+  }
+};
+
+// The first weight batches are issued before the source fills the block's part of the input; its
+// scratch is warp 0's last ring slot, which no copy fills before the main loop (a separate array
+// would put a 48 KB ring plus an 8 KB part just over a quarter of the SM's shared memory). At
+// least 4 blocks an SM, as the unfused kernels get (their 48 KB rings allow no more): the norm's
+// row kept in registers would otherwise cost the 8-warp shape a block.
+template <int WARPS, int STAGES, int UNROLL, bool kRowCopy, class Source>
+__global__ void __launch_bounds__(WARPS * 32, 4)
+    row_kernel(Source src, const bf16* __restrict__ w, float* __restrict__ y, int n, int k) {
+  constexpr int kRing = STAGES * UNROLL * 32;  // uint4 per warp (NT = 1)
+  __shared__ uint4 smem_ring[WARPS * kRing];
+  extern __shared__ __align__(16) unsigned char h_raw[];
+  bf16* h_part = reinterpret_cast<bf16*>(h_raw);
+  const int g = (threadIdx.x & 31) >> 2, warp = threadIdx.x >> 5;
+  const int n0 = (blockIdx.x * WARPS + warp) * 8;
+  uint4* ring = smem_ring + warp * kRing;
+  const WeightRows<1> wr(w, n0, n, k, g);
+  const ChunkRange cr(k, n);
+  const int batches = (cr.end - cr.begin) / UNROLL;
+#pragma unroll
+  for (int b = 0; b < STAGES - 1; ++b)
+    issue_batch<STAGES, UNROLL, 1, kRowCopy>(ring, wr, w, k, n0, cr, b, batches);
+  src.template fill<WARPS>(
+      h_part, cr.begin * 32, cr.end * 32, k,
+      reinterpret_cast<float*>(ring_slot<STAGES, UNROLL, 1>(smem_ring, STAGES - 1, 0, 0)));
+  __syncthreads();  // the block's part of the row is in shared memory
+  const XShared xs{h_part, cr.begin, g == 0};
+  ring_rows<1, STAGES, UNROLL, 1, kRowCopy, STAGES - 1>(wr, xs, w, y, 1, n, k, n0, ring);
+}
+
+template <int WARPS, int STAGES, int UNROLL, bool kRowCopy, class Source>
+cudaError_t launch_row(const Source& src, const bf16* w, float* y, int n, int k, cudaStream_t s) {
+  auto* kernel = row_kernel<WARPS, STAGES, UNROLL, kRowCopy, Source>;
+  static const cudaError_t attr = [&] {
+    const cudaError_t e =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kRowMaxPart * 2);
+    if (e != cudaSuccess) return e;
+    return cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                cudaSharedmemCarveoutMaxShared);
+  }();
+  if (attr != cudaSuccess) return attr;
+  constexpr int rows_per_block = WARPS * 8;
+  const int parts = parts_of(k, n);
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3((n + rows_per_block - 1) / rows_per_block, parts);
+  cfg.blockDim = dim3(WARPS * 32);
+  cfg.dynamicSmemBytes = static_cast<size_t>(part_len(k, n)) * 2;
+  cfg.stream = s;
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = 1;
+  cluster.val.clusterDim.y = parts;
+  cluster.val.clusterDim.z = 1;
+  cfg.attrs = &cluster;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, src, w, y, n, k);
+}
+
+// Launch shapes (gpu_bench, fused vs add_rms_norm + matmul, us per launch on the H200): the wide
+// matrices take 8 warps a block with row-contiguous copies (gate_up 61.9 against 64.4 for the
+// pair; 4 warps with 6 stages, the unfused pick, 65.1: with 8 warps each thread stands in for one
+// norm thread, not two), the narrow ones a 6-stage ring (qkv 17.5 against 18.4). A vocabulary-wide
+// lm_head streams long enough that the unfused one-part pick (4 warps, 6 stages: 4 % faster on
+// gate_up unfused) wins back more than its slower norm costs.
+constexpr int kVeryWideN = 65536;
+template <class Source>
+cudaError_t row_matmul(const Source& src, const bf16* w, float* y, int n, int k, cudaStream_t s) {
+  if (k % 32 != 0 || n % 8 != 0 || part_len(k, n) > kRowMaxPart) return cudaErrorInvalidValue;
+  const bool wide = n / 8 * parts_of(k, n) >= 3000;
+  if (!wide) return launch_row<4, 6, 4, false>(src, w, y, n, k, s);
+  if (n >= kVeryWideN) return launch_row<4, 6, 4, true>(src, w, y, n, k, s);
+  return launch_row<8, 3, 4, true>(src, w, y, n, k, s);
+}
+
+}  // namespace
+
+cudaError_t norm_matmul(const float* resid, const float* delta, const bf16* norm_w, float eps,
+                        float* resid_out, const bf16* w, float* y, int n, int k, cudaStream_t s) {
+  if (k > kNormMatmulMaxK || resid_out == resid || resid_out == delta) return cudaErrorInvalidValue;
+  return row_matmul(NormSource{resid, delta, norm_w, eps, resid_out}, w, y, n, k, s);
+}
+
+cudaError_t swiglu_matmul(const float* gate_up, const bf16* w, float* y, int n, int k,
+                          cudaStream_t s) {
+  return row_matmul(SwigluSource{gate_up}, w, y, n, k, s);
+}
+
+bool swiglu_matmul_fits(int n, int k) { return part_len(k, n) <= kRowMaxPart; }
+
+}  // namespace tf::backend::cuda
