@@ -341,8 +341,13 @@ int main() {
           norm_then_matmul(delta.get<float>(), weights[l * 4].get<bf16>(), qkv.get<float>(), kQkv);
           CHECK_CUDA(cu::qkv_rope_kv_write(qkv.get<float>(), qp, qt, 1, s));
           CHECK_CUDA(attention(pos.get<int32_t>(), s));
-          CHECK_CUDA(cu::matmul(att.get<bf16>(), weights[l * 4 + 1].get<bf16>(), delta.get<float>(),
-                                1, kHidden, kHeads * hd, s));
+          if (fused) {
+            CHECK_CUDA(cu::matmul_row(att.get<bf16>(), weights[l * 4 + 1].get<bf16>(),
+                                      delta.get<float>(), kHidden, kHeads * hd, s));
+          } else {
+            CHECK_CUDA(cu::matmul(att.get<bf16>(), weights[l * 4 + 1].get<bf16>(),
+                                  delta.get<float>(), 1, kHidden, kHeads * hd, s));
+          }
           norm_then_matmul(delta.get<float>(), weights[l * 4 + 2].get<bf16>(), gu.get<float>(),
                            2 * kFfn);
           if (fused) {
@@ -369,7 +374,7 @@ int main() {
       });
       const float t = time_ms([&] { g.launch(); }, 20);
       std::printf("one-row step, all kernels%s: %.3f ms = %.1f tok/s (floor %.1f)\n",
-                  fused ? ", norms and SwiGLU fused" : "", t, 1e3 / t, floor_tok);
+                  fused ? ", row kernels (norms, SwiGLU fused)" : "", t, 1e3 / t, floor_tok);
     }
     // Attention's cost by context length: its fixed part and its slope per 32-position tile.
     for (const int c : {1, 32, 128, 256, 1024}) {

@@ -256,11 +256,27 @@ void test_swiglu_matmul(int n, int k) {
   poison(y);
   CHECK_CUDA(cu::swiglu(dgu.get<float>(), act.get<bf16>(), 1, k, 0));
   CHECK_CUDA(cu::matmul(act.get<bf16>(), dw.get<bf16>(), ref_y.get<float>(), 1, n, k, 0));
-  expect(cu::swiglu_matmul_fits(n, k), "swiglu_matmul fits");
+  expect(cu::row_matmul_fits(n, k), "swiglu_matmul fits");
   CHECK_CUDA(cu::swiglu_matmul(dgu.get<float>(), dw.get<bf16>(), y.get<float>(), n, k, 0));
   const auto want = download<float>(ref_y, n), got = download<float>(y, n);
   expect(std::memcmp(want.data(), got.data(), size_t(n) * 4) == 0,
          "swiglu_matmul n=" + std::to_string(n) + " k=" + std::to_string(k) + " bitwise");
+}
+
+// matmul_row (one row staged in shared memory) against matmul, bitwise.
+void test_matmul_row(int n, int k) {
+  std::printf("matmul_row n=%d k=%d (bitwise against matmul)\n", n, k);
+  std::mt19937 rng(7);
+  auto x = random_bf16(k, rng), w = random_bf16(size_t(n) * k, rng, 0.05f);
+  auto dx = upload(x), dw = upload(w);
+  cu::DeviceBuffer ref_y(size_t(n) * 4), y(size_t(n) * 4);
+  poison(ref_y);
+  poison(y);
+  CHECK_CUDA(cu::matmul(dx.get<bf16>(), dw.get<bf16>(), ref_y.get<float>(), 1, n, k, 0));
+  CHECK_CUDA(cu::matmul_row(dx.get<bf16>(), dw.get<bf16>(), y.get<float>(), n, k, 0));
+  const auto want = download<float>(ref_y, n), got = download<float>(y, n);
+  expect(std::memcmp(want.data(), got.data(), size_t(n) * 4) == 0,
+         "matmul_row n=" + std::to_string(n) + " k=" + std::to_string(k) + " bitwise");
 }
 
 void test_swiglu_embedding() {
@@ -396,6 +412,9 @@ int main() {
   test_swiglu_matmul(4096, 14336);  // Llama-3.1-8B's down: 7 parts
   test_swiglu_matmul(576, 1536);    // SmolLM2's down: one part
   test_swiglu_matmul(1000, 5120);   // 3 parts, the last shorter
+  test_matmul_row(4096, 4096);      // Llama-3.1-8B's o
+  test_matmul_row(28672, 4096);     // wide, one part
+  test_matmul_row(1000, 5120);      // 3 parts, the last shorter
   test_swiglu_embedding();
   test_rope(false, 128);
   test_rope(true, 128);

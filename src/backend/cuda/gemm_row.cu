@@ -2,7 +2,10 @@
 // steps): y = w . f(...)^T, where the block computes its part of K of the input row itself into
 // shared memory while its first weight batches copy, then runs the ring loop (gemm_ring.cuh) on
 // it. Sources: RMSNorm of resid + delta (norm_matmul) and SwiGLU of gate_up (swiglu_matmul), each
-// bit-identical to the standalone kernel (row_math.cuh) followed by the matmul.
+// bit-identical to the standalone kernel (row_math.cuh) followed by the matmul, and a plain row
+// (matmul_row), bit-identical to matmul.
+#include <cstdint>
+
 #include "backend/cuda/gemm_ring.cuh"
 #include "backend/cuda/ops.h"
 #include "backend/cuda/row_math.cuh"
@@ -141,6 +144,20 @@ struct SwigluSource {
   }
 };
 
+// A bf16 row as it is (attention's output into o): the block's part copied to shared memory in
+// 16-byte pieces before the loop, rather than read from L2 chunk by chunk in it.
+struct CopySource {
+  const bf16* x;
+
+  template <int WARPS>
+  __device__ void fill(bf16* h_part, int kb, int ke, int, float*) const {
+    const uint4* src = reinterpret_cast<const uint4*>(x + kb);
+    uint4* dst = reinterpret_cast<uint4*>(h_part);
+#pragma unroll 4
+    for (int i = threadIdx.x; i < (ke - kb) / 8; i += WARPS * 32) dst[i] = src[i];
+  }
+};
+
 // The first weight batches are issued before the source fills the block's part of the input; its
 // scratch is warp 0's last ring slot, which no copy fills before the main loop (a separate array
 // would put a 48 KB ring plus an 8 KB part just over a quarter of the SM's shared memory). At
@@ -227,6 +244,11 @@ cudaError_t swiglu_matmul(const float* gate_up, const bf16* w, float* y, int n, 
   return row_matmul(SwigluSource{gate_up}, w, y, n, k, s);
 }
 
-bool swiglu_matmul_fits(int n, int k) { return part_len(k, n) <= kRowMaxPart; }
+cudaError_t matmul_row(const bf16* x, const bf16* w, float* y, int n, int k, cudaStream_t s) {
+  if (reinterpret_cast<uintptr_t>(x) % 16 != 0) return cudaErrorInvalidValue;
+  return row_matmul(CopySource{x}, w, y, n, k, s);
+}
+
+bool row_matmul_fits(int n, int k) { return part_len(k, n) <= kRowMaxPart; }
 
 }  // namespace tf::backend::cuda

@@ -49,11 +49,14 @@ constexpr int kNormMatmulMaxK = 8192;
 cudaError_t norm_matmul(const float* resid, const float* delta, const bf16* norm_w, float eps,
                         float* resid_out, const bf16* w, float* y, int n, int k, cudaStream_t s);
 // One row's SwiGLU fused into the matmul that reads it: y[N] = w[N, K] . swiglu(gate_up)^T, with
-// gate_up = [gate (K) | up (K)] f32. The bits of swiglu followed by matmul, where
-// swiglu_matmul_fits(N, K) (the part of K a block holds fits its shared memory).
+// gate_up = [gate (K) | up (K)] f32. The bits of swiglu followed by matmul.
 cudaError_t swiglu_matmul(const float* gate_up, const bf16* w, float* y, int n, int k,
                           cudaStream_t s);
-bool swiglu_matmul_fits(int n, int k);
+// One row, y[N] = w[N, K] . x^T with x staged in shared memory (x 16-byte aligned): matmul's bits.
+cudaError_t matmul_row(const bf16* x, const bf16* w, float* y, int n, int k, cudaStream_t s);
+// Whether swiglu_matmul and matmul_row take this shape (the part of K a block holds fits its
+// shared memory; norm_matmul's kNormMatmulMaxK implies it).
+bool row_matmul_fits(int n, int k);
 
 // out[r][i] = bf16(silu(gu[r][i]) * gu[r][ffn + i]): the fused gate_up projection's halves. An
 // f32 gate_up is rounded to bf16 first, so both overloads give the same bits.

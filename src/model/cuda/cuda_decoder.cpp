@@ -610,7 +610,9 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
   // reads one and writes the other); two moves a layer end each layer back in x_.
   const bool fuse_norms = n == 1 && d <= cuda::kNormMatmulMaxK;
   // Likewise SwiGLU runs inside the down projection.
-  const bool fuse_swiglu = n == 1 && cuda::swiglu_matmul_fits(d, f);
+  const bool fuse_swiglu = n == 1 && cuda::row_matmul_fits(d, f);
+  // and the o projection stages its input row in shared memory the same way.
+  const bool row_o = n == 1 && cuda::row_matmul_fits(d, q_dim);
   float* x_other = x2_.get<float>();
   // resid (+ delta) -> RMSNorm with norm_w -> y = w . normed: the residual ends up in x.
   auto norm_then_matmul = [&](const float* delta, const DeviceBuffer& norm_w, const DeviceBuffer& w,
@@ -654,7 +656,13 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     TF_CUDA_TRY(cuda::paged_attention(q_.get<bf16>(), kc, vc, d_tables_.get<int32_t>(),
                                       d_row_seq_.get<int32_t>(), d_pos_.get<int32_t>(), ap, ab, s));
     timer_.mark("attention", s);
-    TF_CUDA_TRY(gemm_.matmul(att_.get<bf16>(), L.wo.get<bf16>(), o_.get<float>(), n, d, q_dim, s));
+    if (row_o) {
+      TF_CUDA_TRY(
+          cuda::matmul_row(att_.get<bf16>(), L.wo.get<bf16>(), o_.get<float>(), d, q_dim, s));
+    } else {
+      TF_CUDA_TRY(
+          gemm_.matmul(att_.get<bf16>(), L.wo.get<bf16>(), o_.get<float>(), n, d, q_dim, s));
+    }
     timer_.mark("o_proj", s);
     TF_RETURN_IF_ERROR(
         norm_then_matmul(o_.get<float>(), L.ffn_norm, L.w_gate_up, gu_.get<float>(), 2 * f));
