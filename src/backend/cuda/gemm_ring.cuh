@@ -147,4 +147,25 @@ __device__ __forceinline__ void ring_rows(const WeightRows<NT>& wr, const XSrc& 
   store_rows(acc, wr, y, m, n, n0, g, t);
 }
 
+// The launch of every decode kernel: one cluster of parts_of(k, n) blocks (rank = part of K) per
+// rows_per_block rows of N.
+template <typename... Params, typename... Args>
+cudaError_t launch_parts(void (*kernel)(Params...), int rows_per_block, int threads, size_t smem,
+                         int n, int k, cudaStream_t s, Args... args) {
+  const int parts = parts_of(k, n);
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3((n + rows_per_block - 1) / rows_per_block, parts);
+  cfg.blockDim = dim3(threads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = 1;
+  cluster.val.clusterDim.y = parts;
+  cluster.val.clusterDim.z = 1;
+  cfg.attrs = &cluster;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+
 }  // namespace tf::backend::cuda::gemm

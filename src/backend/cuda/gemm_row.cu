@@ -1,4 +1,4 @@
-// One-row matmuls with the op that makes their input fused in front (the decoder's one-row
+// One-row matmuls with the op that produces their input fused in front (the decoder's one-row
 // steps): y = w . f(...)^T, where the block computes its part of K of the input row itself into
 // shared memory while its first weight batches copy, then runs the ring loop (gemm_ring.cuh) on
 // it. Sources: RMSNorm of resid + delta (norm_matmul) and SwiGLU of gate_up (swiglu_matmul), each
@@ -198,21 +198,8 @@ cudaError_t launch_row(const Source& src, const bf16* w, float* y, int n, int k,
                                 cudaSharedmemCarveoutMaxShared);
   }();
   if (attr != cudaSuccess) return attr;
-  constexpr int rows_per_block = WARPS * 8;
-  const int parts = parts_of(k, n);
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3((n + rows_per_block - 1) / rows_per_block, parts);
-  cfg.blockDim = dim3(WARPS * 32);
-  cfg.dynamicSmemBytes = static_cast<size_t>(part_len(k, n)) * 2;
-  cfg.stream = s;
-  cudaLaunchAttribute cluster{};
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = 1;
-  cluster.val.clusterDim.y = parts;
-  cluster.val.clusterDim.z = 1;
-  cfg.attrs = &cluster;
-  cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, kernel, src, w, y, n, k);
+  return launch_parts(kernel, WARPS * 8, WARPS * 32, static_cast<size_t>(part_len(k, n)) * 2, n, k,
+                      s, src, w, y, n, k);
 }
 
 // Launch shapes (gpu_bench, fused vs add_rms_norm + matmul, us per launch on the H200): the wide

@@ -1,8 +1,8 @@
-// Decode matmul kernels: weights streamed once from HBM against up to 64 activation rows (the
-// decoder uses them for one row; LtGemm takes more). A warp owns 8 x NT weight rows over one part
-// of K; the parts of those rows run as the blocks of one thread block cluster and are added in
-// part order by rank 0 (gemm_order.cuh), so a short K part per warp gives the GPU enough warps
-// even for N = 4096.
+// Decode matmul kernels: weights streamed once from HBM against up to 64 activation rows (LtGemm
+// runs them below kMinRows rows; the decoder's one-row steps use gemm_row.cu's fused kernels). A
+// warp owns 8 x NT weight rows over one part of K; the parts of those rows run as the blocks of one
+// thread block cluster and are added in part order by rank 0 (gemm_order.cuh), so a short K part
+// per warp gives the GPU enough warps even for N = 4096.
 //   - small_m_kernel: each warp cp.async-copies its weight chunks (16 bytes a lane) into its own
 //     ring of STAGES batches of UNROLL chunks and reads its mma fragments back from it (a warp
 //     barrier per batch, as a fragment mixes two lanes' copies); activations come straight from
@@ -144,24 +144,12 @@ template <int kKind, int MF, int WARPS, int STAGES, int UNROLL, int NT, typename
           bool kRowCopy = false>
 cudaError_t launch(const bf16* x, const bf16* w, OutT* y, int m, int n, int k, cudaStream_t s) {
   constexpr int rows_per_block = WARPS * 8 * NT;
-  const int parts = parts_of(k, n);
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3((n + rows_per_block - 1) / rows_per_block, parts);
-  cfg.blockDim = dim3(WARPS * 32);
-  cfg.stream = s;
-  cudaLaunchAttribute cluster{};
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = 1;
-  cluster.val.clusterDim.y = parts;
-  cluster.val.clusterDim.z = 1;
-  cfg.attrs = &cluster;
-  cfg.numAttrs = 1;
   if constexpr (kKind == kStaged) {
-    return cudaLaunchKernelEx(&cfg, staged_m_kernel<MF, WARPS, STAGES, UNROLL, NT, OutT>, x, w, y,
-                              m, n, k);
+    return launch_parts(staged_m_kernel<MF, WARPS, STAGES, UNROLL, NT, OutT>, rows_per_block,
+                        WARPS * 32, 0, n, k, s, x, w, y, m, n, k);
   } else {
-    return cudaLaunchKernelEx(&cfg, small_m_kernel<MF, WARPS, STAGES, UNROLL, NT, kRowCopy, OutT>,
-                              x, w, y, m, n, k);
+    return launch_parts(small_m_kernel<MF, WARPS, STAGES, UNROLL, NT, kRowCopy, OutT>,
+                        rows_per_block, WARPS * 32, 0, n, k, s, x, w, y, m, n, k);
   }
 }
 
