@@ -451,6 +451,22 @@ int main() {
     }
   }
 
+  // 3c. The one-row kernels' launch shapes (gemm_row.cu, the x row staged in shared memory; the
+  // fused norm and SwiGLU sources add their own prologue): GB/s per matrix over 32 layers.
+  std::printf("\none-row (row kernel) shapes: GB/s of weights per matrix (32 layers)\n");
+  std::printf("%-14s %8s %8s %8s %8s\n", "shape", "qkv", "o", "gate_up", "down");
+  for (int sh = 0; sh < cu::matmul_row_shapes(); ++sh) {
+    std::printf("%-14s", cu::matmul_row_shape_name(sh));
+    for (int mi = 0; mi < 4; ++mi) {
+      const Mat& mat = kMats[mi];
+      const float t = layers_ms(mi, [&](const bf16* w, int n, int k, cudaStream_t s) {
+        return cu::matmul_row_shape(x.get<bf16>(), w, y.get<float>(), n, k, s, sh);
+      });
+      std::printf(" %8.0f", kLayers * mat.n * double(mat.k) * 2 / (t * 1e-3) / 1e9);
+    }
+    std::printf("\n");
+  }
+
   // The decoder's matmul: the decode kernels up to 64 rows, cuBLASLt by parts above, f32 out.
   cu::LtGemm gemm;
   CHECK_CUDA(gemm.init());

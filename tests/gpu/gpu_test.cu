@@ -263,7 +263,8 @@ void test_swiglu_matmul(int n, int k) {
          "swiglu_matmul n=" + std::to_string(n) + " k=" + std::to_string(k) + " bitwise");
 }
 
-// matmul_row (one row staged in shared memory) against matmul, bitwise.
+// matmul_row (one row staged in shared memory), in its default and every other launch shape,
+// against matmul, bitwise.
 void test_matmul_row(int n, int k) {
   std::printf("matmul_row n=%d k=%d (bitwise against matmul)\n", n, k);
   std::mt19937 rng(7);
@@ -275,8 +276,14 @@ void test_matmul_row(int n, int k) {
   CHECK_CUDA(cu::matmul(dx.get<bf16>(), dw.get<bf16>(), ref_y.get<float>(), 1, n, k, 0));
   CHECK_CUDA(cu::matmul_row(dx.get<bf16>(), dw.get<bf16>(), y.get<float>(), n, k, 0));
   const auto want = download<float>(ref_y, n), got = download<float>(y, n);
-  expect(std::memcmp(want.data(), got.data(), size_t(n) * 4) == 0,
-         "matmul_row n=" + std::to_string(n) + " k=" + std::to_string(k) + " bitwise");
+  int bad = std::memcmp(want.data(), got.data(), size_t(n) * 4) != 0;
+  for (int sh = 0; sh < cu::matmul_row_shapes(); ++sh) {  // and every launch shape gpu_bench sweeps
+    poison(y);
+    CHECK_CUDA(cu::matmul_row_shape(dx.get<bf16>(), dw.get<bf16>(), y.get<float>(), n, k, 0, sh));
+    bad += std::memcmp(want.data(), download<float>(y, n).data(), size_t(n) * 4) != 0;
+  }
+  expect(bad == 0, "matmul_row n=" + std::to_string(n) + " k=" + std::to_string(k) + ": " +
+                       std::to_string(bad) + " runs differ bitwise");
 }
 
 void test_swiglu_embedding() {

@@ -5,6 +5,7 @@
 // bit-identical to the standalone kernel (row_math.cuh) followed by the matmul, and a plain row
 // (matmul_row), bit-identical to matmul.
 #include <cstdint>
+#include <iterator>
 
 #include "backend/cuda/gemm_ring.cuh"
 #include "backend/cuda/ops.h"
@@ -218,6 +219,21 @@ cudaError_t row_matmul(const Source& src, const bf16* w, float* y, int n, int k,
   return launch_row<8, 3, 4, true>(src, w, y, n, k, s);
 }
 
+// The launch shapes gpu_bench sweeps (with the plain-copy source; every one gives the same bits).
+using RowLaunch = cudaError_t (*)(const CopySource&, const bf16*, float*, int, int, cudaStream_t);
+struct RowShape {
+  const char* name;
+  RowLaunch launch;
+};
+constexpr RowShape kRowShapes[] = {
+    {"w4 s6 u4", launch_row<4, 6, 4, false, CopySource>},
+    {"rows w4 s6 u4", launch_row<4, 6, 4, true, CopySource>},
+    {"rows w8 s3 u4", launch_row<8, 3, 4, true, CopySource>},
+    {"w4 s3 u4", launch_row<4, 3, 4, false, CopySource>},
+    {"rows w4 s3 u8", launch_row<4, 3, 8, true, CopySource>},
+    {"w8 s3 u4", launch_row<8, 3, 4, false, CopySource>},
+};
+
 }  // namespace
 
 cudaError_t norm_matmul(const float* resid, const float* delta, const bf16* norm_w, float eps,
@@ -237,5 +253,16 @@ cudaError_t matmul_row(const bf16* x, const bf16* w, float* y, int n, int k, cud
 }
 
 bool row_matmul_fits(int n, int k) { return part_len(k, n) <= kRowMaxPart; }
+
+int matmul_row_shapes() { return static_cast<int>(std::size(kRowShapes)); }
+const char* matmul_row_shape_name(int shape) { return kRowShapes[shape].name; }
+cudaError_t matmul_row_shape(const bf16* x, const bf16* w, float* y, int n, int k, cudaStream_t s,
+                             int shape) {
+  if (k % 32 != 0 || n % 8 != 0 || !row_matmul_fits(n, k) || shape < 0 ||
+      shape >= matmul_row_shapes() || reinterpret_cast<uintptr_t>(x) % 16 != 0) {
+    return cudaErrorInvalidValue;
+  }
+  return kRowShapes[shape].launch(CopySource{x}, w, y, n, k, s);
+}
 
 }  // namespace tf::backend::cuda

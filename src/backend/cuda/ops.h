@@ -57,6 +57,12 @@ cudaError_t matmul_row(const bf16* x, const bf16* w, float* y, int n, int k, cud
 // Whether swiglu_matmul and matmul_row take this shape (the part of K a block holds fits its
 // shared memory; norm_matmul's kNormMatmulMaxK implies it).
 bool row_matmul_fits(int n, int k);
+// The row kernels' launch shapes (gpu_bench sweeps them with matmul_row's plain source): how many,
+// a name each, and matmul_row with shape i. Every shape computes the same bits.
+int matmul_row_shapes();
+const char* matmul_row_shape_name(int shape);
+cudaError_t matmul_row_shape(const bf16* x, const bf16* w, float* y, int n, int k, cudaStream_t s,
+                             int shape);
 
 // out[r][i] = bf16(silu(gu[r][i]) * gu[r][ffn + i]): the fused gate_up projection's halves. An
 // f32 gate_up is rounded to bf16 first, so both overloads give the same bits.
