@@ -616,15 +616,15 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
   float* x_other = x2_.get<float>();
   // resid (+ delta) -> RMSNorm with norm_w -> y = w . normed: the residual ends up in x.
   auto norm_then_matmul = [&](const float* delta, const DeviceBuffer& norm_w, const DeviceBuffer& w,
-                              float* y, int n_out) -> Status {
+                              float* y, int cols) -> Status {
     if (fuse_norms) {
       TF_CUDA_TRY(cuda::norm_matmul(x, delta, norm_w.get<bf16>(), eps, x_other, w.get<bf16>(), y,
-                                    n_out, d, s));
+                                    cols, d, s));
       std::swap(x, x_other);
       return {};
     }
     TF_CUDA_TRY(cuda::add_rms_norm(x, delta, norm_w.get<bf16>(), h, n, d, eps, s));
-    TF_CUDA_TRY(gemm_.matmul(h, w.get<bf16>(), y, n, n_out, d, s));
+    TF_CUDA_TRY(gemm_.matmul(h, w.get<bf16>(), y, n, cols, d, s));
     return {};
   };
   for (int l = 0; l < cfg_.num_layers; ++l) {
