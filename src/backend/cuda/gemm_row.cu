@@ -210,9 +210,13 @@ cudaError_t launch_row(const Source& src, const bf16* w, float* y, int n, int k,
 // lm_head streams long enough that the unfused one-part pick (4 warps, 6 stages: 4 % faster on
 // gate_up unfused) wins back more than its slower norm costs.
 constexpr int kVeryWideN = 65536;
+// The shapes every row kernel takes: whole 32-wide chunks of K, whole 8-row tiles of N, and a
+// block's part of K within kRowMaxPart.
+bool shape_ok(int n, int k) { return k % 32 == 0 && n % 8 == 0 && part_len(k, n) <= kRowMaxPart; }
+
 template <class Source>
 cudaError_t row_matmul(const Source& src, const bf16* w, float* y, int n, int k, cudaStream_t s) {
-  if (k % 32 != 0 || n % 8 != 0 || part_len(k, n) > kRowMaxPart) return cudaErrorInvalidValue;
+  if (!shape_ok(n, k)) return cudaErrorInvalidValue;
   const bool wide = n / 8 * parts_of(k, n) >= 3000;
   if (!wide) return launch_row<4, 6, 4, false>(src, w, y, n, k, s);
   if (n >= kVeryWideN) return launch_row<4, 6, 4, true>(src, w, y, n, k, s);
@@ -252,14 +256,14 @@ cudaError_t matmul_row(const bf16* x, const bf16* w, float* y, int n, int k, cud
   return row_matmul(CopySource{x}, w, y, n, k, s);
 }
 
-bool row_matmul_fits(int n, int k) { return part_len(k, n) <= kRowMaxPart; }
+bool row_matmul_fits(int n, int k) { return shape_ok(n, k); }
 
 int matmul_row_shapes() { return static_cast<int>(std::size(kRowShapes)); }
 const char* matmul_row_shape_name(int shape) { return kRowShapes[shape].name; }
 cudaError_t matmul_row_shape(const bf16* x, const bf16* w, float* y, int n, int k, cudaStream_t s,
                              int shape) {
-  if (k % 32 != 0 || n % 8 != 0 || !row_matmul_fits(n, k) || shape < 0 ||
-      shape >= matmul_row_shapes() || reinterpret_cast<uintptr_t>(x) % 16 != 0) {
+  if (!shape_ok(n, k) || shape < 0 || shape >= matmul_row_shapes() ||
+      reinterpret_cast<uintptr_t>(x) % 16 != 0) {
     return cudaErrorInvalidValue;
   }
   return kRowShapes[shape].launch(CopySource{x}, w, y, n, k, s);
