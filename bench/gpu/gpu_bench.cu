@@ -269,6 +269,8 @@ int main() {
                      ids = tf::gpu_check::upload(one);
     const int max_splits = cu::attention_max_splits(width * bs);
     cu::DeviceBuffer scratch(cu::attention_scratch_bytes(1, kHeads, hd, max_splits));
+    cu::DeviceBuffer counters(cu::attention_counter_bytes(1, kKvHeads));
+    CHECK_CUDA(cudaMemset(counters.get(), 0, counters.bytes()));
     const cu::QkvParams qp{kHeads, kKvHeads, hd, hd, false, 1e-5f};
     cu::QkvTensors qt;
     qt.cos = cosb.get<float>();
@@ -283,6 +285,7 @@ int main() {
     ab.n_split_rows = 1;
     ab.max_splits = max_splits;
     ab.scratch = scratch.get<float>();
+    ab.counters = counters.get<int32_t>();
     ab.out = att.get<bf16>();
     auto attention = [&](const int32_t* positions, cudaStream_t s) {
       return cu::paged_attention(q.get<bf16>(), kc.get<bf16>(), vc.get<bf16>(), tab.get<int32_t>(),
@@ -376,13 +379,23 @@ int main() {
       std::printf("one-row step, all kernels%s: %.3f ms = %.1f tok/s (floor %.1f)\n",
                   fused ? ", row kernels (norms, SwiGLU fused)" : "", t, 1e3 / t, floor_tok);
     }
-    // Attention's cost by context length: its fixed part and its slope per 32-position tile.
-    for (const int c : {1, 32, 128, 256, 1024}) {
+    // Attention's cost by context length (its fixed part and its slope per 32-position tile),
+    // as the decoder runs it (split_tiles_kernel) and without the counters (the dim-split
+    // kernel and a combine launch).
+    std::printf("attention, us per launch: ctx  split tiles  dim-split + combine\n");
+    for (const int c : {1, 32, 128, 256, 640, 1024, 4096}) {
+      if (c > width * bs) continue;
       const std::vector<int32_t> at{c - 1};
       cu::DeviceBuffer pos_c = tf::gpu_check::upload(at);
-      std::printf("attention %4d %8.2f\n", c, per_launch_us([&](cudaStream_t s) {
-                    return attention(pos_c.get<int32_t>(), s);
-                  }));
+      const float tiles = per_launch_us([&](cudaStream_t s) {
+        return attention(pos_c.get<int32_t>(), s);
+      });
+      ab.counters = nullptr;
+      const float dim_split = per_launch_us([&](cudaStream_t s) {
+        return attention(pos_c.get<int32_t>(), s);
+      });
+      ab.counters = counters.get<int32_t>();
+      std::printf("attention %4d %8.2f %8.2f\n", c, tiles, dim_split);
     }
   }
 
@@ -451,20 +464,36 @@ int main() {
     }
   }
 
-  // 3c. The one-row kernels' launch shapes (gemm_row.cu, the x row staged in shared memory; the
-  // fused norm and SwiGLU sources add their own prologue): GB/s per matrix over 32 layers.
-  std::printf("\none-row (row kernel) shapes: GB/s of weights per matrix (32 layers)\n");
-  std::printf("%-14s %8s %8s %8s %8s\n", "shape", "qkv", "o", "gate_up", "down");
-  for (int sh = 0; sh < cu::matmul_row_shapes(); ++sh) {
-    std::printf("%-14s", cu::matmul_row_shape_name(sh));
-    for (int mi = 0; mi < 4; ++mi) {
-      const Mat& mat = kMats[mi];
-      const float t = layers_ms(mi, [&](const bf16* w, int n, int k, cudaStream_t s) {
-        return cu::matmul_row_shape(x.get<bf16>(), w, y.get<float>(), n, k, s, sh);
-      });
-      std::printf(" %8.0f", kLayers * mat.n * double(mat.k) * 2 / (t * 1e-3) / 1e9);
+  // 3c. The one-row kernels' launch shapes (gemm_row.cu, the x row staged in shared memory) with
+  // the plain-copy source and with the fused norm's (the matrices whose K is the hidden size):
+  // GB/s of weights per matrix over 32 layers.
+  {
+    cu::DeviceBuffer resid(kHidden * 4), resid_out(kHidden * 4), normw(kHidden * 2);
+    CHECK_CUDA(cudaMemset(resid.get(), 0, resid.bytes()));
+    CHECK_CUDA(cudaMemset(normw.get(), 0, normw.bytes()));
+    std::printf("\none-row (row kernel) shapes: GB/s of weights per matrix (32 layers)\n");
+    std::printf("%-6s %-14s %8s %8s %8s %8s\n", "source", "shape", "qkv", "o", "gate_up", "down");
+    for (const bool norm : {false, true}) {
+      for (int sh = 0; sh < cu::matmul_row_shapes(); ++sh) {
+        std::printf("%-6s %-14s", norm ? "norm" : "copy", cu::matmul_row_shape_name(sh));
+        for (int mi = 0; mi < 4; ++mi) {
+          const Mat& mat = kMats[mi];
+          if (norm && mat.k != kHidden) {
+            std::printf(" %8s", "-");
+            continue;
+          }
+          const float t = layers_ms(mi, [&](const bf16* w, int n, int k, cudaStream_t s) {
+            if (norm) {
+              return cu::norm_matmul_shape(resid.get<float>(), nullptr, normw.get<bf16>(), 1e-5f,
+                                           resid_out.get<float>(), w, y.get<float>(), n, k, s, sh);
+            }
+            return cu::matmul_row_shape(x.get<bf16>(), w, y.get<float>(), n, k, s, sh);
+          });
+          std::printf(" %8.0f", kLayers * mat.n * double(mat.k) * 2 / (t * 1e-3) / 1e9);
+        }
+        std::printf("\n");
+      }
     }
-    std::printf("\n");
   }
 
   // The decoder's matmul: the decode kernels up to 64 rows, cuBLASLt by parts above, f32 out.

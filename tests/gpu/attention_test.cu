@@ -68,10 +68,13 @@ void run_case(const Case& c) {
   for (int len : c.seq_lens) max_visible = std::max(max_visible, len);
   const int max_splits = cu::attention_max_splits(max_visible);
   cu::DeviceBuffer scratch(cu::attention_scratch_bytes(rows, c.n_heads, hd, max_splits));
+  cu::DeviceBuffer counters(cu::attention_counter_bytes(rows, c.n_kv_heads));
+  CHECK_CUDA(cudaMemset(counters.get(), 0, counters.bytes()));
 
   // Fold mode with tiles of `tile` rows (cut from each sequence's start), or split mode (tile 0)
-  // for every row or for the rows listed in `split_rows` only.
-  auto run = [&](int tile, const std::vector<int32_t>& split_rows = {}) {
+  // for every row or for the rows listed in `split_rows` only (with the split counters, which
+  // launches of few split rows fold their splits by).
+  auto run = [&](int tile, const std::vector<int32_t>& split_rows = {}, bool count = false) {
     poison(dout);
     cu::AttentionBatch b;
     b.out = dout.get<bf16>();
@@ -84,6 +87,7 @@ void run_case(const Case& c) {
       }
       b.max_splits = max_splits;
       b.scratch = scratch.get<float>();
+      if (count) b.counters = counters.get<int32_t>();
     } else {
       std::vector<cu::AttentionTile> tiles;
       int row0 = 0;
@@ -112,8 +116,8 @@ void run_case(const Case& c) {
   }
 
   // A few split rows (each sequence's middle and last), at most 64 (row, kv head) pairs, so the
-  // launch takes its latency-bound shape (attention.cu's kDimSplitMaxPairs: warps sharing the
-  // head dims): the same bits per row.
+  // launch takes a latency-bound shape (attention.cu's kDimSplitMaxPairs: warps sharing the head
+  // dims; with counters and at most 16 pairs, split_tiles_kernel): the same bits per row.
   {
     std::vector<int32_t> few;
     int row0 = 0;
@@ -125,14 +129,27 @@ void run_case(const Case& c) {
       }
       row0 += len;
     }
-    const auto other = run(0, few);
     const size_t row_elems = size_t(c.n_heads) * hd;
-    bool same = true;
-    for (int32_t r : few)
-      same &=
-          std::memcmp(&other[r * row_elems], &base[r * row_elems], row_elems * sizeof(bf16)) == 0;
-    expect(same, std::to_string(few.size()) + " split rows differ from tile " +
-                     std::to_string(tile_rows) + " bitwise");
+    auto same_rows = [&](const std::vector<int32_t>& split, bool count) {
+      const auto other = run(0, split, count);
+      bool same = true;
+      for (int32_t r : split)
+        same &=
+            std::memcmp(&other[r * row_elems], &base[r * row_elems], row_elems * sizeof(bf16)) == 0;
+      expect(same, std::to_string(split.size()) + " split rows" + (count ? " (counted)" : "") +
+                       " differ from tile " + std::to_string(tile_rows) + " bitwise");
+    };
+    same_rows(few, false);
+    // At most 16 pairs with the counters: one block per split with a warp per tile, and the
+    // pair's last split folding them (attention.cu's split_tiles_kernel). Each set runs twice:
+    // the counts must be back at zero after a launch.
+    const int per_launch = std::max(1, 16 / c.n_kv_heads);
+    for (size_t i = 0; i < few.size(); i += per_launch) {
+      const std::vector<int32_t> part(few.begin() + i,
+                                      few.begin() + std::min(few.size(), i + per_launch));
+      same_rows(part, true);
+      same_rows(part, true);
+    }
   }
 
   // f64 reference from the same bf16 inputs.

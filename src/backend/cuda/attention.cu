@@ -33,6 +33,7 @@ constexpr int kSplitMin = 128, kSplitMax = 256, kSplitsTarget = 16;
 constexpr int kMaxBlockLines = 64;  // fold mode: 4 warps of 16 lines
 constexpr int kMaxHeadDim = 128;
 constexpr int kDimSplitMaxPairs = 64;  // split mode: up to this many (row, kv head) pairs
+constexpr int kTileMaxPairs = 16;      // split_tiles_kernel up to this many pairs
 
 __host__ __device__ inline int split_len(int visible) {
   int len = (visible + kSplitsTarget - 1) / kSplitsTarget;
@@ -114,6 +115,40 @@ struct Lines {
   int split[2];           // split length
   float m_tot[2], l_tot[2];
 
+  // The lines lb + g and lb + g + 8 of lines: line i is head i % group of row row0 + i / group
+  // (a line past `lines` is empty); Q fragments straight from global memory (read once).
+  __device__ void init(const bf16* q, const int32_t* pos, const AttentionParams& p, int row0,
+                       int lines, int kv_head, int lb) {
+    const int group = p.n_heads / p.n_kv_heads, lane = threadIdx.x & 31, g = lane >> 2;
+    const int t = lane & 3;
+    const bf16* q_line[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      // One division per line: in the loads below, the compiler repeated it per Q fragment
+      // (about 1,400 instructions a warp, most of a short decode split's time).
+      const int line = lb + g + 8 * h, row = row0 + line / group;
+      const int head = kv_head * group + line % group;
+      q_line[h] = line < lines ? q + (static_cast<int64_t>(row) * p.n_heads + head) * p.head_dim
+                               : nullptr;
+      last[h] = line < lines ? pos[row] : -1;
+      first[h] = line < lines ? first_visible(p.window, last[h]) : 0;
+      split[h] = split_len(last[h] - first[h] + 1);
+      m_tot[h] = -INFINITY;
+      l_tot[h] = 0.0f;
+      reset(h);
+    }
+#pragma unroll
+    for (int ks = 0; ks < kSteps; ++ks) {
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int h = r & 1, d = 16 * ks + 2 * t + 8 * (r >> 1);
+        qa[ks][r] = q_line[h] != nullptr && d < p.head_dim
+                        ? *reinterpret_cast<const uint32_t*>(q_line[h] + d)
+                        : 0u;
+      }
+    }
+  }
+
   __device__ void reset(int h) {
     m[h] = -INFINITY;
     l[h] = 0.0f;
@@ -140,10 +175,11 @@ __host__ __device__ constexpr size_t stage_bytes() {
 // become zeros (never read by a visible score, and finite under a zero probability). Lane r of
 // every warp looks up position t0 + r's cache slot once; the copies take it by shuffle, so the
 // per-copy address math is shifts and masks, not divisions (it used to outweigh the mma work).
+// The copies are spread over the threads i0, i0 + stride, ... (whole warps).
 template <int HD>
-__device__ void stage_tile(const Smem& sm, int buf, const bf16* k_cache, const bf16* v_cache,
+__device__ void stage_tile(bf16* kd, bf16* vd, const bf16* k_cache, const bf16* v_cache,
                            const int32_t* table, const AttentionParams& p, int kv_head, int t0,
-                           int lo, int hi) {
+                           int lo, int hi, int i0, int stride) {
   constexpr int kPieces = HD / 8;
   const int at = t0 + (threadIdx.x & 31);
   const int slot =
@@ -152,27 +188,26 @@ __device__ void stage_tile(const Smem& sm, int buf, const bf16* k_cache, const b
   const bf16* k_head = k_cache + static_cast<int64_t>(kv_head) * p.head_dim;
   const bf16* v_head = v_cache + static_cast<int64_t>(kv_head) * p.head_dim;
 #pragma unroll 4
-  for (int i = threadIdx.x; i < kTile * kPieces; i += blockDim.x) {
+  for (int i = i0; i < kTile * kPieces; i += stride) {
     const int r = i / kPieces, c = (i % kPieces) * 8;
     const int s = __shfl_sync(0xffffffffu, slot, r);
     if (c >= p.head_dim) continue;  // padding up to HD stays zero
     const int64_t off = s >= 0 ? s * kv_width + c : 0;
-    cp_async16(sm.k[buf] + r * kLd<HD> + c, k_head + off, s >= 0);
-    cp_async16(sm.v[buf] + r * kLd<HD> + c, v_head + off, s >= 0);
+    cp_async16(kd + r * kLd<HD> + c, k_head + off, s >= 0);
+    cp_async16(vd + r * kLd<HD> + c, v_head + off, s >= 0);
   }
   asm volatile("cp.async.commit_group;\n");
 }
 
-// One tile for the warp's 16 lines: scores, online softmax, O += P V for the head dims of the
-// 16-wide steps [jb, je) (all of them, or the warp's share: kDimSplit).
+// The pieces of one tile's update for the warp's 16 lines, in the order update() runs them.
+// S = Q K^T of positions [t0, t0 + kTile), scaled, soft-capped, and -inf outside each line's
+// visible positions.
 template <int HD>
-__device__ void update(Lines<HD>& L, const Smem& sm, int buf, int t0, const AttentionParams& p,
-                       int jb, int je) {
+__device__ void tile_scores(const Lines<HD>& L, const bf16* kt, int t0, const AttentionParams& p,
+                            float (&s)[4][4]) {
   const int lane = threadIdx.x & 31, t = lane & 3;
-  float s[4][4];
 #pragma unroll
   for (int j = 0; j < 4; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
-  const bf16* kt = sm.k[buf];
 #pragma unroll
   for (int ks = 0; ks < L.kSteps; ++ks) {
 #pragma unroll
@@ -184,10 +219,8 @@ __device__ void update(Lines<HD>& L, const Smem& sm, int buf, int t0, const Atte
       mma16816(s[2 * jp + 1], L.qa[ks][0], L.qa[ks][1], L.qa[ks][2], L.qa[ks][3], b[2], b[3]);
     }
   }
-  float alpha[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    float mt = -INFINITY;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
 #pragma unroll
@@ -197,55 +230,111 @@ __device__ void update(Lines<HD>& L, const Smem& sm, int buf, int t0, const Atte
         if (p.softcap > 0.0f) v = __fmul_rn(tanhf(__fdiv_rn(v, p.softcap)), p.softcap);
         if (at < L.first[h] || at > L.last[h]) v = -INFINITY;
         s[j][2 * h + e] = v;
-        mt = fmaxf(mt, v);
       }
     }
-    mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 1));
-    mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 2));
-    const float m_new = fmaxf(L.m[h], mt);
-    // An all-masked tile (m_new = m): alpha = 1, p = 0, so l and O keep their values.
-    alpha[h] = m_new == -INFINITY ? 1.0f : __expf(L.m[h] - m_new);
-    float sum = 0.0f;
+  }
+}
+
+// Line h's maximum score in the tile (its 4 lanes agree).
+__device__ __forceinline__ float tile_max(const float (&s)[4][4], int h) {
+  float mt = -INFINITY;
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
+  for (int j = 0; j < 4; ++j) {
+    mt = fmaxf(mt, s[j][2 * h]);
+    mt = fmaxf(mt, s[j][2 * h + 1]);
+  }
+  mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 1));
+  return fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 2));
+}
+
+// The factor the state kept so far is rescaled by when the running maximum moves from m_old to
+// m_new; an all-masked tile (m_new = m_old) gives 1, so l and O keep their values.
+__device__ __forceinline__ float rescale(float m_old, float m_new) {
+  return m_new == -INFINITY ? 1.0f : __expf(m_old - m_new);
+}
+
+// Line h's probabilities exp(s - m_new) in place, and their sum in the fixed tree.
+__device__ __forceinline__ float tile_probs(float (&s)[4][4], int h, float m_new) {
+  float sum = 0.0f;
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const float v = s[j][2 * h + e];
-        const float pr = v == -INFINITY ? 0.0f : __expf(v - m_new);
-        s[j][2 * h + e] = pr;
-        sum = __fadd_rn(sum, pr);
-      }
+  for (int j = 0; j < 4; ++j) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const float v = s[j][2 * h + e];
+      const float pr = v == -INFINITY ? 0.0f : __expf(v - m_new);
+      s[j][2 * h + e] = pr;
+      sum = __fadd_rn(sum, pr);
     }
-    sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
-    sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
-    L.l[h] = __fmaf_rn(L.l[h], alpha[h], sum);
-    L.m[h] = m_new;
   }
-#pragma unroll
-  for (int j = 0; j < L.kDTiles; ++j) {
-    if (j / 2 < jb || j / 2 >= je) continue;
-    L.o[j][0] = __fmul_rn(L.o[j][0], alpha[0]);
-    L.o[j][1] = __fmul_rn(L.o[j][1], alpha[0]);
-    L.o[j][2] = __fmul_rn(L.o[j][2], alpha[1]);
-    L.o[j][3] = __fmul_rn(L.o[j][3], alpha[1]);
-  }
-  const bf16* vt = sm.v[buf];
+  sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
+  return __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
+}
+
+// The probabilities as bf16 mma A fragments, positions [16 kk, 16 kk + 16) in pa[kk].
+__device__ __forceinline__ void pack_probs(const float (&s)[4][4], uint32_t (&pa)[2][4]) {
 #pragma unroll
   for (int kk = 0; kk < 2; ++kk) {
-    const uint32_t a0 = pack_bf16(s[2 * kk][0], s[2 * kk][1]);
-    const uint32_t a1 = pack_bf16(s[2 * kk][2], s[2 * kk][3]);
-    const uint32_t a2 = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-    const uint32_t a3 = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+    pa[kk][0] = pack_bf16(s[2 * kk][0], s[2 * kk][1]);
+    pa[kk][1] = pack_bf16(s[2 * kk][2], s[2 * kk][3]);
+    pa[kk][2] = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+    pa[kk][3] = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+  }
+}
+
+// O += P V for the head dims [16 jd, 16 jd + 16) (accumulators o0, o1: 8 dims each) and the
+// tile's positions [16 kk, 16 kk + 16).
+template <int HD>
+__device__ __forceinline__ void pv_mma(float (&o0)[4], float (&o1)[4], const uint32_t (&pa)[4],
+                                       const bf16* vt, int kk, int jd) {
+  const int lane = threadIdx.x & 31, mi = lane >> 3, r = lane & 7;
+  uint32_t b[4];
+  ldsm_x4_trans(b, vt + (16 * kk + r + 8 * (mi & 1)) * kLd<HD> + 16 * jd + 8 * (mi >> 1));
+  mma16816(o0, pa[0], pa[1], pa[2], pa[3], b[0], b[1]);
+  mma16816(o1, pa[0], pa[1], pa[2], pa[3], b[2], b[3]);
+}
+
+__device__ __forceinline__ void scale_rows(float (&o)[4], const float (&alpha)[2]) {
+  o[0] = __fmul_rn(o[0], alpha[0]);
+  o[1] = __fmul_rn(o[1], alpha[0]);
+  o[2] = __fmul_rn(o[2], alpha[1]);
+  o[3] = __fmul_rn(o[3], alpha[1]);
+}
+
+// O = O alpha + P V for the head dims of the 16-wide steps [jb, je).
+template <int HD>
+__device__ void tile_pv(float (&o)[HD / 8][4], const float (&alpha)[2], const uint32_t (&pa)[2][4],
+                        const bf16* vt, int jb, int je) {
 #pragma unroll
-    for (int jd = 0; jd < L.kDTiles / 2; ++jd) {
-      if (jd < jb || jd >= je) continue;
-      const int mi = lane >> 3, r = lane & 7;
-      uint32_t b[4];
-      ldsm_x4_trans(b, vt + (16 * kk + r + 8 * (mi & 1)) * kLd<HD> + 16 * jd + 8 * (mi >> 1));
-      mma16816(L.o[2 * jd], a0, a1, a2, a3, b[0], b[1]);
-      mma16816(L.o[2 * jd + 1], a0, a1, a2, a3, b[2], b[3]);
+  for (int j = 0; j < HD / 8; ++j) {
+    if (j / 2 >= jb && j / 2 < je) scale_rows(o[j], alpha);
+  }
+#pragma unroll
+  for (int kk = 0; kk < 2; ++kk) {
+#pragma unroll
+    for (int jd = 0; jd < HD / 16; ++jd) {
+      if (jd >= jb && jd < je) pv_mma<HD>(o[2 * jd], o[2 * jd + 1], pa[kk], vt, kk, jd);
     }
   }
+}
+
+// One tile for the warp's 16 lines: scores, online softmax, O += P V for the head dims of the
+// 16-wide steps [jb, je) (all of them, or the warp's share: kDimSplit).
+template <int HD>
+__device__ void update(Lines<HD>& L, const Smem& sm, int buf, int t0, const AttentionParams& p,
+                       int jb, int je) {
+  float s[4][4];
+  tile_scores<HD>(L, sm.k[buf], t0, p, s);
+  float alpha[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float m_new = fmaxf(L.m[h], tile_max(s, h));
+    alpha[h] = rescale(L.m[h], m_new);
+    L.l[h] = __fmaf_rn(L.l[h], alpha[h], tile_probs(s, h, m_new));
+    L.m[h] = m_new;
+  }
+  uint32_t pa[2][4];
+  pack_probs(s, pa);
+  tile_pv<HD>(L.o, alpha, pa, sm.v[buf], jb, je);
 }
 
 // The launch's work: split mode (tiles == nullptr) or fold mode.
@@ -255,6 +344,7 @@ struct Work {
   int max_splits;
   float* scratch;
   bf16* out;
+  int32_t* counters;  // split_tiles_kernel: finished splits per (row, kv head)
 };
 
 // kDimSplit: split mode with more warps than the lines need (launch(): few rows). Every warp then
@@ -315,43 +405,20 @@ __global__ void __launch_bounds__(128)
 
   Lines<HD> L;
   const int lines = rows * group;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int line = lw * 16 + g + 8 * h;
-    L.last[h] = line < lines ? pos[row0 + line / group] : -1;
-    L.first[h] = line < lines ? first_visible(p.window, L.last[h]) : 0;
-    L.split[h] = split_len(L.last[h] - L.first[h] + 1);
-    L.m_tot[h] = -INFINITY;
-    L.l_tot[h] = 0.0f;
-    L.reset(h);
-  }
-  // Q fragments straight from global memory (read once).
-#pragma unroll
-  for (int ks = 0; ks < L.kSteps; ++ks) {
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const int h = r & 1, d = 16 * ks + 2 * t + 8 * (r >> 1);
-      const int line = lw * 16 + g + 8 * h;
-      uint32_t v = 0;
-      if (line < lines && d < p.head_dim) {
-        const int row = row0 + line / group, head = kv_head * group + line % group;
-        v = *reinterpret_cast<const uint32_t*>(
-            q + (static_cast<int64_t>(row) * p.n_heads + head) * p.head_dim + d);
-      }
-      L.qa[ks][r] = v;
-    }
-  }
+  L.init(q, pos, p, row0, lines, kv_head, lw * 16);
   if (fold) {
     for (int i = threadIdx.x; i < kMaxBlockLines * HD; i += blockDim.x) sm.o_tot[i] = 0.0f;
   }
   __syncthreads();  // the zeroed padding before any copy lands in it
 
   const int t_begin = lo / kTile * kTile;
-  stage_tile<HD>(sm, 0, k_cache, v_cache, table, p, kv_head, t_begin, lo, hi);
+  stage_tile<HD>(sm.k[0], sm.v[0], k_cache, v_cache, table, p, kv_head, t_begin, lo, hi,
+                 threadIdx.x, blockDim.x);
   int buf = 0;
   for (int t0 = t_begin; t0 <= hi; t0 += kTile, buf ^= 1) {
     if (t0 + kTile <= hi) {
-      stage_tile<HD>(sm, buf ^ 1, k_cache, v_cache, table, p, kv_head, t0 + kTile, lo, hi);
+      stage_tile<HD>(sm.k[buf ^ 1], sm.v[buf ^ 1], k_cache, v_cache, table, p, kv_head,
+                     t0 + kTile, lo, hi, threadIdx.x, blockDim.x);
       asm volatile("cp.async.wait_group 1;\n");
     } else {
       asm volatile("cp.async.wait_group 0;\n");
@@ -414,38 +481,189 @@ __global__ void __launch_bounds__(128)
   }
 }
 
-// Split mode's second half: one block per (row, head) folds the row's splits in order.
-__global__ void combine_kernel(const float* __restrict__ part, const int32_t* __restrict__ rows,
-                               const int32_t* __restrict__ pos, AttentionParams p, int max_splits,
-                               bf16* __restrict__ out) {
-  const int row = rows ? rows[blockIdx.x] : static_cast<int>(blockIdx.x), head = blockIdx.y;
-  const int hd = p.head_dim, last = pos[row];
-  const int n_splits = splits_of(first_visible(p.window, last), last);
-  const float* base = part + (static_cast<int64_t>(row) * p.n_heads + head) * max_splits * (hd + 2);
-  bf16* orow = out + (static_cast<int64_t>(row) * p.n_heads + head) * hd;
-  // The splits' partials are read kBatch at a time before they are folded (in split order), so
-  // the fold waits on memory once per batch, not once per split.
+// Split mode's second half for one output element: head dim d of a (row, head) whose n_splits
+// partials (max, sum, O) start at `part`, folded in split order. The partials are read kBatch at
+// a time before they are folded, so the fold waits on memory once per batch, not once per split;
+// through L2 (ld.cg), as another block of the same launch may have written them.
+__device__ float fold_splits(const float* part, int n_splits, int hd, int d) {
   constexpr int kBatch = 8;
+  float m = -INFINITY, l = 0.0f, o = 0.0f;
+  for (int s0 = 0; s0 < n_splits; s0 += kBatch) {
+    float ms[kBatch], ls[kBatch], os[kBatch];
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      const float* sp = part + (s0 + i) * (hd + 2);
+      const bool v = s0 + i < n_splits;
+      ms[i] = v ? __ldcg(sp) : 0.0f;
+      ls[i] = v ? __ldcg(sp + 1) : 0.0f;
+      os[i] = v ? __ldcg(sp + 2 + d) : 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      if (s0 + i >= n_splits) break;
+      const Merge mg(m, l, ms[i], ls[i]);
+      o = mg(o, os[i]);
+    }
+  }
+  return finish(o, l);
+}
+
+__device__ __forceinline__ const float* split_parts(const Work& work, const AttentionParams& p,
+                                                    int row, int head) {
+  return work.scratch +
+         (static_cast<int64_t>(row) * p.n_heads + head) * work.max_splits * (p.head_dim + 2);
+}
+
+// Split mode's second launch: one block per (row, head).
+__global__ void combine_kernel(const int32_t* __restrict__ pos, AttentionParams p, Work work) {
+  const int row = work.split_rows ? work.split_rows[blockIdx.x] : static_cast<int>(blockIdx.x);
+  const int head = blockIdx.y, hd = p.head_dim, last = pos[row];
+  const int n_splits = splits_of(first_visible(p.window, last), last);
+  const float* part = split_parts(work, p, row, head);
+  bf16* orow = work.out + (static_cast<int64_t>(row) * p.n_heads + head) * hd;
   for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-    float m = -INFINITY, l = 0.0f, o = 0.0f;
-    for (int s0 = 0; s0 < n_splits; s0 += kBatch) {
-      float ms[kBatch], ls[kBatch], os[kBatch];
+    orow[d] = __float2bfloat16(fold_splits(part, n_splits, hd, d));
+  }
+}
+
+// Split mode for launches of few (row, kv head) pairs, where the launch takes as long as one
+// block's latency chain. A split's tiles (at most kSplitMax / kTile = 8, one per warp) are copied
+// at once; warp i computes tile i's scores, and its probabilities against the running maximum
+// after tile i, which is the maximum of tiles 0..i's maxima (exactly what the sequential update
+// holds there); then each warp runs the sequential part, O = O alpha + P V tile by tile, for its
+// own head dims with the same steps as update(). The block that finishes a (row, kv head) pair's
+// last split folds all of them (counted in work.counters), so there is no combine launch.
+constexpr int kTileWarps = kSplitMax / kTile;
+
+template <int HD>
+__global__ void __launch_bounds__(kTileWarps * 32)
+    split_tiles_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k_cache,
+                       const bf16* __restrict__ v_cache, const int32_t* __restrict__ tables,
+                       const int32_t* __restrict__ row_seq, const int32_t* __restrict__ pos,
+                       AttentionParams p, Work work) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const int group = p.n_heads / p.n_kv_heads, kv_head = blockIdx.y, slot = blockIdx.z;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const int row = work.split_rows ? work.split_rows[blockIdx.x] : static_cast<int>(blockIdx.x);
+  const int last = pos[row], first = first_visible(p.window, last);
+  const int n_splits = splits_of(first, last);
+  if (slot >= n_splits) return;  // this row has fewer splits
+  const int len = split_len(last - first + 1), j = first / len + slot;
+  const int lo = max(first, j * len), hi = min(last, (j + 1) * len - 1);
+  const int t_begin = lo / kTile * kTile, n_tiles = (hi - t_begin) / kTile + 1;
+
+  bf16* k_tiles = reinterpret_cast<bf16*>(smem_raw);  // [kTileWarps][kTile][kLd]
+  bf16* v_tiles = k_tiles + kTileWarps * kTile * kLd<HD>;
+  uint32_t* probs = reinterpret_cast<uint32_t*>(v_tiles + kTileWarps * kTile * kLd<HD>);
+  float* tmax = reinterpret_cast<float*>(probs + kTileWarps * 8 * 32);  // [tile][16 lines]
+  float* alphas = tmax + kTileWarps * 16;
+  float* sums = alphas + kTileWarps * 16;
+  int* is_last = reinterpret_cast<int*>(sums + kTileWarps * 16);
+  if (p.head_dim < HD) {  // padding head dims stay zero: cp.async never writes them
+    for (int i = threadIdx.x; i < 2 * kTileWarps * kTile * kLd<HD>; i += blockDim.x) {
+      k_tiles[i] = __float2bfloat16(0.0f);
+    }
+    __syncthreads();
+  }
+  const int32_t* table = tables + static_cast<int64_t>(row_seq[row]) * p.max_blocks;
+  const int t0 = t_begin + warp * kTile;
+  bf16* kt = k_tiles + warp * kTile * kLd<HD>;
+  bf16* vt = v_tiles + warp * kTile * kLd<HD>;
+  if (warp < n_tiles) stage_tile<HD>(kt, vt, k_cache, v_cache, table, p, kv_head, t0, lo, hi, lane, 32);
+
+  Lines<HD> L;
+  L.init(q, pos, p, row, group, kv_head, 0);
+  float s[4][4];
+  if (warp < n_tiles) {
+    asm volatile("cp.async.wait_group 0;\n");
+    __syncwarp();  // the warp's tile landed for every lane
+    tile_scores<HD>(L, kt, t0, p, s);
 #pragma unroll
-      for (int i = 0; i < kBatch; ++i) {
-        const float* sp = base + (s0 + i) * (hd + 2);
-        const bool v = s0 + i < n_splits;
-        ms[i] = v ? sp[0] : 0.0f;
-        ls[i] = v ? sp[1] : 0.0f;
-        os[i] = v ? sp[2 + d] : 0.0f;
-      }
+    for (int h = 0; h < 2; ++h) {
+      const float mt = tile_max(s, h);
+      if (t == 0) tmax[warp * 16 + g + 8 * h] = mt;
+    }
+  }
+  __syncthreads();  // every tile's maxima (and, past the wait above, every tile's K and V)
+  if (warp < n_tiles) {
 #pragma unroll
-      for (int i = 0; i < kBatch; ++i) {
-        if (s0 + i >= n_splits) break;
-        const Merge mg(m, l, ms[i], ls[i]);
-        o = mg(o, os[i]);
+    for (int h = 0; h < 2; ++h) {
+      const int line = g + 8 * h;
+      float m_old = -INFINITY;
+      for (int i = 0; i < warp; ++i) m_old = fmaxf(m_old, tmax[i * 16 + line]);
+      const float m_new = fmaxf(m_old, tmax[warp * 16 + line]);
+      const float sum = tile_probs(s, h, m_new);
+      if (t == 0) {
+        alphas[warp * 16 + line] = rescale(m_old, m_new);
+        sums[warp * 16 + line] = sum;
       }
     }
-    orow[d] = __float2bfloat16(finish(o, l));
+    uint32_t pa[2][4];
+    pack_probs(s, pa);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) probs[(warp * 8 + i) * 32 + lane] = pa[i / 4][i % 4];
+  }
+  __syncthreads();  // every tile's probabilities and factors
+
+  // The sequential part: warp w's head dims are the 16-wide step w (HD / 16 <= kTileWarps; a
+  // run-time step, not tile_pv's unrolled and predicated loop over all of them).
+  const int jd = warp;
+  float o[2][4] = {};
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  for (int i = 0; i < n_tiles; ++i) {
+    float alpha[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      alpha[h] = alphas[i * 16 + g + 8 * h];
+      l[h] = __fmaf_rn(l[h], alpha[h], sums[i * 16 + g + 8 * h]);
+      m[h] = fmaxf(m[h], tmax[i * 16 + g + 8 * h]);
+    }
+    if (jd >= HD / 16) continue;
+    uint32_t pa[2][4];
+#pragma unroll
+    for (int r = 0; r < 8; ++r) pa[r / 4][r % 4] = probs[(i * 8 + r) * 32 + lane];
+    scale_rows(o[0], alpha);
+    scale_rows(o[1], alpha);
+    const bf16* vt_i = v_tiles + i * kTile * kLd<HD>;
+#pragma unroll
+    for (int kk = 0; kk < 2; ++kk) pv_mma<HD>(o[0], o[1], pa[kk], vt_i, kk, jd);
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int line = g + 8 * h;
+    if (line >= group) continue;
+    float* part = work.scratch + ((static_cast<int64_t>(row) * p.n_heads + kv_head * group + line) *
+                                      work.max_splits + slot) * (p.head_dim + 2);
+    if (t == 0 && warp == 0) {
+      part[0] = m[h];
+      part[1] = l[h];
+    }
+#pragma unroll
+    for (int jj = 0; jj < 2; ++jj) {
+      const int d = 16 * jd + 8 * jj + 2 * t;
+      if (jd < HD / 16 && d < p.head_dim) {
+        part[2 + d] = o[jj][2 * h];
+        part[3 + d] = o[jj][2 * h + 1];
+      }
+    }
+  }
+
+  // The pair's last split to finish folds them all (threadfence reduction: each block's partials
+  // are visible before it is counted; the last one resets the count for the next launch).
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int* count = work.counters + static_cast<int64_t>(row) * p.n_kv_heads + kv_head;
+    *is_last = atomicAdd(count, 1) == n_splits - 1;
+    if (*is_last) *count = 0;
+  }
+  __syncthreads();
+  if (!*is_last) return;
+  __threadfence();
+  for (int e = threadIdx.x; e < group * p.head_dim; e += blockDim.x) {
+    const int head = kv_head * group + e / p.head_dim, d = e % p.head_dim;
+    work.out[(static_cast<int64_t>(row) * p.n_heads + head) * p.head_dim + d] =
+        __float2bfloat16(fold_splits(split_parts(work, p, row, head), n_splits, p.head_dim, d));
   }
 }
 
@@ -463,15 +681,29 @@ cudaError_t launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, cons
     if (attr != cudaSuccess) return attr;
     const int warps = (attention_tile_rows(group) * group + 15) / 16;
     attention_kernel<HD, false><<<dim3(b.n_tiles, p.n_kv_heads), warps * 32, smem, s>>>(
-        q, k_cache, v_cache, tables, row_seq, pos, p, Work{nullptr, b.tiles, 0, nullptr, b.out});
+        q, k_cache, v_cache, tables, row_seq, pos, p,
+        Work{nullptr, b.tiles, 0, nullptr, b.out, nullptr});
   }
   if (b.n_split_rows > 0) {
+    const int pairs = b.n_split_rows * p.n_kv_heads;
+    const dim3 grid(b.n_split_rows, p.n_kv_heads, b.max_splits);
+    const Work work{b.split_rows, nullptr, b.max_splits, b.scratch, b.out, b.counters};
+    if (b.counters != nullptr && group <= 16 && pairs <= kTileMaxPairs) {
+      // Few pairs: each block's latency chain is the launch's time (split_tiles_kernel).
+      const size_t smem = 2 * kTileWarps * stage_bytes<HD>() + kTileWarps * 8 * 32 * 4 +
+                          3 * kTileWarps * 16 * 4 + 16;
+      static const cudaError_t attr =
+          cudaFuncSetAttribute(split_tiles_kernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(smem));
+      if (attr != cudaSuccess) return attr;
+      split_tiles_kernel<HD><<<grid, kTileWarps * 32, smem, s>>>(q, k_cache, v_cache, tables,
+                                                                  row_seq, pos, p, work);
+      return cudaGetLastError();
+    }
     // A launch of few (row, kv head) pairs waits on each block's latency chain: there the warps
     // split the head dims (kDimSplit; one 16-wide step each at least). Past that the chain is
     // hidden by other blocks, and the warps' repeated score work would only cost throughput.
-    const bool dim_split = group <= 16 && b.n_split_rows * p.n_kv_heads <= kDimSplitMaxPairs;
-    const dim3 grid(b.n_split_rows, p.n_kv_heads, b.max_splits);
-    const Work work{b.split_rows, nullptr, b.max_splits, b.scratch, b.out};
+    const bool dim_split = group <= 16 && pairs <= kDimSplitMaxPairs;
     if (dim_split) {
       attention_kernel<HD, true><<<grid, (HD / 16 < 4 ? HD / 16 : 4) * 32, stages, s>>>(
           q, k_cache, v_cache, tables, row_seq, pos, p, work);
@@ -480,8 +712,7 @@ cudaError_t launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, cons
           q, k_cache, v_cache, tables, row_seq, pos, p, work);
     }
     const int threads = p.head_dim < 128 ? p.head_dim : 128;
-    combine_kernel<<<dim3(b.n_split_rows, p.n_heads), threads, 0, s>>>(b.scratch, b.split_rows, pos,
-                                                                       p, b.max_splits, b.out);
+    combine_kernel<<<dim3(b.n_split_rows, p.n_heads), threads, 0, s>>>(pos, p, work);
   }
   return cudaGetLastError();
 }
@@ -501,6 +732,10 @@ int attention_max_splits(int max_visible) {
 }
 
 int attention_tile_rows(int group) { return group >= kMaxBlockLines ? 1 : kMaxBlockLines / group; }
+
+size_t attention_counter_bytes(int rows, int n_kv_heads) {
+  return static_cast<size_t>(rows) * n_kv_heads * sizeof(int32_t);
+}
 
 size_t attention_scratch_bytes(int rows, int n_heads, int head_dim, int max_splits) {
   return static_cast<size_t>(rows) * n_heads * max_splits * (head_dim + 2) * sizeof(float);

@@ -223,20 +223,23 @@ cudaError_t row_matmul(const Source& src, const bf16* w, float* y, int n, int k,
   return launch_row<8, 3, 4, true>(src, w, y, n, k, s);
 }
 
-// The launch shapes gpu_bench sweeps (with the plain-copy source; every one gives the same bits).
-using RowLaunch = cudaError_t (*)(const CopySource&, const bf16*, float*, int, int, cudaStream_t);
+// The launch shapes gpu_bench sweeps (with the plain-copy and the norm sources; every one gives
+// the same bits).
+template <class Source>
 struct RowShape {
   const char* name;
-  RowLaunch launch;
+  cudaError_t (*launch)(const Source&, const bf16*, float*, int, int, cudaStream_t);
 };
-constexpr RowShape kRowShapes[] = {
-    {"w4 s6 u4", launch_row<4, 6, 4, false, CopySource>},
-    {"rows w4 s6 u4", launch_row<4, 6, 4, true, CopySource>},
-    {"rows w8 s3 u4", launch_row<8, 3, 4, true, CopySource>},
-    {"w4 s3 u4", launch_row<4, 3, 4, false, CopySource>},
-    {"rows w4 s3 u8", launch_row<4, 3, 8, true, CopySource>},
-    {"w8 s3 u4", launch_row<8, 3, 4, false, CopySource>},
+template <class Source>
+constexpr RowShape<Source> kRowShapes[] = {
+    {"w4 s6 u4", launch_row<4, 6, 4, false, Source>},
+    {"rows w4 s6 u4", launch_row<4, 6, 4, true, Source>},
+    {"rows w8 s3 u4", launch_row<8, 3, 4, true, Source>},
+    {"w4 s3 u4", launch_row<4, 3, 4, false, Source>},
+    {"rows w4 s3 u8", launch_row<4, 3, 8, true, Source>},
+    {"w8 s3 u4", launch_row<8, 3, 4, false, Source>},
 };
+constexpr int kRowShapeCount = static_cast<int>(std::size(kRowShapes<CopySource>));
 
 }  // namespace
 
@@ -258,15 +261,25 @@ cudaError_t matmul_row(const bf16* x, const bf16* w, float* y, int n, int k, cud
 
 bool row_matmul_fits(int n, int k) { return shape_ok(n, k); }
 
-int matmul_row_shapes() { return static_cast<int>(std::size(kRowShapes)); }
-const char* matmul_row_shape_name(int shape) { return kRowShapes[shape].name; }
+int matmul_row_shapes() { return kRowShapeCount; }
+const char* matmul_row_shape_name(int shape) { return kRowShapes<CopySource>[shape].name; }
 cudaError_t matmul_row_shape(const bf16* x, const bf16* w, float* y, int n, int k, cudaStream_t s,
                              int shape) {
-  if (!shape_ok(n, k) || shape < 0 || shape >= matmul_row_shapes() ||
+  if (!shape_ok(n, k) || shape < 0 || shape >= kRowShapeCount ||
       reinterpret_cast<uintptr_t>(x) % 16 != 0) {
     return cudaErrorInvalidValue;
   }
-  return kRowShapes[shape].launch(CopySource{x}, w, y, n, k, s);
+  return kRowShapes<CopySource>[shape].launch(CopySource{x}, w, y, n, k, s);
+}
+cudaError_t norm_matmul_shape(const float* resid, const float* delta, const bf16* norm_w, float eps,
+                              float* resid_out, const bf16* w, float* y, int n, int k,
+                              cudaStream_t s, int shape) {
+  if (!shape_ok(n, k) || k > kNormMatmulMaxK || resid_out == resid || resid_out == delta ||
+      shape < 0 || shape >= kRowShapeCount) {
+    return cudaErrorInvalidValue;
+  }
+  return kRowShapes<NormSource>[shape].launch(NormSource{resid, delta, norm_w, eps, resid_out}, w,
+                                              y, n, k, s);
 }
 
 }  // namespace tf::backend::cuda

@@ -57,12 +57,15 @@ cudaError_t matmul_row(const bf16* x, const bf16* w, float* y, int n, int k, cud
 // Whether swiglu_matmul and matmul_row take this shape: K % 32 == 0, N % 8 == 0, and the part of
 // K a block holds fits its shared memory (norm_matmul's kNormMatmulMaxK implies the last).
 bool row_matmul_fits(int n, int k);
-// The row kernels' launch shapes (gpu_bench sweeps them with matmul_row's plain source): how many,
-// a name each, and matmul_row with shape i. Every shape computes the same bits.
+// The row kernels' launch shapes (gpu_bench sweeps them): how many, a name each, and matmul_row
+// or norm_matmul with shape i. Every shape computes the same bits.
 int matmul_row_shapes();
 const char* matmul_row_shape_name(int shape);
 cudaError_t matmul_row_shape(const bf16* x, const bf16* w, float* y, int n, int k, cudaStream_t s,
                              int shape);
+cudaError_t norm_matmul_shape(const float* resid, const float* delta, const bf16* norm_w, float eps,
+                              float* resid_out, const bf16* w, float* y, int n, int k,
+                              cudaStream_t s, int shape);
 
 // out[r][i] = bf16(silu(gu[r][i]) * gu[r][ffn + i]): the fused gate_up projection's halves. An
 // f32 gate_up is rounded to bf16 first, so both overloads give the same bits.
@@ -127,6 +130,9 @@ struct AttentionBatch {
   int n_split_rows = 0;
   int max_splits = 0;        // at least attention_splits() of every split row
   float* scratch = nullptr;  // attention_scratch_bytes(every row of the step, ..., max_splits)
+  // attention_counter_bytes(every row of the step, ...), zeroed once when allocated (every launch
+  // leaves it zeroed); null: launches of few split rows fold their splits in a second kernel.
+  int32_t* counters = nullptr;
   const AttentionTile* tiles = nullptr;  // device
   int n_tiles = 0;
   bf16* out = nullptr;
@@ -138,6 +144,7 @@ int attention_max_splits(int max_visible);
 // Rows a tile may hold for this many query heads per KV head.
 int attention_tile_rows(int group);
 size_t attention_scratch_bytes(int rows, int n_heads, int head_dim, int max_splits);
+size_t attention_counter_bytes(int rows, int n_kv_heads);
 cudaError_t paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache,
                             const int32_t* block_tables, const int32_t* row_seq, const int32_t* pos,
                             const AttentionParams& p, const AttentionBatch& batch, cudaStream_t s);

@@ -383,6 +383,7 @@ class CudaDecoder final : public Model {
   DeviceBuffer d_tokens_, d_pos_, d_slots_, d_row_seq_, d_tables_, d_out_rows_;
   DeviceBuffer d_split_rows_, d_tiles_, d_argmax_;
   DeviceBuffer attn_scratch_;
+  DeviceBuffer attn_counters_;  // zeroed when allocated; attention leaves it zeroed
   DeviceBuffer x_, x2_, h_, qkv_f32_, q_, att_, o_, gu_, act_, down_, xg_, hg_, logits_;
 };
 
@@ -556,6 +557,11 @@ Status CudaDecoder::size_buffers(int n, int n_out, int max_splits) {
   TF_RETURN_IF_ERROR(grow(down_, rows * d * 4));
   TF_RETURN_IF_ERROR(
       grow(attn_scratch_, cuda::attention_scratch_bytes(n, cfg_.num_heads, hd, max_splits)));
+  const size_t counter_bytes = cuda::attention_counter_bytes(n, cfg_.num_kv_heads);
+  if (attn_counters_.bytes() < counter_bytes) {
+    TF_RETURN_IF_ERROR(grow(attn_counters_, counter_bytes));
+    TF_CUDA_TRY(cudaMemsetAsync(attn_counters_.get(), 0, attn_counters_.bytes(), stream_.get()));
+  }
   const size_t outs = static_cast<size_t>(std::max(n_out, 1));
   TF_RETURN_IF_ERROR(grow(xg_, outs * d * 4));
   TF_RETURN_IF_ERROR(grow(hg_, outs * d * 2));
@@ -650,6 +656,7 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     ab.n_split_rows = plan.n_split_rows;
     ab.max_splits = plan.fixed_splits > 0 ? plan.fixed_splits : splits_for(ap.window);
     ab.scratch = attn_scratch_.get<float>();
+    ab.counters = attn_counters_.get<int32_t>();
     ab.tiles = d_tiles_.get<cuda::AttentionTile>();
     ab.n_tiles = plan.n_tiles;
     ab.out = att_.get<bf16>();
