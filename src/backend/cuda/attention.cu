@@ -18,6 +18,7 @@
 //     split ends. Tiles outside a line's positions are fully masked for it and leave its state
 //     unchanged (see update()), so sharing a block with other lines changes nothing.
 // Both modes run the same tile code and the same merge(); which one a row gets is a speed choice.
+#include <cuda/atomic>
 #include <cuda_bf16.h>
 
 #include <cmath>
@@ -536,7 +537,7 @@ __global__ void combine_kernel(const int32_t* __restrict__ pos, AttentionParams 
 constexpr int kTileWarps = kSplitMax / kTile;
 
 template <int HD>
-__global__ void __launch_bounds__(kTileWarps * 32)
+__global__ void __launch_bounds__(kTileWarps * 32, 1)
     split_tiles_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k_cache,
                        const bf16* __restrict__ v_cache, const int32_t* __restrict__ tables,
                        const int32_t* __restrict__ row_seq, const int32_t* __restrict__ pos,
@@ -545,6 +546,7 @@ __global__ void __launch_bounds__(kTileWarps * 32)
   const int group = p.n_heads / p.n_kv_heads, kv_head = blockIdx.y, slot = blockIdx.z;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const int row = work.split_rows ? work.split_rows[blockIdx.x] : static_cast<int>(blockIdx.x);
+  const int seq = row_seq[row];  // loaded alongside pos, not after it
   const int last = pos[row], first = first_visible(p.window, last);
   const int n_splits = splits_of(first, last);
   if (slot >= n_splits) return;  // this row has fewer splits
@@ -565,7 +567,7 @@ __global__ void __launch_bounds__(kTileWarps * 32)
     }
     __syncthreads();
   }
-  const int32_t* table = tables + static_cast<int64_t>(row_seq[row]) * p.max_blocks;
+  const int32_t* table = tables + static_cast<int64_t>(seq) * p.max_blocks;
   const int t0 = t_begin + warp * kTile;
   bf16* kt = k_tiles + warp * kTile * kLd<HD>;
   bf16* vt = v_tiles + warp * kTile * kLd<HD>;
@@ -628,6 +630,25 @@ __global__ void __launch_bounds__(kTileWarps * 32)
 #pragma unroll
     for (int kk = 0; kk < 2; ++kk) pv_mma<HD>(o[0], o[1], pa[kk], vt_i, kk, jd);
   }
+  const bool has_dims = jd < HD / 16;
+  if (n_splits == 1) {  // the fold of one split is the split itself: the same bits, no partials
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int line = g + 8 * h;
+      if (line >= group || !has_dims) continue;
+      bf16* out = work.out + (static_cast<int64_t>(row) * p.n_heads + kv_head * group + line) *
+                                 p.head_dim;
+#pragma unroll
+      for (int jj = 0; jj < 2; ++jj) {
+        const int d = 16 * jd + 8 * jj + 2 * t;
+        if (d < p.head_dim) {
+          *reinterpret_cast<__nv_bfloat162*>(out + d) = __floats2bfloat162_rn(
+              finish(o[jj][2 * h], l[h]), finish(o[jj][2 * h + 1], l[h]));
+        }
+      }
+    }
+    return;
+  }
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int line = g + 8 * h;
@@ -641,25 +662,26 @@ __global__ void __launch_bounds__(kTileWarps * 32)
 #pragma unroll
     for (int jj = 0; jj < 2; ++jj) {
       const int d = 16 * jd + 8 * jj + 2 * t;
-      if (jd < HD / 16 && d < p.head_dim) {
+      if (has_dims && d < p.head_dim) {
         part[2 + d] = o[jj][2 * h];
         part[3 + d] = o[jj][2 * h + 1];
       }
     }
   }
 
-  // The pair's last split to finish folds them all (threadfence reduction: each block's partials
-  // are visible before it is counted; the last one resets the count for the next launch).
-  __threadfence();
+  // The pair's last split to finish folds them all. Thread 0 counts the block's split once every
+  // thread's partials are written (the barrier orders them before its release; the last block's
+  // acquire, then its barrier, orders every block's partials before its reads), as CUTLASS's
+  // semaphores do; the last block resets the count for the next launch.
   __syncthreads();
   if (threadIdx.x == 0) {
-    int* count = work.counters + static_cast<int64_t>(row) * p.n_kv_heads + kv_head;
-    *is_last = atomicAdd(count, 1) == n_splits - 1;
-    if (*is_last) *count = 0;
+    ::cuda::atomic_ref<int32_t, ::cuda::thread_scope_device> count(
+        work.counters[static_cast<int64_t>(row) * p.n_kv_heads + kv_head]);
+    *is_last = count.fetch_add(1, ::cuda::memory_order_acq_rel) == n_splits - 1;
+    if (*is_last) count.store(0, ::cuda::memory_order_relaxed);
   }
   __syncthreads();
   if (!*is_last) return;
-  __threadfence();
   for (int e = threadIdx.x; e < group * p.head_dim; e += blockDim.x) {
     const int head = kv_head * group + e / p.head_dim, d = e % p.head_dim;
     work.out[(static_cast<int64_t>(row) * p.n_heads + head) * p.head_dim + d] =
