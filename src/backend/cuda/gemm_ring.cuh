@@ -70,6 +70,13 @@ __device__ __forceinline__ uint4* ring_slot(uint4* ring, int b, int u, int j) {
   return ring + (((b % STAGES) * UNROLL + u) * NT + j) * 32;
 }
 
+// Where row r of chunk u sits in its slot: rows r and r ^ 1 trade places in odd chunks. A
+// row-contiguous copy's quarter warp (the unit of a 16-byte shared store) writes chunks u and
+// u + 1 of one row: in place they hit 4 of the 8 16-byte bank groups twice (ncu: twice the ideal
+// wavefronts on every copy); traded, all 8 once. The fragment reads and the chunk-wise copies stay
+// conflict-free (rows 0..3 and 4..7 are only permuted among themselves).
+__device__ __forceinline__ int ring_row(int r, int u) { return r ^ (u & 1); }
+
 // Copies batch b (UNROLL chunks of the warp's 8 x NT rows) into its ring slot and commits it as
 // one group (an empty group past the last batch keeps the wait count uniform).
 template <int STAGES, int UNROLL, int NT, bool kRowCopy>
@@ -87,7 +94,8 @@ __device__ __forceinline__ void issue_batch(uint4* ring, const WeightRows<NT>& w
         const int q = i * 32 + lane, j = q / (32 * UNROLL), r = (q / (4 * UNROLL)) % 8;
         const int u = (q / 4) % UNROLL, unit = q % 4;
         const bf16* row = w + static_cast<size_t>(wr.valid[j] ? n0 + j * 8 + r : 0) * k;
-        cp_async16(ring_slot<STAGES, UNROLL, NT>(ring, b, u, j) + r * 4 + (unit ^ swizzle(r)),
+        cp_async16(ring_slot<STAGES, UNROLL, NT>(ring, b, u, j) + ring_row(r, u) * 4 +
+                       (unit ^ swizzle(r)),
                    row + (c0 + u) * 32 + unit * 8, wr.valid[j]);
       }
     } else {
@@ -95,7 +103,8 @@ __device__ __forceinline__ void issue_batch(uint4* ring, const WeightRows<NT>& w
       for (int u = 0; u < UNROLL; ++u)
 #pragma unroll
         for (int j = 0; j < NT; ++j)
-          cp_async16(ring_slot<STAGES, UNROLL, NT>(ring, b, u, j) + g * 4 + (t ^ swizzle(g)),
+          cp_async16(ring_slot<STAGES, UNROLL, NT>(ring, b, u, j) + ring_row(g, u) * 4 +
+                         (t ^ swizzle(g)),
                      wr.p[j] + (c0 + u) * 32 + t * 8, wr.valid[j]);
     }
   }
@@ -131,7 +140,7 @@ __device__ __forceinline__ void ring_rows(const WeightRows<NT>& wr, const XSrc& 
     for (int u = 0; u < UNROLL; ++u) {
       uint4 wb[NT];
 #pragma unroll
-      for (int j = 0; j < NT; ++j) wb[j] = frag_lds(slot(b, u, j) + g * 4, g, t);
+      for (int j = 0; j < NT; ++j) wb[j] = frag_lds(slot(b, u, j) + ring_row(g, u) * 4, g, t);
       xr.mma(acc, cr.begin + b * UNROLL + u, wb, t);
     }
     __syncwarp();           // every lane is done reading the slot
