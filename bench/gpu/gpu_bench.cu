@@ -387,13 +387,11 @@ int main() {
       if (c > width * bs) continue;
       const std::vector<int32_t> at{c - 1};
       cu::DeviceBuffer pos_c = tf::gpu_check::upload(at);
-      const float tiles = per_launch_us([&](cudaStream_t s) {
-        return attention(pos_c.get<int32_t>(), s);
-      });
+      const float tiles =
+          per_launch_us([&](cudaStream_t s) { return attention(pos_c.get<int32_t>(), s); });
       ab.counters = nullptr;
-      const float dim_split = per_launch_us([&](cudaStream_t s) {
-        return attention(pos_c.get<int32_t>(), s);
-      });
+      const float dim_split =
+          per_launch_us([&](cudaStream_t s) { return attention(pos_c.get<int32_t>(), s); });
       ab.counters = counters.get<int32_t>();
       std::printf("attention %4d %8.2f %8.2f\n", c, tiles, dim_split);
     }

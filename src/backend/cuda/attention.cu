@@ -18,11 +18,11 @@
 //     split ends. Tiles outside a line's positions are fully masked for it and leave its state
 //     unchanged (see update()), so sharing a block with other lines changes nothing.
 // Both modes run the same tile code and the same merge(); which one a row gets is a speed choice.
-#include <cuda/atomic>
 #include <cuda_bf16.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cuda/atomic>
 
 #include "backend/cuda/ops.h"
 
@@ -129,8 +129,8 @@ struct Lines {
       // (about 1,400 instructions a warp, most of a short decode split's time).
       const int line = lb + g + 8 * h, row = row0 + line / group;
       const int head = kv_head * group + line % group;
-      q_line[h] = line < lines ? q + (static_cast<int64_t>(row) * p.n_heads + head) * p.head_dim
-                               : nullptr;
+      q_line[h] =
+          line < lines ? q + (static_cast<int64_t>(row) * p.n_heads + head) * p.head_dim : nullptr;
       last[h] = line < lines ? pos[row] : -1;
       first[h] = line < lines ? first_visible(p.window, last[h]) : 0;
       split[h] = split_len(last[h] - first[h] + 1);
@@ -348,6 +348,13 @@ struct Work {
   int32_t* counters;  // split_tiles_kernel: finished splits per (row, kv head)
 };
 
+// Split mode's partials of a (row, head): split j's (max, sum, O[head_dim]) at j * (head_dim + 2).
+__device__ __forceinline__ float* split_parts(const Work& work, const AttentionParams& p, int row,
+                                              int head) {
+  return work.scratch +
+         (static_cast<int64_t>(row) * p.n_heads + head) * work.max_splits * (p.head_dim + 2);
+}
+
 // kDimSplit: split mode with more warps than the lines need (launch(): few rows). Every warp then
 // holds the same lines and computes the same scores and softmax state (same code, same bits), and
 // each takes its own share of the head dims for O += P V and the output; the copies are shared
@@ -418,8 +425,8 @@ __global__ void __launch_bounds__(128)
   int buf = 0;
   for (int t0 = t_begin; t0 <= hi; t0 += kTile, buf ^= 1) {
     if (t0 + kTile <= hi) {
-      stage_tile<HD>(sm.k[buf ^ 1], sm.v[buf ^ 1], k_cache, v_cache, table, p, kv_head,
-                     t0 + kTile, lo, hi, threadIdx.x, blockDim.x);
+      stage_tile<HD>(sm.k[buf ^ 1], sm.v[buf ^ 1], k_cache, v_cache, table, p, kv_head, t0 + kTile,
+                     lo, hi, threadIdx.x, blockDim.x);
       asm volatile("cp.async.wait_group 1;\n");
     } else {
       asm volatile("cp.async.wait_group 0;\n");
@@ -463,9 +470,7 @@ __global__ void __launch_bounds__(128)
         }
       }
     } else {
-      float* part =
-          work.scratch + ((static_cast<int64_t>(row) * p.n_heads + head) * work.max_splits + slot) *
-                             (p.head_dim + 2);
+      float* part = split_parts(work, p, row, head) + slot * (p.head_dim + 2);
       if (t == 0 && warp == 0) {
         part[0] = L.m[h];
         part[1] = L.l[h];
@@ -507,12 +512,6 @@ __device__ float fold_splits(const float* part, int n_splits, int hd, int d) {
     }
   }
   return finish(o, l);
-}
-
-__device__ __forceinline__ const float* split_parts(const Work& work, const AttentionParams& p,
-                                                    int row, int head) {
-  return work.scratch +
-         (static_cast<int64_t>(row) * p.n_heads + head) * work.max_splits * (p.head_dim + 2);
 }
 
 // Split mode's second launch: one block per (row, head).
@@ -571,7 +570,8 @@ __global__ void __launch_bounds__(kTileWarps * 32, 1)
   const int t0 = t_begin + warp * kTile;
   bf16* kt = k_tiles + warp * kTile * kLd<HD>;
   bf16* vt = v_tiles + warp * kTile * kLd<HD>;
-  if (warp < n_tiles) stage_tile<HD>(kt, vt, k_cache, v_cache, table, p, kv_head, t0, lo, hi, lane, 32);
+  if (warp < n_tiles)
+    stage_tile<HD>(kt, vt, k_cache, v_cache, table, p, kv_head, t0, lo, hi, lane, 32);
 
   Lines<HD> L;
   L.init(q, pos, p, row, group, kv_head, 0);
@@ -636,14 +636,14 @@ __global__ void __launch_bounds__(kTileWarps * 32, 1)
     for (int h = 0; h < 2; ++h) {
       const int line = g + 8 * h;
       if (line >= group || !has_dims) continue;
-      bf16* out = work.out + (static_cast<int64_t>(row) * p.n_heads + kv_head * group + line) *
-                                 p.head_dim;
+      bf16* out =
+          work.out + (static_cast<int64_t>(row) * p.n_heads + kv_head * group + line) * p.head_dim;
 #pragma unroll
       for (int jj = 0; jj < 2; ++jj) {
         const int d = 16 * jd + 8 * jj + 2 * t;
         if (d < p.head_dim) {
-          *reinterpret_cast<__nv_bfloat162*>(out + d) = __floats2bfloat162_rn(
-              finish(o[jj][2 * h], l[h]), finish(o[jj][2 * h + 1], l[h]));
+          *reinterpret_cast<__nv_bfloat162*>(out + d) =
+              __floats2bfloat162_rn(finish(o[jj][2 * h], l[h]), finish(o[jj][2 * h + 1], l[h]));
         }
       }
     }
@@ -653,8 +653,7 @@ __global__ void __launch_bounds__(kTileWarps * 32, 1)
   for (int h = 0; h < 2; ++h) {
     const int line = g + 8 * h;
     if (line >= group) continue;
-    float* part = work.scratch + ((static_cast<int64_t>(row) * p.n_heads + kv_head * group + line) *
-                                      work.max_splits + slot) * (p.head_dim + 2);
+    float* part = split_parts(work, p, row, kv_head * group + line) + slot * (p.head_dim + 2);
     if (t == 0 && warp == 0) {
       part[0] = m[h];
       part[1] = l[h];
@@ -718,8 +717,8 @@ cudaError_t launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, cons
           cudaFuncSetAttribute(split_tiles_kernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(smem));
       if (attr != cudaSuccess) return attr;
-      split_tiles_kernel<HD><<<grid, kTileWarps * 32, smem, s>>>(q, k_cache, v_cache, tables,
-                                                                  row_seq, pos, p, work);
+      split_tiles_kernel<HD>
+          <<<grid, kTileWarps * 32, smem, s>>>(q, k_cache, v_cache, tables, row_seq, pos, p, work);
       return cudaGetLastError();
     }
     // A launch of few (row, kv head) pairs waits on each block's latency chain: there the warps

@@ -94,18 +94,18 @@ __device__ __forceinline__ void issue_batch(uint4* ring, const WeightRows<NT>& w
         const int q = i * 32 + lane, j = q / (32 * UNROLL), r = (q / (4 * UNROLL)) % 8;
         const int u = (q / 4) % UNROLL, unit = q % 4;
         const bf16* row = w + static_cast<size_t>(wr.valid[j] ? n0 + j * 8 + r : 0) * k;
-        cp_async16(ring_slot<STAGES, UNROLL, NT>(ring, b, u, j) + ring_row(r, u) * 4 +
-                       (unit ^ swizzle(r)),
-                   row + (c0 + u) * 32 + unit * 8, wr.valid[j]);
+        cp_async16(
+            ring_slot<STAGES, UNROLL, NT>(ring, b, u, j) + ring_row(r, u) * 4 + (unit ^ swizzle(r)),
+            row + (c0 + u) * 32 + unit * 8, wr.valid[j]);
       }
     } else {
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u)
 #pragma unroll
         for (int j = 0; j < NT; ++j)
-          cp_async16(ring_slot<STAGES, UNROLL, NT>(ring, b, u, j) + ring_row(g, u) * 4 +
-                         (t ^ swizzle(g)),
-                     wr.p[j] + (c0 + u) * 32 + t * 8, wr.valid[j]);
+          cp_async16(
+              ring_slot<STAGES, UNROLL, NT>(ring, b, u, j) + ring_row(g, u) * 4 + (t ^ swizzle(g)),
+              wr.p[j] + (c0 + u) * 32 + t * 8, wr.valid[j]);
     }
   }
   cp_async_commit();
