@@ -103,6 +103,16 @@ TEST_P(CpuAttention, GroupHeadsMatchAloneAndReference) {
   attention_batch(&a, 1, c.n_heads, c.n_kv_heads, c.head_dim, params, nullptr);
   attention_batch(&b, 1, c.n_heads, c.n_heads, c.head_dim, params, nullptr);
   EXPECT_EQ(std::memcmp(out_gqa.data(), out_mha.data(), q.size() * sizeof(float)), 0);
+  // The last row alone on many threads: its groups split into jobs of fewer heads.
+  {
+    ThreadPool pool(16);
+    std::vector<float> one(width);
+    const AttentionSeq last{q.data() + (rows - 1) * width, gqa.view(), one.data(), 1,
+                            pos0 + rows - 1};
+    attention_batch(&last, 1, c.n_heads, c.n_kv_heads, c.head_dim, params, &pool);
+    EXPECT_EQ(std::memcmp(one.data(), out_mha.data() + (rows - 1) * width, width * sizeof(float)),
+              0);
+  }
 
   double worst = 0;
   const int group = c.n_heads / c.n_kv_heads;

@@ -207,20 +207,29 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) void attend_heads(
 void attention_batch(const AttentionSeq* seqs, size_t n_seqs, int n_heads, int n_kv_heads,
                      int head_dim, const AttentionParams& params, ThreadPool* pool) {
   const int group = n_heads / n_kv_heads;
-  const int chunks = (group + kGroupChunk - 1) / kGroupChunk;  // jobs per (row, kv head)
-  const int64_t q_stride = static_cast<int64_t>(n_heads) * head_dim;
-  const int64_t kv_stride = static_cast<int64_t>(n_kv_heads) * head_dim;
-  // A job is one row's heads of one KV head (kGroupChunk at most); first_job[s]: sequence s's
-  // first job, numbered sequence by sequence.
-  const int jobs_per_row = n_kv_heads * chunks;
-  std::vector<size_t> first_job(n_seqs + 1, 0);
-  int64_t max_pos = 0;
+  int64_t rows = 0, max_pos = 0;
   for (size_t s = 0; s < n_seqs; ++s) {
-    first_job[s + 1] = first_job[s] + static_cast<size_t>(seqs[s].rows) * jobs_per_row;
+    rows += seqs[s].rows;
     max_pos = std::max(max_pos, seqs[s].pos0 + seqs[s].rows);
   }
+  // A job is `per_job` heads of one KV head for one row: the whole group (kGroupChunk at most)
+  // shares each KV read, but a step of few rows on many threads splits its groups so every
+  // thread gets a job (one sequence decoding on 16 threads would otherwise use 8 for Llama's
+  // 8 KV heads). How heads are grouped does not change any head's arithmetic.
+  const int threads = pool ? pool->size() : 1;
+  const int per_job = static_cast<int>(
+      std::clamp<int64_t>(rows * n_heads / threads, 1, std::min(group, kGroupChunk)));
+  const int chunks = (group + per_job - 1) / per_job;  // jobs per (row, kv head)
+  const int64_t q_stride = static_cast<int64_t>(n_heads) * head_dim;
+  const int64_t kv_stride = static_cast<int64_t>(n_kv_heads) * head_dim;
+  // first_job[s]: sequence s's first job, numbered sequence by sequence.
+  const int jobs_per_row = n_kv_heads * chunks;
+  std::vector<size_t> first_job(n_seqs + 1, 0);
+  for (size_t s = 0; s < n_seqs; ++s) {
+    first_job[s + 1] = first_job[s] + static_cast<size_t>(seqs[s].rows) * jobs_per_row;
+  }
   auto work = [&](size_t begin, size_t end) {
-    std::vector<float> scores(static_cast<size_t>(max_pos) * std::min(group, kGroupChunk));
+    std::vector<float> scores(static_cast<size_t>(max_pos) * per_job);
     size_t s = static_cast<size_t>(std::upper_bound(first_job.begin(), first_job.end(), begin) -
                                    first_job.begin() - 1);
     for (size_t job = begin; job < end; ++job) {
@@ -229,8 +238,8 @@ void attention_batch(const AttentionSeq* seqs, size_t n_seqs, int n_heads, int n
       const size_t local = job - first_job[s];
       const int64_t r = static_cast<int64_t>(local) / jobs_per_row;
       const int kvh = static_cast<int>(local % jobs_per_row) / chunks;
-      const int h0 = kvh * group + static_cast<int>(local % chunks) * kGroupChunk;
-      const int heads = std::min(kGroupChunk, (kvh + 1) * group - h0);
+      const int h0 = kvh * group + static_cast<int>(local % chunks) * per_job;
+      const int heads = std::min(per_job, (kvh + 1) * group - h0);
       const int64_t n_pos = seq.pos0 + r + 1;
       const int64_t first = params.window > 0 ? std::max<int64_t>(0, n_pos - params.window) : 0;
       attend_heads(seq.q + r * q_stride + static_cast<int64_t>(h0) * head_dim, heads, seq.kv,
