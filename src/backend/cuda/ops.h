@@ -54,8 +54,8 @@ cudaError_t swiglu_matmul(const float* gate_up, const bf16* w, float* y, int n, 
                           cudaStream_t s);
 // One row, y[N] = w[N, K] . x^T with x staged in shared memory (x 16-byte aligned): matmul's bits.
 cudaError_t matmul_row(const bf16* x, const bf16* w, float* y, int n, int k, cudaStream_t s);
-// Whether swiglu_matmul and matmul_row take this shape: K % 32 == 0, N % 8 == 0, and the part of
-// K a block holds fits its shared memory (norm_matmul's kNormMatmulMaxK implies the last).
+// Whether swiglu_matmul, matmul_row and norm_matmul take this shape: K % 32 == 0, N % 8 == 0, and
+// the part of K a block holds fits its shared memory (norm_matmul also needs K <= kNormMatmulMaxK).
 bool row_matmul_fits(int n, int k);
 // The row kernels' launch shapes (gpu_bench sweeps them): how many, a name each, and matmul_row
 // or norm_matmul with shape i. Every shape computes the same bits.

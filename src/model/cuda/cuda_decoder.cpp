@@ -613,8 +613,11 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
   };
   // One row (a single sequence decoding): each norm runs inside the matmul that reads it
   // (cuda::norm_matmul, same bits), and the residual moves between x_ and x2_ (the fused kernel
-  // reads one and writes the other); two moves a layer end each layer back in x_.
-  const bool fuse_norms = n == 1 && d <= cuda::kNormMatmulMaxK;
+  // reads one and writes the other). A matrix the row kernels cannot take (N % 8 != 0, say a
+  // vocabulary) keeps the norm apart, which leaves the residual in x as well.
+  auto fuse_norm = [&](int cols) {
+    return n == 1 && d <= cuda::kNormMatmulMaxK && cuda::row_matmul_fits(cols, d);
+  };
   // Likewise SwiGLU runs inside the down projection.
   const bool fuse_swiglu = n == 1 && cuda::row_matmul_fits(d, f);
   // and the o projection stages its input row in shared memory the same way.
@@ -623,7 +626,7 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
   // resid (+ delta) -> RMSNorm with norm_w -> y = w . normed: the residual ends up in x.
   auto norm_then_matmul = [&](const float* delta, const DeviceBuffer& norm_w, const DeviceBuffer& w,
                               float* y, int cols) -> Status {
-    if (fuse_norms) {
+    if (fuse_norm(cols)) {
       TF_CUDA_TRY(cuda::norm_matmul(x, delta, norm_w.get<bf16>(), eps, x_other, w.get<bf16>(), y,
                                     cols, d, s));
       std::swap(x, x_other);
@@ -683,7 +686,7 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     timer_.mark("swiglu_down", s);
   }
   const bf16* out_w = tied_ ? embed_.get<bf16>() : output_.get<bf16>();
-  if (fuse_norms && n_out == 1) {
+  if (n_out == 1 && fuse_norm(vocab)) {
     // One row: the last MLP output joins the residual inside the lm_head matmul, with the final
     // norm (the same bits as the gather and norm below: the row's values are the same floats).
     TF_CUDA_TRY(cuda::norm_matmul(x, down, out_norm_.get<bf16>(), eps, x_other, out_w,
