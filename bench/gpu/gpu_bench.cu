@@ -326,7 +326,10 @@ int main() {
     // matmuls that read them (norm_matmul, swiglu_matmul: the decoder's one-row path).
     cu::DeviceBuffer resid2(kHidden * 4);
     CHECK_CUDA(cudaMemset(resid2.get(), 0, resid2.bytes()));
-    for (const bool fused : {false, true}) {
+    // The fused step also with rope and attention launched early (pdl.cuh), as the decoder does.
+    for (const int variant : {0, 1, 2}) {
+      const bool fused = variant >= 1, early = variant == 2;
+      ab.early = early;
       Graph g([&](cudaStream_t s) {
         float *x = resid.get<float>(), *x_other = resid2.get<float>();
         auto norm_then_matmul = [&](const float* dl, const bf16* w, float* y, int n) {
@@ -342,7 +345,7 @@ int main() {
         };
         for (int l = 0; l < kLayers; ++l) {
           norm_then_matmul(delta.get<float>(), weights[l * 4].get<bf16>(), qkv.get<float>(), kQkv);
-          CHECK_CUDA(cu::qkv_rope_kv_write(qkv.get<float>(), qp, qt, 1, s));
+          CHECK_CUDA(cu::qkv_rope_kv_write(qkv.get<float>(), qp, qt, 1, s, early));
           CHECK_CUDA(attention(pos.get<int32_t>(), s));
           if (fused) {
             CHECK_CUDA(cu::matmul_row(att.get<bf16>(), weights[l * 4 + 1].get<bf16>(),
@@ -376,9 +379,12 @@ int main() {
         }
       });
       const float t = time_ms([&] { g.launch(); }, 20);
+      const char* names[] = {"", ", row kernels (norms, SwiGLU fused)",
+                             ", row kernels, rope and attention early (the decoder)"};
       std::printf("one-row step, all kernels%s: %.3f ms = %.1f tok/s (floor %.1f)\n",
-                  fused ? ", row kernels (norms, SwiGLU fused)" : "", t, 1e3 / t, floor_tok);
+                  names[variant], t, 1e3 / t, floor_tok);
     }
+    ab.early = false;
     // Attention's cost by context length (its fixed part and its slope per 32-position tile),
     // as the decoder runs it (split_tiles_kernel) and without the counters (the dim-split
     // kernel and a combine launch).

@@ -25,6 +25,7 @@
 #include <cuda/atomic>
 
 #include "backend/cuda/ops.h"
+#include "backend/cuda/pdl.cuh"
 
 namespace tf::backend::cuda {
 namespace {
@@ -570,6 +571,7 @@ __global__ void __launch_bounds__(kTileWarps * 32, 1)
   const int t0 = t_begin + warp * kTile;
   bf16* kt = k_tiles + warp * kTile * kLd<HD>;
   bf16* vt = v_tiles + warp * kTile * kLd<HD>;
+  pdl_wait();  // launched early: the step's new K, V and Q rows are written
   if (warp < n_tiles)
     stage_tile<HD>(kt, vt, k_cache, v_cache, table, p, kv_head, t0, lo, hi, lane, 32);
 
@@ -717,9 +719,16 @@ cudaError_t launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, cons
           cudaFuncSetAttribute(split_tiles_kernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(smem));
       if (attr != cudaSuccess) return attr;
-      split_tiles_kernel<HD>
-          <<<grid, kTileWarps * 32, smem, s>>>(q, k_cache, v_cache, tables, row_seq, pos, p, work);
-      return cudaGetLastError();
+      cudaLaunchConfig_t cfg{};
+      cfg.gridDim = grid;
+      cfg.blockDim = dim3(kTileWarps * 32);
+      cfg.dynamicSmemBytes = smem;
+      cfg.stream = s;
+      cudaLaunchAttribute early = launch_early();
+      cfg.attrs = &early;
+      cfg.numAttrs = b.early ? 1 : 0;
+      return cudaLaunchKernelEx(&cfg, split_tiles_kernel<HD>, q, k_cache, v_cache, tables, row_seq,
+                                pos, p, work);
     }
     // A launch of few (row, kv head) pairs waits on each block's latency chain: there the warps
     // split the head dims (kDimSplit; one 16-wide step each at least). Past that the chain is

@@ -126,7 +126,8 @@ __device__ __forceinline__ void ring_rows(const WeightRows<NT>& wr, const XSrc& 
   float acc[MF][NT][4];
   zero(acc);
   const ChunkRange cr(k, n);
-  const int batches = (cr.end - cr.begin) / UNROLL;
+  // A warp past N (a spread launch's spare) only takes part in the combine.
+  const int chunks = wr.valid[0] ? cr.end - cr.begin : 0, batches = chunks / UNROLL;
   auto slot = [&](int b, int u, int j) { return ring_slot<STAGES, UNROLL, NT>(ring, b, u, j); };
   auto issue = [&](int b) {
     issue_batch<STAGES, UNROLL, NT, kRowCopy>(ring, wr, w, k, n0, cr, b, batches);
@@ -147,7 +148,7 @@ __device__ __forceinline__ void ring_rows(const WeightRows<NT>& wr, const XSrc& 
     issue(b + STAGES - 1);  // before it is refilled
   }
   cp_async_wait<0>();
-  for (int c = cr.begin + batches * UNROLL; c < cr.end; ++c) {
+  for (int c = cr.begin + batches * UNROLL; c < cr.begin + chunks; ++c) {
     uint4 wb[NT];
     wr.load(c, t, wb);
     xr.mma(acc, c, wb, t);
@@ -157,13 +158,13 @@ __device__ __forceinline__ void ring_rows(const WeightRows<NT>& wr, const XSrc& 
 }
 
 // The launch of every decode kernel: one cluster of parts_of(k, n) blocks (rank = part of K) per
-// rows_per_block rows of N.
+// rows_per_block rows of N, or `clusters` of them (> 0: the kernel maps warps to rows itself).
 template <typename... Params, typename... Args>
 cudaError_t launch_parts(void (*kernel)(Params...), int rows_per_block, int threads, size_t smem,
-                         int n, int k, cudaStream_t s, Args... args) {
+                         int n, int k, cudaStream_t s, int clusters, Args... args) {
   const int parts = parts_of(k, n);
   cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3((n + rows_per_block - 1) / rows_per_block, parts);
+  cfg.gridDim = dim3(clusters > 0 ? clusters : (n + rows_per_block - 1) / rows_per_block, parts);
   cfg.blockDim = dim3(threads);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = s;

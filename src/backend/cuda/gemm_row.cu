@@ -6,9 +6,13 @@
 // (matmul_row), bit-identical to matmul.
 #include <cstdint>
 #include <iterator>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "backend/cuda/gemm_ring.cuh"
 #include "backend/cuda/ops.h"
+#include "backend/cuda/pdl.cuh"
 #include "backend/cuda/row_math.cuh"
 
 namespace tf::backend::cuda {
@@ -164,22 +168,34 @@ struct CopySource {
 // would put a 48 KB ring plus an 8 KB part just over a quarter of the SM's shared memory). At
 // least 4 blocks an SM, as the unfused kernels get (their 48 KB rings allow no more): the norm's
 // row kept in registers would otherwise cost the 8-warp shape a block.
+// A warp's tile of rows: block b's warp w in order, or, with spread > 0 (the grid is that many
+// clusters, all resident at once), tile w * spread + b: a launch of fewer tiles than the GPU has
+// warp slots then gives every block of the wave the same number of tiles within one, rather than
+// leaving whole slots empty on some SMs while others hold one more full block.
+template <int WARPS>
+__device__ __forceinline__ int warp_tile(int spread) {
+  const int b = blockIdx.x, w = threadIdx.x >> 5;
+  return spread > 0 ? w * spread + b : b * WARPS + w;
+}
+
 template <int WARPS, int STAGES, int UNROLL, bool kRowCopy, class Source>
-__global__ void __launch_bounds__(WARPS * 32, 4)
-    row_kernel(Source src, const bf16* __restrict__ w, float* __restrict__ y, int n, int k) {
+__global__ void __launch_bounds__(WARPS * 32, 4) row_kernel(Source src, const bf16* __restrict__ w,
+                                                            float* __restrict__ y, int n, int k,
+                                                            int spread) {
   constexpr int kRing = STAGES * UNROLL * 32;  // uint4 per warp (NT = 1)
   __shared__ uint4 smem_ring[WARPS * kRing];
   extern __shared__ __align__(16) unsigned char h_raw[];
   bf16* h_part = reinterpret_cast<bf16*>(h_raw);
   const int g = (threadIdx.x & 31) >> 2, warp = threadIdx.x >> 5;
-  const int n0 = (blockIdx.x * WARPS + warp) * 8;
+  const int n0 = warp_tile<WARPS>(spread) * 8;
   uint4* ring = smem_ring + warp * kRing;
   const WeightRows<1> wr(w, n0, n, k, g);
   const ChunkRange cr(k, n);
-  const int batches = (cr.end - cr.begin) / UNROLL;
+  const int batches = wr.valid[0] ? (cr.end - cr.begin) / UNROLL : 0;  // a spare warp: none
 #pragma unroll
   for (int b = 0; b < STAGES - 1; ++b)
     issue_batch<STAGES, UNROLL, 1, kRowCopy>(ring, wr, w, k, n0, cr, b, batches);
+  pdl_release();  // qkv_rope_kv_write after the qkv projection may start (pdl.cuh)
   src.template fill<WARPS>(
       h_part, cr.begin * 32, cr.end * 32, k,
       reinterpret_cast<float*>(ring_slot<STAGES, UNROLL, 1>(smem_ring, STAGES - 1, 0, 0)));
@@ -188,7 +204,37 @@ __global__ void __launch_bounds__(WARPS * 32, 4)
   ring_rows<1, STAGES, UNROLL, 1, kRowCopy, STAGES - 1>(wr, xs, w, y, 1, n, k, n0, ring);
 }
 
-template <int WARPS, int STAGES, int UNROLL, bool kRowCopy, class Source>
+// warp_tile's spread for a launch of `kernel` in clusters of parts_of(k, n) blocks: the clusters
+// the GPU holds at once, where the tiles fit in them (0 otherwise: more than one wave, plain order).
+// Asked once per kernel, block shape and part count.
+template <class Kernel>
+int spread_of(Kernel kernel, int n, int k, int rows_per_block, int threads, size_t smem) {
+  const int parts = parts_of(k, n), needed = (n + rows_per_block - 1) / rows_per_block;
+  static std::mutex mu;
+  static std::map<std::tuple<size_t, int, int>, int> resident;  // (smem, threads, parts)
+  const std::lock_guard lock(mu);
+  auto [it, fresh] = resident.try_emplace({smem, threads, parts}, 0);
+  if (fresh) {
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(1, parts);
+    cfg.blockDim = dim3(threads);
+    cfg.dynamicSmemBytes = smem;
+    cudaLaunchAttribute cluster{};
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = 1;
+    cluster.val.clusterDim.y = parts;
+    cluster.val.clusterDim.z = 1;
+    cfg.attrs = &cluster;
+    cfg.numAttrs = 1;
+    if (cudaOccupancyMaxActiveClusters(&it->second, kernel, &cfg) != cudaSuccess) {
+      (void)cudaGetLastError();
+      it->second = 0;
+    }
+  }
+  return needed <= it->second ? it->second : 0;
+}
+
+template <int WARPS, int STAGES, int UNROLL, bool kRowCopy, class Source, bool kSpread = false>
 cudaError_t launch_row(const Source& src, const bf16* w, float* y, int n, int k, cudaStream_t s) {
   auto* kernel = row_kernel<WARPS, STAGES, UNROLL, kRowCopy, Source>;
   static const cudaError_t attr = [&] {
@@ -199,8 +245,9 @@ cudaError_t launch_row(const Source& src, const bf16* w, float* y, int n, int k,
                                 cudaSharedmemCarveoutMaxShared);
   }();
   if (attr != cudaSuccess) return attr;
-  return launch_parts(kernel, WARPS * 8, WARPS * 32, static_cast<size_t>(part_len(k, n)) * 2, n, k,
-                      s, src, w, y, n, k);
+  const size_t smem = static_cast<size_t>(part_len(k, n)) * 2;
+  const int spread = kSpread ? spread_of(kernel, n, k, WARPS * 8, WARPS * 32, smem) : 0;
+  return launch_parts(kernel, WARPS * 8, WARPS * 32, smem, n, k, s, spread, src, w, y, n, k, spread);
 }
 
 // Launch shapes (gpu_bench, fused vs add_rms_norm + matmul, us per launch on the H200): the wide
@@ -220,6 +267,7 @@ cudaError_t row_matmul(const Source& src, const bf16* w, float* y, int n, int k,
   const bool wide = n / 8 * parts_of(k, n) >= 3000;
   if (!wide) return launch_row<4, 6, 4, false>(src, w, y, n, k, s);
   if (n >= kVeryWideN) return launch_row<4, 6, 4, true>(src, w, y, n, k, s);
+  if (parts_of(k, n) == 1) return launch_row<8, 3, 4, false, Source, true>(src, w, y, n, k, s);
   return launch_row<8, 3, 4, true>(src, w, y, n, k, s);
 }
 
@@ -238,6 +286,8 @@ constexpr RowShape<Source> kRowShapes[] = {
     {"w4 s3 u4", launch_row<4, 3, 4, false, Source>},
     {"rows w4 s3 u8", launch_row<4, 3, 8, true, Source>},
     {"w8 s3 u4", launch_row<8, 3, 4, false, Source>},
+    {"spread w8 s3 u4", launch_row<8, 3, 4, false, Source, true>},
+    {"spread rows w8 s3 u4", launch_row<8, 3, 4, true, Source, true>},
 };
 constexpr int kRowShapeCount = static_cast<int>(std::size(kRowShapes<CopySource>));
 

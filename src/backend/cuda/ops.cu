@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "backend/cuda/ops.h"
+#include "backend/cuda/pdl.cuh"
 #include "backend/cuda/row_math.cuh"
 
 namespace tf::backend::cuda {
@@ -103,11 +104,13 @@ __global__ void embedding_kernel(const bf16* __restrict__ table, const int32_t* 
 __global__ void qkv_rope_kernel(const float* __restrict__ qkv, QkvParams p, QkvTensors t) {
   constexpr int kPerLane = 8;  // head_dim <= 256
   __shared__ float rounded[kPerLane * 32];
+  pdl_release();  // attention after it may start (pdl.cuh)
   const int row = blockIdx.x, head = blockIdx.y, lane = threadIdx.x, hd = p.head_dim;
   const int width = (p.n_heads + 2 * p.n_kv_heads) * hd;
   const int64_t base = static_cast<int64_t>(row) * width + static_cast<int64_t>(head) * hd;
   float v[kPerLane];
   float ss = 0.0f;
+  pdl_wait();  // launched early: the qkv projection is done
 #pragma unroll
   for (int i = 0; i < kPerLane; ++i) {
     const int d = lane + 32 * i;
@@ -218,13 +221,19 @@ __global__ void gather_rows_kernel(const float* __restrict__ src, const int32_t*
 }  // namespace
 
 cudaError_t qkv_rope_kv_write(const float* qkv, const QkvParams& p, const QkvTensors& t, int rows,
-                              cudaStream_t s) {
+                              cudaStream_t s, bool early) {
   if (rows <= 0) return cudaSuccess;
   if (p.head_dim > 256 || p.rope_dim % 2 != 0 || p.rope_dim > p.head_dim) {
     return cudaErrorInvalidValue;
   }
-  qkv_rope_kernel<<<dim3(rows, p.n_heads + 2 * p.n_kv_heads), 32, 0, s>>>(qkv, p, t);
-  return cudaGetLastError();
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(rows, p.n_heads + 2 * p.n_kv_heads);
+  cfg.blockDim = dim3(32);
+  cfg.stream = s;
+  cudaLaunchAttribute attr = launch_early();
+  cfg.attrs = &attr;
+  cfg.numAttrs = early ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, qkv_rope_kernel, qkv, p, t);
 }
 
 cudaError_t argmax_rows(const float* x, int rows, int n, int32_t* out, cudaStream_t s) {

@@ -95,8 +95,9 @@ struct QkvTensors {
   const int64_t* slots = nullptr;
   bf16 *q_out = nullptr, *k_cache = nullptr, *v_cache = nullptr;
 };
+// early: launched while the qkv projection still runs (pdl.cuh; the one-row kernels release it).
 cudaError_t qkv_rope_kv_write(const float* qkv, const QkvParams& p, const QkvTensors& t, int rows,
-                              cudaStream_t s);
+                              cudaStream_t s, bool early = false);
 
 // out[r] = the lowest index of the largest value of row r (rows of n floats): greedy decoding
 // without copying logits back. Equals backend::cpu::argmax on NaN-free rows.
@@ -136,6 +137,8 @@ struct AttentionBatch {
   const AttentionTile* tiles = nullptr;  // device
   int n_tiles = 0;
   bf16* out = nullptr;
+  // Launch a one-row split launch early (pdl.cuh) after qkv_rope_kv_write, which releases it.
+  bool early = false;
 };
 // Splits of the row at position `last` under `window` (0: none): a function of the row alone.
 int attention_splits(int window, int last);
