@@ -177,15 +177,21 @@ __host__ __device__ constexpr size_t stage_bytes() {
 // become zeros (never read by a visible score, and finite under a zero probability). Lane r of
 // every warp looks up position t0 + r's cache slot once; the copies take it by shuffle, so the
 // per-copy address math is shifts and masks, not divisions (it used to outweigh the mma work).
-// The copies are spread over the threads i0, i0 + stride, ... (whole warps).
-template <int HD>
+// The copies are spread over the threads i0, i0 + stride, ... (whole warps). kOldRows / kNewRow:
+// only the positions other than `last`, or only position `last` (a decode row's own, which its
+// qkv_rope_kv_write writes), so the older ones may be copied before that kernel is done.
+enum StagePart { kAllRows, kOldRows, kNewRow };
+template <int HD, StagePart kPart = kAllRows>
 __device__ void stage_tile(bf16* kd, bf16* vd, const bf16* k_cache, const bf16* v_cache,
                            const int32_t* table, const AttentionParams& p, int kv_head, int t0,
-                           int lo, int hi, int i0, int stride) {
+                           int lo, int hi, int i0, int stride, int last = -1) {
   constexpr int kPieces = HD / 8;
   const int at = t0 + (threadIdx.x & 31);
+  const bool skip = kPart == kOldRows ? at == last : kPart == kNewRow ? at != last : false;
   const int slot =
-      at >= lo && at <= hi ? table[at / p.block_size] * p.block_size + at % p.block_size : -1;
+      skip ? -2
+           : (at >= lo && at <= hi ? table[at / p.block_size] * p.block_size + at % p.block_size
+                                   : -1);
   const int64_t kv_width = static_cast<int64_t>(p.n_kv_heads) * p.head_dim;
   const bf16* k_head = k_cache + static_cast<int64_t>(kv_head) * p.head_dim;
   const bf16* v_head = v_cache + static_cast<int64_t>(kv_head) * p.head_dim;
@@ -193,7 +199,7 @@ __device__ void stage_tile(bf16* kd, bf16* vd, const bf16* k_cache, const bf16* 
   for (int i = i0; i < kTile * kPieces; i += stride) {
     const int r = i / kPieces, c = (i % kPieces) * 8;
     const int s = __shfl_sync(0xffffffffu, slot, r);
-    if (c >= p.head_dim) continue;  // padding up to HD stays zero
+    if (c >= p.head_dim || s == -2) continue;  // padding up to HD stays zero; a skipped row
     const int64_t off = s >= 0 ? s * kv_width + c : 0;
     cp_async16(kd + r * kLd<HD> + c, k_head + off, s >= 0);
     cp_async16(vd + r * kLd<HD> + c, v_head + off, s >= 0);
@@ -571,9 +577,17 @@ __global__ void __launch_bounds__(kTileWarps * 32, 1)
   const int t0 = t_begin + warp * kTile;
   bf16* kt = k_tiles + warp * kTile * kLd<HD>;
   bf16* vt = v_tiles + warp * kTile * kLd<HD>;
-  pdl_wait();  // launched early: the step's new K, V and Q rows are written
-  if (warp < n_tiles)
-    stage_tile<HD>(kt, vt, k_cache, v_cache, table, p, kv_head, t0, lo, hi, lane, 32);
+  // Launched early, the older positions' K and V copy while qkv_rope_kv_write still writes the
+  // row's own (a split row is its sequence's only row in the step) and its Q: those after it.
+  if (warp < n_tiles) {
+    stage_tile<HD, kOldRows>(kt, vt, k_cache, v_cache, table, p, kv_head, t0, lo, hi, lane, 32,
+                             last);
+  }
+  pdl_wait();
+  if (warp < n_tiles && last >= t0 && last < t0 + kTile && last <= hi) {
+    stage_tile<HD, kNewRow>(kt, vt, k_cache, v_cache, table, p, kv_head, t0, lo, hi, lane, 32,
+                            last);
+  }
 
   Lines<HD> L;
   L.init(q, pos, p, row, group, kv_head, 0);
