@@ -199,7 +199,10 @@ __device__ void stage_tile(bf16* kd, bf16* vd, const bf16* k_cache, const bf16* 
   for (int i = i0; i < kTile * kPieces; i += stride) {
     const int r = i / kPieces, c = (i % kPieces) * 8;
     const int s = __shfl_sync(0xffffffffu, slot, r);
-    if (c >= p.head_dim || s == -2) continue;  // padding up to HD stays zero; a skipped row
+    if (c >= p.head_dim) continue;  // padding up to HD stays zero
+    if constexpr (kPart != kAllRows) {
+      if (s == -2) continue;  // a row left for the other call
+    }
     const int64_t off = s >= 0 ? s * kv_width + c : 0;
     cp_async16(kd + r * kLd<HD> + c, k_head + off, s >= 0);
     cp_async16(vd + r * kLd<HD> + c, v_head + off, s >= 0);

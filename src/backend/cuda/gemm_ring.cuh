@@ -157,6 +157,16 @@ __device__ __forceinline__ void ring_rows(const WeightRows<NT>& wr, const XSrc& 
   store_rows(acc, wr, y, m, n, n0, g, t);
 }
 
+// The cluster shape of a decode launch: the parts of K of one set of rows.
+inline cudaLaunchAttribute parts_cluster(int parts) {
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = 1;
+  cluster.val.clusterDim.y = parts;
+  cluster.val.clusterDim.z = 1;
+  return cluster;
+}
+
 // The launch of every decode kernel: one cluster of parts_of(k, n) blocks (rank = part of K) per
 // rows_per_block rows of N, or `clusters` of them (> 0: the kernel maps warps to rows itself).
 template <typename... Params, typename... Args>
@@ -168,11 +178,7 @@ cudaError_t launch_parts(void (*kernel)(Params...), int rows_per_block, int thre
   cfg.blockDim = dim3(threads);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
-  cudaLaunchAttribute cluster{};
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = 1;
-  cluster.val.clusterDim.y = parts;
-  cluster.val.clusterDim.z = 1;
+  cudaLaunchAttribute cluster = parts_cluster(parts);
   cfg.attrs = &cluster;
   cfg.numAttrs = 1;
   return cudaLaunchKernelEx(&cfg, kernel, args...);

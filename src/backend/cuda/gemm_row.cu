@@ -163,11 +163,6 @@ struct CopySource {
   }
 };
 
-// The first weight batches are issued before the source fills the block's part of the input; its
-// scratch is warp 0's last ring slot, which no copy fills before the main loop (a separate array
-// would put a 48 KB ring plus an 8 KB part just over a quarter of the SM's shared memory). At
-// least 4 blocks an SM, as the unfused kernels get (their 48 KB rings allow no more): the norm's
-// row kept in registers would otherwise cost the 8-warp shape a block.
 // A warp's tile of rows: block b's warp w in order, or, with spread > 0 (the grid is that many
 // clusters, all resident at once), tile w * spread + b: a launch of fewer tiles than the GPU has
 // warp slots then gives every block of the wave the same number of tiles within one, rather than
@@ -178,6 +173,11 @@ __device__ __forceinline__ int warp_tile(int spread) {
   return spread > 0 ? w * spread + b : b * WARPS + w;
 }
 
+// The first weight batches are issued before the source fills the block's part of the input; its
+// scratch is warp 0's last ring slot, which no copy fills before the main loop (a separate array
+// would put a 48 KB ring plus an 8 KB part just over a quarter of the SM's shared memory). At
+// least 4 blocks an SM, as the unfused kernels get (their 48 KB rings allow no more): the norm's
+// row kept in registers would otherwise cost the 8-warp shape a block.
 template <int WARPS, int STAGES, int UNROLL, bool kRowCopy, class Source>
 __global__ void __launch_bounds__(WARPS * 32, 4) row_kernel(Source src, const bf16* __restrict__ w,
                                                             float* __restrict__ y, int n, int k,
@@ -206,24 +206,21 @@ __global__ void __launch_bounds__(WARPS * 32, 4) row_kernel(Source src, const bf
 
 // warp_tile's spread for a launch of `kernel` in clusters of parts_of(k, n) blocks: the clusters
 // the GPU holds at once, where the tiles fit in them (0 otherwise: more than one wave, plain order).
-// Asked once per kernel, block shape and part count.
+// Asked once per kernel, shared memory and part count.
 template <class Kernel>
 int spread_of(Kernel kernel, int n, int k, int rows_per_block, int threads, size_t smem) {
   const int parts = parts_of(k, n), needed = (n + rows_per_block - 1) / rows_per_block;
   static std::mutex mu;
-  static std::map<std::tuple<size_t, int, int>, int> resident;  // (smem, threads, parts)
+  static std::map<std::tuple<const void*, size_t, int>, int> resident;  // kernel, smem, parts
   const std::lock_guard lock(mu);
-  auto [it, fresh] = resident.try_emplace({smem, threads, parts}, 0);
+  auto [it, fresh] =
+      resident.try_emplace({reinterpret_cast<const void*>(kernel), smem, parts}, 0);
   if (fresh) {
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(1, parts);
     cfg.blockDim = dim3(threads);
     cfg.dynamicSmemBytes = smem;
-    cudaLaunchAttribute cluster{};
-    cluster.id = cudaLaunchAttributeClusterDimension;
-    cluster.val.clusterDim.x = 1;
-    cluster.val.clusterDim.y = parts;
-    cluster.val.clusterDim.z = 1;
+    cudaLaunchAttribute cluster = parts_cluster(parts);
     cfg.attrs = &cluster;
     cfg.numAttrs = 1;
     if (cudaOccupancyMaxActiveClusters(&it->second, kernel, &cfg) != cudaSuccess) {
@@ -255,7 +252,9 @@ cudaError_t launch_row(const Source& src, const bf16* w, float* y, int n, int k,
 // pair; 4 warps with 6 stages, the unfused pick, 65.1: with 8 warps each thread stands in for one
 // norm thread, not two), the narrow ones a 6-stage ring (qkv 17.5 against 18.4). A vocabulary-wide
 // lm_head streams long enough that the unfused one-part pick (4 warps, 6 stages: 4 % faster on
-// gate_up unfused) wins back more than its slower norm costs.
+// gate_up unfused) wins back more than its slower norm costs. A one-part wide matrix (gate_up)
+// spreads its tiles over every resident block (warp_tile; norm-fused 3,810 -> 4,002 GB/s, and
+// the plain copies then beat the row-contiguous ones); parts of K gained nothing from it.
 constexpr int kVeryWideN = 65536;
 // The shapes every row kernel takes: whole 32-wide chunks of K, whole 8-row tiles of N, and a
 // block's part of K within kRowMaxPart.

@@ -649,9 +649,12 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     qt.k_norm = L.k_norm.get<float>();
     qt.k_cache = kc;
     qt.v_cache = vc;
-    // Rope and a one-row attention launch start early (pdl.cuh): each waits on its producer's
-    // completion before reading its output, and what it does before that hides the launch.
-    TF_CUDA_TRY(cuda::qkv_rope_kv_write(qkv_f32_.get<float>(), qp, qt, n, s, /*early=*/true));
+    // One row: rope and attention start early (pdl.cuh), released by the qkv row kernel and by
+    // rope; each waits on its producer before reading its output, and attention copies the older
+    // K and V rows before that. Not for more rows: rope's rows x heads blocks would sit on the
+    // SMs through a prefill GEMM that releases its dependents early.
+    const bool early = n == 1;
+    TF_CUDA_TRY(cuda::qkv_rope_kv_write(qkv_f32_.get<float>(), qp, qt, n, s, early));
     timer_.mark("qkv_rope_kv", s);
     cuda::AttentionParams ap{cfg_.num_heads, cfg_.num_kv_heads, hd, bs, width, scale};
     ap.window = spec_.window[l];
@@ -665,7 +668,7 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     ab.tiles = d_tiles_.get<cuda::AttentionTile>();
     ab.n_tiles = plan.n_tiles;
     ab.out = att_.get<bf16>();
-    ab.early = true;
+    ab.early = early;
     TF_CUDA_TRY(cuda::paged_attention(q_.get<bf16>(), kc, vc, d_tables_.get<int32_t>(),
                                       d_row_seq_.get<int32_t>(), d_pos_.get<int32_t>(), ap, ab, s));
     timer_.mark("attention", s);
