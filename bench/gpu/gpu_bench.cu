@@ -326,16 +326,19 @@ int main() {
     // matmuls that read them (norm_matmul, swiglu_matmul: the decoder's one-row path).
     cu::DeviceBuffer resid2(kHidden * 4);
     CHECK_CUDA(cudaMemset(resid2.get(), 0, resid2.bytes()));
-    // The fused step also with rope and attention launched early (pdl.cuh), as the decoder does.
-    for (const int variant : {0, 1, 2}) {
-      const bool fused = variant >= 1, early = variant == 2;
+    // The fused step also with kernels launched early (pdl.cuh): rope and attention (2), and
+    // gate_up and down too, as the decoder does (3), and qkv as well (4).
+    for (const int variant : {0, 1, 2, 3, 4}) {
+      const bool fused = variant >= 1, early = variant >= 2;
+      const bool early_gu = variant >= 3, early_down = variant >= 3, early_qkv = variant >= 4;
       ab.early = early;
       Graph g([&](cudaStream_t s) {
         float *x = resid.get<float>(), *x_other = resid2.get<float>();
-        auto norm_then_matmul = [&](const float* dl, const bf16* w, float* y, int n) {
+        auto norm_then_matmul = [&](const float* dl, const bf16* w, float* y, int n,
+                                    bool early_mm) {
           if (fused) {
-            CHECK_CUDA(
-                cu::norm_matmul(x, dl, normw.get<bf16>(), 1e-5f, x_other, w, y, n, kHidden, s));
+            CHECK_CUDA(cu::norm_matmul(x, dl, normw.get<bf16>(), 1e-5f, x_other, w, y, n, kHidden,
+                                       s, early_mm));
             std::swap(x, x_other);
             return;
           }
@@ -344,7 +347,8 @@ int main() {
           CHECK_CUDA(cu::matmul(h.get<bf16>(), w, y, 1, n, kHidden, s));
         };
         for (int l = 0; l < kLayers; ++l) {
-          norm_then_matmul(delta.get<float>(), weights[l * 4].get<bf16>(), qkv.get<float>(), kQkv);
+          norm_then_matmul(delta.get<float>(), weights[l * 4].get<bf16>(), qkv.get<float>(), kQkv,
+                           early_qkv && l > 0);
           CHECK_CUDA(cu::qkv_rope_kv_write(qkv.get<float>(), qp, qt, 1, s, early));
           CHECK_CUDA(attention(pos.get<int32_t>(), s));
           if (fused) {
@@ -355,10 +359,10 @@ int main() {
                                   delta.get<float>(), 1, kHidden, kHeads * hd, s));
           }
           norm_then_matmul(delta.get<float>(), weights[l * 4 + 2].get<bf16>(), gu.get<float>(),
-                           2 * kFfn);
+                           2 * kFfn, early_gu);
           if (fused) {
             CHECK_CUDA(cu::swiglu_matmul(gu.get<float>(), weights[l * 4 + 3].get<bf16>(),
-                                         delta.get<float>(), kHidden, kFfn, s));
+                                         delta.get<float>(), kHidden, kFfn, s, early_down));
           } else {
             CHECK_CUDA(cu::swiglu(gu.get<float>(), act.get<bf16>(), 1, kFfn, s));
             CHECK_CUDA(cu::matmul(act.get<bf16>(), weights[l * 4 + 3].get<bf16>(),
@@ -379,8 +383,11 @@ int main() {
         }
       });
       const float t = time_ms([&] { g.launch(); }, 20);
-      const char* names[] = {"", ", row kernels (norms, SwiGLU fused)",
-                             ", row kernels, rope and attention early (the decoder)"};
+      const char* names[] = {"",
+                             ", row kernels (norms, SwiGLU fused)",
+                             ", row kernels, rope and attention early",
+                             ", row kernels, rope, attention, gate_up, down early (the decoder)",
+                             ", row kernels, all but o early"};
       std::printf("one-row step, all kernels%s: %.3f ms = %.1f tok/s (floor %.1f)\n",
                   names[variant], t, 1e3 / t, floor_tok);
     }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "backend/cuda/gemm_order.cuh"
+#include "backend/cuda/pdl.cuh"
 
 namespace tf::backend::cuda::gemm {
 
@@ -168,19 +169,20 @@ inline cudaLaunchAttribute parts_cluster(int parts) {
 }
 
 // The launch of every decode kernel: one cluster of parts_of(k, n) blocks (rank = part of K) per
-// rows_per_block rows of N, or `clusters` of them (> 0: the kernel maps warps to rows itself).
+// rows_per_block rows of N, or `clusters` of them (> 0: the kernel maps warps to rows itself);
+// early: launched early (pdl.cuh), for kernels that pdl_wait().
 template <typename... Params, typename... Args>
 cudaError_t launch_parts(void (*kernel)(Params...), int rows_per_block, int threads, size_t smem,
-                         int n, int k, cudaStream_t s, int clusters, Args... args) {
+                         int n, int k, cudaStream_t s, int clusters, bool early, Args... args) {
   const int parts = parts_of(k, n);
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(clusters > 0 ? clusters : (n + rows_per_block - 1) / rows_per_block, parts);
   cfg.blockDim = dim3(threads);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
-  cudaLaunchAttribute cluster = parts_cluster(parts);
-  cfg.attrs = &cluster;
-  cfg.numAttrs = 1;
+  cudaLaunchAttribute attrs[2] = {parts_cluster(parts), launch_early()};
+  cfg.attrs = attrs;
+  cfg.numAttrs = early ? 2 : 1;
   return cudaLaunchKernelEx(&cfg, kernel, args...);
 }
 

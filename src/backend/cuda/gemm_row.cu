@@ -195,7 +195,8 @@ __global__ void __launch_bounds__(WARPS * 32, 4) row_kernel(Source src, const bf
 #pragma unroll
   for (int b = 0; b < STAGES - 1; ++b)
     issue_batch<STAGES, UNROLL, 1, kRowCopy>(ring, wr, w, k, n0, cr, b, batches);
-  pdl_release();  // qkv_rope_kv_write after the qkv projection may start (pdl.cuh)
+  pdl_release();  // the next kernel may start, where launched early (pdl.cuh)
+  pdl_wait();     // launched early: the input row's producer is done
   src.template fill<WARPS>(
       h_part, cr.begin * 32, cr.end * 32, k,
       reinterpret_cast<float*>(ring_slot<STAGES, UNROLL, 1>(smem_ring, STAGES - 1, 0, 0)));
@@ -232,7 +233,8 @@ int spread_of(Kernel kernel, int n, int k, int rows_per_block, int threads, size
 }
 
 template <int WARPS, int STAGES, int UNROLL, bool kRowCopy, class Source, bool kSpread = false>
-cudaError_t launch_row(const Source& src, const bf16* w, float* y, int n, int k, cudaStream_t s) {
+cudaError_t launch_row(const Source& src, const bf16* w, float* y, int n, int k, cudaStream_t s,
+                       bool early = false) {
   auto* kernel = row_kernel<WARPS, STAGES, UNROLL, kRowCopy, Source>;
   static const cudaError_t attr = [&] {
     const cudaError_t e =
@@ -244,7 +246,8 @@ cudaError_t launch_row(const Source& src, const bf16* w, float* y, int n, int k,
   if (attr != cudaSuccess) return attr;
   const size_t smem = static_cast<size_t>(part_len(k, n)) * 2;
   const int spread = kSpread ? spread_of(kernel, n, k, WARPS * 8, WARPS * 32, smem) : 0;
-  return launch_parts(kernel, WARPS * 8, WARPS * 32, smem, n, k, s, spread, src, w, y, n, k, spread);
+  return launch_parts(kernel, WARPS * 8, WARPS * 32, smem, n, k, s, spread, early, src, w, y, n, k,
+                      spread);
 }
 
 // Launch shapes (gpu_bench, fused vs add_rms_norm + matmul, us per launch on the H200): the wide
@@ -261,13 +264,16 @@ constexpr int kVeryWideN = 65536;
 bool shape_ok(int n, int k) { return k % 32 == 0 && n % 8 == 0 && part_len(k, n) <= kRowMaxPart; }
 
 template <class Source>
-cudaError_t row_matmul(const Source& src, const bf16* w, float* y, int n, int k, cudaStream_t s) {
+cudaError_t row_matmul(const Source& src, const bf16* w, float* y, int n, int k, cudaStream_t s,
+                       bool early) {
   if (!shape_ok(n, k)) return cudaErrorInvalidValue;
   const bool wide = n / 8 * parts_of(k, n) >= 3000;
-  if (!wide) return launch_row<4, 6, 4, false>(src, w, y, n, k, s);
-  if (n >= kVeryWideN) return launch_row<4, 6, 4, true>(src, w, y, n, k, s);
-  if (parts_of(k, n) == 1) return launch_row<8, 3, 4, false, Source, true>(src, w, y, n, k, s);
-  return launch_row<8, 3, 4, true>(src, w, y, n, k, s);
+  if (!wide) return launch_row<4, 6, 4, false>(src, w, y, n, k, s, early);
+  if (n >= kVeryWideN) return launch_row<4, 6, 4, true>(src, w, y, n, k, s, early);
+  if (parts_of(k, n) == 1) {
+    return launch_row<8, 3, 4, false, Source, true>(src, w, y, n, k, s, early);
+  }
+  return launch_row<8, 3, 4, true>(src, w, y, n, k, s, early);
 }
 
 // The launch shapes gpu_bench sweeps (with the plain-copy and the norm sources; every one gives
@@ -275,7 +281,7 @@ cudaError_t row_matmul(const Source& src, const bf16* w, float* y, int n, int k,
 template <class Source>
 struct RowShape {
   const char* name;
-  cudaError_t (*launch)(const Source&, const bf16*, float*, int, int, cudaStream_t);
+  cudaError_t (*launch)(const Source&, const bf16*, float*, int, int, cudaStream_t, bool);
 };
 template <class Source>
 constexpr RowShape<Source> kRowShapes[] = {
@@ -293,19 +299,20 @@ constexpr int kRowShapeCount = static_cast<int>(std::size(kRowShapes<CopySource>
 }  // namespace
 
 cudaError_t norm_matmul(const float* resid, const float* delta, const bf16* norm_w, float eps,
-                        float* resid_out, const bf16* w, float* y, int n, int k, cudaStream_t s) {
+                        float* resid_out, const bf16* w, float* y, int n, int k, cudaStream_t s,
+                        bool early) {
   if (k > kNormMatmulMaxK || resid_out == resid || resid_out == delta) return cudaErrorInvalidValue;
-  return row_matmul(NormSource{resid, delta, norm_w, eps, resid_out}, w, y, n, k, s);
+  return row_matmul(NormSource{resid, delta, norm_w, eps, resid_out}, w, y, n, k, s, early);
 }
 
 cudaError_t swiglu_matmul(const float* gate_up, const bf16* w, float* y, int n, int k,
-                          cudaStream_t s) {
-  return row_matmul(SwigluSource{gate_up}, w, y, n, k, s);
+                          cudaStream_t s, bool early) {
+  return row_matmul(SwigluSource{gate_up}, w, y, n, k, s, early);
 }
 
 cudaError_t matmul_row(const bf16* x, const bf16* w, float* y, int n, int k, cudaStream_t s) {
   if (reinterpret_cast<uintptr_t>(x) % 16 != 0) return cudaErrorInvalidValue;
-  return row_matmul(CopySource{x}, w, y, n, k, s);
+  return row_matmul(CopySource{x}, w, y, n, k, s, false);
 }
 
 bool row_matmul_fits(int n, int k) { return shape_ok(n, k); }
@@ -318,7 +325,7 @@ cudaError_t matmul_row_shape(const bf16* x, const bf16* w, float* y, int n, int 
       reinterpret_cast<uintptr_t>(x) % 16 != 0) {
     return cudaErrorInvalidValue;
   }
-  return kRowShapes<CopySource>[shape].launch(CopySource{x}, w, y, n, k, s);
+  return kRowShapes<CopySource>[shape].launch(CopySource{x}, w, y, n, k, s, false);
 }
 cudaError_t norm_matmul_shape(const float* resid, const float* delta, const bf16* norm_w, float eps,
                               float* resid_out, const bf16* w, float* y, int n, int k,
@@ -328,7 +335,7 @@ cudaError_t norm_matmul_shape(const float* resid, const float* delta, const bf16
     return cudaErrorInvalidValue;
   }
   return kRowShapes<NormSource>[shape].launch(NormSource{resid, delta, norm_w, eps, resid_out}, w,
-                                              y, n, k, s);
+                                              y, n, k, s, false);
 }
 
 }  // namespace tf::backend::cuda

@@ -146,10 +146,10 @@ cudaError_t launch(const bf16* x, const bf16* w, OutT* y, int m, int n, int k, c
   constexpr int rows_per_block = WARPS * 8 * NT;
   if constexpr (kKind == kStaged) {
     return launch_parts(staged_m_kernel<MF, WARPS, STAGES, UNROLL, NT, OutT>, rows_per_block,
-                        WARPS * 32, 0, n, k, s, 0, x, w, y, m, n, k);
+                        WARPS * 32, 0, n, k, s, 0, false, x, w, y, m, n, k);
   } else {
     return launch_parts(small_m_kernel<MF, WARPS, STAGES, UNROLL, NT, kRowCopy, OutT>,
-                        rows_per_block, WARPS * 32, 0, n, k, s, 0, x, w, y, m, n, k);
+                        rows_per_block, WARPS * 32, 0, n, k, s, 0, false, x, w, y, m, n, k);
   }
 }
 

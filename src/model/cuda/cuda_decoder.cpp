@@ -624,11 +624,17 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
   const bool row_o = n == 1 && cuda::row_matmul_fits(d, q_dim);
   float* x_other = x2_.get<float>();
   // resid (+ delta) -> RMSNorm with norm_w -> y = w . normed: the residual ends up in x.
+  // One row: some kernels start early (pdl.cuh), released at their producer's entry; each waits
+  // on the producer before reading its output, and copies weights (attention: older K and V rows)
+  // before that. gpu_bench measured which links pay: rope and attention, gate_up after o, down
+  // after gate_up (-0.17 ms a Llama-3.1-8B step); qkv after down and o after attention did not.
+  // Not for more rows: rope's rows x heads blocks would sit through a prefill GEMM.
+  const bool early = n == 1;
   auto norm_then_matmul = [&](const float* delta, const DeviceBuffer& norm_w, const DeviceBuffer& w,
-                              float* y, int cols) -> Status {
+                              float* y, int cols, bool early_mm) -> Status {
     if (fuse_norm(cols)) {
       TF_CUDA_TRY(cuda::norm_matmul(x, delta, norm_w.get<bf16>(), eps, x_other, w.get<bf16>(), y,
-                                    cols, d, s));
+                                    cols, d, s, early_mm));
       std::swap(x, x_other);
       return {};
     }
@@ -640,7 +646,7 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     const DeviceLayer& L = layers_[l];
     // The previous layer's MLP output joins the residual here, with this layer's norm.
     TF_RETURN_IF_ERROR(norm_then_matmul(l == 0 ? nullptr : down, L.attn_norm, L.wqkv,
-                                        qkv_f32_.get<float>(), qkv_dim));
+                                        qkv_f32_.get<float>(), qkv_dim, false));
     timer_.mark("norm_qkv", s);
     bf16* kc = k_cache_.get<bf16>() + kv_layer_elems_ * l;
     bf16* vc = v_cache_.get<bf16>() + kv_layer_elems_ * l;
@@ -649,11 +655,6 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     qt.k_norm = L.k_norm.get<float>();
     qt.k_cache = kc;
     qt.v_cache = vc;
-    // One row: rope and attention start early (pdl.cuh), released by the qkv row kernel and by
-    // rope; each waits on its producer before reading its output, and attention copies the older
-    // K and V rows before that. Not for more rows: rope's rows x heads blocks would sit on the
-    // SMs through a prefill GEMM that releases its dependents early.
-    const bool early = n == 1;
     TF_CUDA_TRY(cuda::qkv_rope_kv_write(qkv_f32_.get<float>(), qp, qt, n, s, early));
     timer_.mark("qkv_rope_kv", s);
     cuda::AttentionParams ap{cfg_.num_heads, cfg_.num_kv_heads, hd, bs, width, scale};
@@ -680,11 +681,12 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
           gemm_.matmul(att_.get<bf16>(), L.wo.get<bf16>(), o_.get<float>(), n, d, q_dim, s));
     }
     timer_.mark("o_proj", s);
-    TF_RETURN_IF_ERROR(
-        norm_then_matmul(o_.get<float>(), L.ffn_norm, L.w_gate_up, gu_.get<float>(), 2 * f));
+    TF_RETURN_IF_ERROR(norm_then_matmul(o_.get<float>(), L.ffn_norm, L.w_gate_up,
+                                        gu_.get<float>(), 2 * f, early));
     timer_.mark("norm_gate_up", s);
     if (fuse_swiglu) {
-      TF_CUDA_TRY(cuda::swiglu_matmul(gu_.get<float>(), L.w_down.get<bf16>(), down, d, f, s));
+      TF_CUDA_TRY(
+          cuda::swiglu_matmul(gu_.get<float>(), L.w_down.get<bf16>(), down, d, f, s, early));
     } else {
       TF_CUDA_TRY(cuda::swiglu(gu_.get<float>(), act_.get<bf16>(), n, f, s));
       TF_CUDA_TRY(gemm_.matmul(act_.get<bf16>(), L.w_down.get<bf16>(), down, n, d, f, s));
