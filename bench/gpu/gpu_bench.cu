@@ -326,11 +326,12 @@ int main() {
     // matmuls that read them (norm_matmul, swiglu_matmul: the decoder's one-row path).
     cu::DeviceBuffer resid2(kHidden * 4);
     CHECK_CUDA(cudaMemset(resid2.get(), 0, resid2.bytes()));
-    // The fused step also with kernels launched early (pdl.cuh): rope and attention (2), and
-    // gate_up and down too, as the decoder does (3), and qkv as well (4).
-    for (const int variant : {0, 1, 2, 3, 4}) {
+    // The fused step also with kernels launched early (pdl.cuh): rope and attention (2), gate_up
+    // and down too (3), o and lm_head too, as the decoder does (4), and qkv as well (5).
+    for (const int variant : {0, 1, 2, 3, 4, 5}) {
       const bool fused = variant >= 1, early = variant >= 2;
-      const bool early_gu = variant >= 3, early_down = variant >= 3, early_qkv = variant >= 4;
+      const bool early_gu = variant >= 3, early_down = variant >= 3, early_qkv = variant == 5;
+      const bool early_o = variant >= 4, early_lm = variant >= 4;
       ab.early = early;
       Graph g([&](cudaStream_t s) {
         float *x = resid.get<float>(), *x_other = resid2.get<float>();
@@ -353,7 +354,7 @@ int main() {
           CHECK_CUDA(attention(pos.get<int32_t>(), s));
           if (fused) {
             CHECK_CUDA(cu::matmul_row(att.get<bf16>(), weights[l * 4 + 1].get<bf16>(),
-                                      delta.get<float>(), kHidden, kHeads * hd, s));
+                                      delta.get<float>(), kHidden, kHeads * hd, s, early_o));
           } else {
             CHECK_CUDA(cu::matmul(att.get<bf16>(), weights[l * 4 + 1].get<bf16>(),
                                   delta.get<float>(), 1, kHidden, kHeads * hd, s));
@@ -371,7 +372,8 @@ int main() {
         }
         if (fused) {
           CHECK_CUDA(cu::norm_matmul(x, delta.get<float>(), normw.get<bf16>(), 1e-5f, x_other,
-                                     lm_head.get<bf16>(), logits.get<float>(), kVocab, kHidden, s));
+                                     lm_head.get<bf16>(), logits.get<float>(), kVocab, kHidden, s,
+                                     early_lm));
         } else {  // as the decoder: the last add, the gather of the out row, its norm
           CHECK_CUDA(cu::add_rms_norm(x, delta.get<float>(), normw.get<bf16>(), h.get<bf16>(), 1,
                                       kHidden, 1e-5f, s));
@@ -386,8 +388,9 @@ int main() {
       const char* names[] = {"",
                              ", row kernels (norms, SwiGLU fused)",
                              ", row kernels, rope and attention early",
-                             ", row kernels, rope, attention, gate_up, down early (the decoder)",
-                             ", row kernels, all but o early"};
+                             ", row kernels, rope, attention, gate_up, down early",
+                             ", row kernels, all but qkv early (the decoder)",
+                             ", row kernels, every kernel early"};
       std::printf("one-row step, all kernels%s: %.3f ms = %.1f tok/s (floor %.1f)\n",
                   names[variant], t, 1e3 / t, floor_tok);
     }

@@ -606,6 +606,9 @@ __global__ void __launch_bounds__(kTileWarps * 32, 1)
     }
   }
   __syncthreads();  // every tile's maxima (and, past the wait above, every tile's K and V)
+  // The o projection, where launched early, may start copying its weights now that this block's
+  // reads of the caches are done (at entry its copies slowed these).
+  pdl_release();
   if (warp < n_tiles) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {

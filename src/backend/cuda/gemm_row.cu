@@ -310,9 +310,10 @@ cudaError_t swiglu_matmul(const float* gate_up, const bf16* w, float* y, int n, 
   return row_matmul(SwigluSource{gate_up}, w, y, n, k, s, early);
 }
 
-cudaError_t matmul_row(const bf16* x, const bf16* w, float* y, int n, int k, cudaStream_t s) {
+cudaError_t matmul_row(const bf16* x, const bf16* w, float* y, int n, int k, cudaStream_t s,
+                       bool early) {
   if (reinterpret_cast<uintptr_t>(x) % 16 != 0) return cudaErrorInvalidValue;
-  return row_matmul(CopySource{x}, w, y, n, k, s, false);
+  return row_matmul(CopySource{x}, w, y, n, k, s, early);
 }
 
 bool row_matmul_fits(int n, int k) { return shape_ok(n, k); }

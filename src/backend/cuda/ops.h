@@ -56,7 +56,9 @@ cudaError_t norm_matmul(const float* resid, const float* delta, const bf16* norm
 cudaError_t swiglu_matmul(const float* gate_up, const bf16* w, float* y, int n, int k,
                           cudaStream_t s, bool early = false);
 // One row, y[N] = w[N, K] . x^T with x staged in shared memory (x 16-byte aligned): matmul's bits.
-cudaError_t matmul_row(const bf16* x, const bf16* w, float* y, int n, int k, cudaStream_t s);
+// early: as norm_matmul's (a one-row attention launch releases it once its cache reads are done).
+cudaError_t matmul_row(const bf16* x, const bf16* w, float* y, int n, int k, cudaStream_t s,
+                       bool early = false);
 // Whether swiglu_matmul, matmul_row and norm_matmul take this shape: K % 32 == 0, N % 8 == 0, and
 // the part of K a block holds fits its shared memory (norm_matmul also needs K <= kNormMatmulMaxK).
 bool row_matmul_fits(int n, int k);
@@ -140,7 +142,8 @@ struct AttentionBatch {
   const AttentionTile* tiles = nullptr;  // device
   int n_tiles = 0;
   bf16* out = nullptr;
-  // Launch a one-row split launch early (pdl.cuh) after qkv_rope_kv_write, which releases it.
+  // Launch a one-row split launch early (pdl.cuh) after qkv_rope_kv_write, which releases it;
+  // such a launch releases the kernel after it once its blocks' cache reads are done.
   bool early = false;
 };
 // Splits of the row at position `last` under `window` (0: none): a function of the row alone.

@@ -624,11 +624,11 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
   const bool row_o = n == 1 && cuda::row_matmul_fits(d, q_dim);
   float* x_other = x2_.get<float>();
   // resid (+ delta) -> RMSNorm with norm_w -> y = w . normed: the residual ends up in x.
-  // One row: some kernels start early (pdl.cuh), released at their producer's entry; each waits
-  // on the producer before reading its output, and copies weights (attention: older K and V rows)
-  // before that. gpu_bench measured which links pay: rope and attention, gate_up after o, down
-  // after gate_up (-0.17 ms a Llama-3.1-8B step); qkv after down and o after attention did not.
-  // Not for more rows: rope's rows x heads blocks would sit through a prefill GEMM.
+  // One row: every kernel but qkv starts early (pdl.cuh), released by its producer (at entry;
+  // attention once its K/V reads are done); each waits on the producer before reading its
+  // output, and copies its weights (attention: the older K and V rows) before that. gpu_bench,
+  // Llama-3.1-8B step: 4.67 -> 4.44 ms; qkv early after down was 7 us slower. Not for more rows:
+  // rope's rows x heads blocks would sit through a prefill GEMM.
   const bool early = n == 1;
   auto norm_then_matmul = [&](const float* delta, const DeviceBuffer& norm_w, const DeviceBuffer& w,
                               float* y, int cols, bool early_mm) -> Status {
@@ -674,8 +674,8 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
                                       d_row_seq_.get<int32_t>(), d_pos_.get<int32_t>(), ap, ab, s));
     timer_.mark("attention", s);
     if (row_o) {
-      TF_CUDA_TRY(
-          cuda::matmul_row(att_.get<bf16>(), L.wo.get<bf16>(), o_.get<float>(), d, q_dim, s));
+      TF_CUDA_TRY(cuda::matmul_row(att_.get<bf16>(), L.wo.get<bf16>(), o_.get<float>(), d, q_dim,
+                                   s, early));
     } else {
       TF_CUDA_TRY(
           gemm_.matmul(att_.get<bf16>(), L.wo.get<bf16>(), o_.get<float>(), n, d, q_dim, s));
@@ -698,7 +698,7 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     // One row: the last MLP output joins the residual inside the lm_head matmul, with the final
     // norm (the same bits as the gather and norm below: the row's values are the same floats).
     TF_CUDA_TRY(cuda::norm_matmul(x, down, out_norm_.get<bf16>(), eps, x_other, out_w,
-                                  logits_.get<float>(), vocab, d, s));
+                                  logits_.get<float>(), vocab, d, s, early));
     timer_.mark("final_norm_lm_head", s);
   } else if (n_out > 0) {
     // The last MLP output joins the residual (the norm written to h is not used), then the rows
