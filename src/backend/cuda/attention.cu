@@ -173,25 +173,29 @@ __host__ __device__ constexpr size_t stage_bytes() {
   return static_cast<size_t>(kTile) * kLd<HD> * sizeof(bf16);
 }
 
-// Stages positions [t0, t0 + kTile) of the kv head into shared memory; positions outside [lo, hi]
-// become zeros (never read by a visible score, and finite under a zero probability). Lane r of
-// every warp looks up position t0 + r's cache slot once; the copies take it by shuffle, so the
-// per-copy address math is shifts and masks, not divisions (it used to outweigh the mma work).
-// The copies are spread over the threads i0, i0 + stride, ... (whole warps). kOldRows / kNewRow:
-// only the positions other than `last`, or only position `last` (a decode row's own, which its
+// Lane r's cache slot of position t0 + r, or -1 outside [lo, hi].
+__device__ __forceinline__ int tile_slot(const int32_t* table, const AttentionParams& p, int t0,
+                                         int lo, int hi) {
+  const int at = t0 + (threadIdx.x & 31);
+  return at >= lo && at <= hi ? table[at / p.block_size] * p.block_size + at % p.block_size : -1;
+}
+
+// Copies positions [t0, t0 + kTile) of the kv head into shared memory from their slots (lane r
+// holds position t0 + r's, from tile_slot); slot -1 becomes zeros (never read by a visible score,
+// and finite under a zero probability). The copies take the slots by shuffle, so the per-copy
+// address math is shifts and masks, not divisions (it used to outweigh the mma work), and are
+// spread over the threads i0, i0 + stride, ... (whole warps). kOldRows / kNewRow: only the
+// positions other than `last`, or only position `last` (a decode row's own, which its
 // qkv_rope_kv_write writes), so the older ones may be copied before that kernel is done.
 enum StagePart { kAllRows, kOldRows, kNewRow };
 template <int HD, StagePart kPart = kAllRows>
-__device__ void stage_tile(bf16* kd, bf16* vd, const bf16* k_cache, const bf16* v_cache,
-                           const int32_t* table, const AttentionParams& p, int kv_head, int t0,
-                           int lo, int hi, int i0, int stride, int last = -1) {
+__device__ void copy_tile(bf16* kd, bf16* vd, const bf16* k_cache, const bf16* v_cache,
+                          const AttentionParams& p, int kv_head, int t0, int lane_slot, int i0,
+                          int stride, int last = -1) {
   constexpr int kPieces = HD / 8;
   const int at = t0 + (threadIdx.x & 31);
   const bool skip = kPart == kOldRows ? at == last : kPart == kNewRow ? at != last : false;
-  const int slot =
-      skip ? -2
-           : (at >= lo && at <= hi ? table[at / p.block_size] * p.block_size + at % p.block_size
-                                   : -1);
+  const int slot = skip ? -2 : lane_slot;
   const int64_t kv_width = static_cast<int64_t>(p.n_kv_heads) * p.head_dim;
   const bf16* k_head = k_cache + static_cast<int64_t>(kv_head) * p.head_dim;
   const bf16* v_head = v_cache + static_cast<int64_t>(kv_head) * p.head_dim;
@@ -208,6 +212,15 @@ __device__ void stage_tile(bf16* kd, bf16* vd, const bf16* k_cache, const bf16* 
     cp_async16(vd + r * kLd<HD> + c, v_head + off, s >= 0);
   }
   asm volatile("cp.async.commit_group;\n");
+}
+
+// Stages positions [t0, t0 + kTile) of the kv head, those outside [lo, hi] as zeros.
+template <int HD>
+__device__ void stage_tile(bf16* kd, bf16* vd, const bf16* k_cache, const bf16* v_cache,
+                           const int32_t* table, const AttentionParams& p, int kv_head, int t0,
+                           int lo, int hi, int i0, int stride) {
+  copy_tile<HD>(kd, vd, k_cache, v_cache, p, kv_head, t0, tile_slot(table, p, t0, lo, hi), i0,
+                stride);
 }
 
 // The pieces of one tile's update for the warp's 16 lines, in the order update() runs them.
@@ -582,15 +595,12 @@ __global__ void __launch_bounds__(kTileWarps * 32, 1)
   bf16* vt = v_tiles + warp * kTile * kLd<HD>;
   // Launched early, the older positions' K and V copy while qkv_rope_kv_write still writes the
   // row's own (a split row is its sequence's only row in the step) and its Q: those after it.
-  if (warp < n_tiles) {
-    stage_tile<HD, kOldRows>(kt, vt, k_cache, v_cache, table, p, kv_head, t0, lo, hi, lane, 32,
-                             last);
-  }
+  const int lane_slot = warp < n_tiles ? tile_slot(table, p, t0, lo, hi) : -1;
+  if (warp < n_tiles)
+    copy_tile<HD, kOldRows>(kt, vt, k_cache, v_cache, p, kv_head, t0, lane_slot, lane, 32, last);
   pdl_wait();
-  if (warp < n_tiles && last >= t0 && last < t0 + kTile && last <= hi) {
-    stage_tile<HD, kNewRow>(kt, vt, k_cache, v_cache, table, p, kv_head, t0, lo, hi, lane, 32,
-                            last);
-  }
+  if (warp < n_tiles && last >= t0 && last < t0 + kTile && last <= hi)
+    copy_tile<HD, kNewRow>(kt, vt, k_cache, v_cache, p, kv_head, t0, lane_slot, lane, 32, last);
 
   Lines<HD> L;
   L.init(q, pos, p, row, group, kv_head, 0);
