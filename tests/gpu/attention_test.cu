@@ -74,10 +74,14 @@ void run_case(const Case& c) {
   // Fold mode with tiles of `tile` rows (cut from each sequence's start), or split mode (tile 0)
   // for every row or for the rows listed in `split_rows` only (with the split counters, which
   // launches of few split rows fold their splits by).
-  auto run = [&](int tile, const std::vector<int32_t>& split_rows = {}, bool count = false) {
+  cudaStream_t stream = nullptr;
+  CHECK_CUDA(cudaStreamCreate(&stream));
+  auto run = [&](int tile, const std::vector<int32_t>& split_rows = {}, bool count = false,
+                 bool early = false) {
     poison(dout);
     cu::AttentionBatch b;
     b.out = dout.get<bf16>();
+    b.early = early;
     cu::DeviceBuffer dtiles, drows;
     if (tile == 0) {
       b.n_split_rows = split_rows.empty() ? rows : static_cast<int>(split_rows.size());
@@ -101,7 +105,7 @@ void run_case(const Case& c) {
     }
     CHECK_CUDA(cu::paged_attention(dq.get<bf16>(), dk.get<bf16>(), dv.get<bf16>(),
                                    dtab.get<int32_t>(), dseq.get<int32_t>(), dpos.get<int32_t>(), p,
-                                   b, 0));
+                                   b, stream));
     CHECK_CUDA(cudaDeviceSynchronize());
     return download<bf16>(dout, out_elems);
   };
@@ -130,14 +134,15 @@ void run_case(const Case& c) {
       row0 += len;
     }
     const size_t row_elems = size_t(c.n_heads) * hd;
-    auto same_rows = [&](const std::vector<int32_t>& split, bool count) {
-      const auto other = run(0, split, count);
+    auto same_rows = [&](const std::vector<int32_t>& split, bool count, bool early = false) {
+      const auto other = run(0, split, count, early);
       bool same = true;
       for (int32_t r : split)
         same &=
             std::memcmp(&other[r * row_elems], &base[r * row_elems], row_elems * sizeof(bf16)) == 0;
       expect(same, std::to_string(split.size()) + " split rows" + (count ? " (counted)" : "") +
-                       " differ from tile " + std::to_string(tile_rows) + " bitwise");
+                       (early ? " (launched early)" : "") + " differ from tile " +
+                       std::to_string(tile_rows) + " bitwise");
     };
     same_rows(few, false);
     // At most 16 pairs with the counters: one block per split with a warp per tile, and the
@@ -149,8 +154,11 @@ void run_case(const Case& c) {
                                       few.begin() + std::min(few.size(), i + per_launch));
       same_rows(part, true);
       same_rows(part, true);
+      // Launched early (the decoder's one-row steps): the row's own K and V copied apart.
+      same_rows(part, true, true);
     }
   }
+  CHECK_CUDA(cudaStreamDestroy(stream));
 
   // f64 reference from the same bf16 inputs.
   double worst = 0;

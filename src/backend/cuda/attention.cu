@@ -369,6 +369,7 @@ struct Work {
   float* scratch;
   bf16* out;
   int32_t* counters;  // split_tiles_kernel: finished splits per (row, kv head)
+  bool early = false;  // split_tiles_kernel: launched early (pdl.cuh)
 };
 
 // Split mode's partials of a (row, head): split j's (max, sum, O[head_dim]) at j * (head_dim + 2).
@@ -596,11 +597,16 @@ __global__ void __launch_bounds__(kTileWarps * 32, 1)
   // Launched early, the older positions' K and V copy while qkv_rope_kv_write still writes the
   // row's own (a split row is its sequence's only row in the step) and its Q: those after it.
   const int lane_slot = warp < n_tiles ? tile_slot(table, p, t0, lo, hi) : -1;
-  if (warp < n_tiles)
-    copy_tile<HD, kOldRows>(kt, vt, k_cache, v_cache, p, kv_head, t0, lane_slot, lane, 32, last);
-  pdl_wait();
-  if (warp < n_tiles && last >= t0 && last < t0 + kTile && last <= hi)
-    copy_tile<HD, kNewRow>(kt, vt, k_cache, v_cache, p, kv_head, t0, lane_slot, lane, 32, last);
+  if (!work.early) {
+    if (warp < n_tiles)
+      copy_tile<HD>(kt, vt, k_cache, v_cache, p, kv_head, t0, lane_slot, lane, 32);
+  } else {
+    if (warp < n_tiles)
+      copy_tile<HD, kOldRows>(kt, vt, k_cache, v_cache, p, kv_head, t0, lane_slot, lane, 32, last);
+    pdl_wait();
+    if (warp < n_tiles && last >= t0 && last < t0 + kTile && last <= hi)
+      copy_tile<HD, kNewRow>(kt, vt, k_cache, v_cache, p, kv_head, t0, lane_slot, lane, 32, last);
+  }
 
   Lines<HD> L;
   L.init(q, pos, p, row, group, kv_head, 0);
@@ -616,9 +622,9 @@ __global__ void __launch_bounds__(kTileWarps * 32, 1)
     }
   }
   __syncthreads();  // every tile's maxima (and, past the wait above, every tile's K and V)
-  // The o projection, where launched early, may start copying its weights now that this block's
-  // reads of the caches are done (at entry its copies slowed these).
-  pdl_release();
+  // The o projection, launched early after an early launch, may start copying its weights now
+  // that this block's reads of the caches are done (at entry its copies slowed these).
+  if (work.early) pdl_release();
   if (warp < n_tiles) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -740,7 +746,7 @@ cudaError_t launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, cons
   if (b.n_split_rows > 0) {
     const int pairs = b.n_split_rows * p.n_kv_heads;
     const dim3 grid(b.n_split_rows, p.n_kv_heads, b.max_splits);
-    const Work work{b.split_rows, nullptr, b.max_splits, b.scratch, b.out, b.counters};
+    const Work work{b.split_rows, nullptr, b.max_splits, b.scratch, b.out, b.counters, b.early};
     if (b.counters != nullptr && group <= 16 && pairs <= kTileMaxPairs) {
       // Few pairs: each block's latency chain is the launch's time (split_tiles_kernel).
       const size_t smem = 2 * kTileWarps * stage_bytes<HD>() + kTileWarps * 8 * 32 * 4 +
