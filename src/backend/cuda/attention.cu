@@ -194,7 +194,10 @@ __device__ void copy_tile(bf16* kd, bf16* vd, const bf16* k_cache, const bf16* v
                           int stride, int last = -1) {
   constexpr int kPieces = HD / 8;
   const int at = t0 + (threadIdx.x & 31);
-  const bool skip = kPart == kOldRows ? at == last : kPart == kNewRow ? at != last : false;
+  // (In kOldRows, `last` is skipped only where this split holds it: its slot is not -1.)
+  const bool skip = kPart == kOldRows  ? at == last && lane_slot >= 0
+                    : kPart == kNewRow ? at != last
+                                       : false;
   const int slot = skip ? -2 : lane_slot;
   const int64_t kv_width = static_cast<int64_t>(p.n_kv_heads) * p.head_dim;
   const bf16* k_head = k_cache + static_cast<int64_t>(kv_head) * p.head_dim;
@@ -368,7 +371,7 @@ struct Work {
   int max_splits;
   float* scratch;
   bf16* out;
-  int32_t* counters;  // split_tiles_kernel: finished splits per (row, kv head)
+  int32_t* counters;   // split_tiles_kernel: finished splits per (row, kv head)
   bool early = false;  // split_tiles_kernel: launched early (pdl.cuh)
 };
 
@@ -763,8 +766,9 @@ cudaError_t launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, cons
       cudaLaunchAttribute early = launch_early();
       cfg.attrs = &early;
       cfg.numAttrs = b.early ? 1 : 0;
-      return cudaLaunchKernelEx(&cfg, split_tiles_kernel<HD>, q, k_cache, v_cache, tables, row_seq,
-                                pos, p, work);
+      const cudaError_t e = cudaLaunchKernelEx(&cfg, split_tiles_kernel<HD>, q, k_cache, v_cache,
+                                               tables, row_seq, pos, p, work);
+      return e != cudaSuccess ? e : cudaGetLastError();  // and the fold launch's, above
     }
     // A launch of few (row, kv head) pairs waits on each block's latency chain: there the warps
     // split the head dims (kDimSplit; one 16-wide step each at least). Past that the chain is

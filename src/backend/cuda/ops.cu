@@ -236,7 +236,8 @@ cudaError_t qkv_rope_kv_write(const float* qkv, const QkvParams& p, const QkvTen
   cudaLaunchAttribute attr = launch_early();
   cfg.attrs = &attr;
   cfg.numAttrs = early ? 1 : 0;
-  return cudaLaunchKernelEx(&cfg, qkv_rope_kernel, qkv, p, t, early);
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, qkv_rope_kernel, qkv, p, t, early);
+  return e != cudaSuccess ? e : cudaGetLastError();
 }
 
 cudaError_t argmax_rows(const float* x, int rows, int n, int32_t* out, cudaStream_t s) {

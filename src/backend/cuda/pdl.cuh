@@ -1,7 +1,7 @@
 // Programmatic dependent launch for the one-row step's short links: a kernel launched with
 // launch_early() may start while its predecessor on the stream still runs (once every block of
-// the predecessor has called pdl_release()), does what does not depend on it, and pdl_wait()s for
-// the predecessor's completion and memory before reading its output.
+// the predecessor has called pdl_release() or exited), does what does not depend on it, and
+// pdl_wait()s for the predecessor's completion and memory before reading its output.
 #pragma once
 
 #include <cuda_runtime.h>

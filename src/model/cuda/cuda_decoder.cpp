@@ -674,15 +674,15 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
                                       d_row_seq_.get<int32_t>(), d_pos_.get<int32_t>(), ap, ab, s));
     timer_.mark("attention", s);
     if (row_o) {
-      TF_CUDA_TRY(cuda::matmul_row(att_.get<bf16>(), L.wo.get<bf16>(), o_.get<float>(), d, q_dim,
-                                   s, early));
+      TF_CUDA_TRY(cuda::matmul_row(att_.get<bf16>(), L.wo.get<bf16>(), o_.get<float>(), d, q_dim, s,
+                                   early));
     } else {
       TF_CUDA_TRY(
           gemm_.matmul(att_.get<bf16>(), L.wo.get<bf16>(), o_.get<float>(), n, d, q_dim, s));
     }
     timer_.mark("o_proj", s);
-    TF_RETURN_IF_ERROR(norm_then_matmul(o_.get<float>(), L.ffn_norm, L.w_gate_up,
-                                        gu_.get<float>(), 2 * f, early));
+    TF_RETURN_IF_ERROR(
+        norm_then_matmul(o_.get<float>(), L.ffn_norm, L.w_gate_up, gu_.get<float>(), 2 * f, early));
     timer_.mark("norm_gate_up", s);
     if (fuse_swiglu) {
       TF_CUDA_TRY(
