@@ -758,17 +758,8 @@ cudaError_t launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, cons
           cudaFuncSetAttribute(split_tiles_kernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(smem));
       if (attr != cudaSuccess) return attr;
-      cudaLaunchConfig_t cfg{};
-      cfg.gridDim = grid;
-      cfg.blockDim = dim3(kTileWarps * 32);
-      cfg.dynamicSmemBytes = smem;
-      cfg.stream = s;
-      cudaLaunchAttribute early = launch_early();
-      cfg.attrs = &early;
-      cfg.numAttrs = b.early ? 1 : 0;
-      const cudaError_t e = cudaLaunchKernelEx(&cfg, split_tiles_kernel<HD>, q, k_cache, v_cache,
-                                               tables, row_seq, pos, p, work);
-      return e != cudaSuccess ? e : cudaGetLastError();  // and the fold launch's, above
+      return launch_maybe_early(split_tiles_kernel<HD>, grid, dim3(kTileWarps * 32), smem, s,
+                                b.early, q, k_cache, v_cache, tables, row_seq, pos, p, work);
     }
     // A launch of few (row, kv head) pairs waits on each block's latency chain: there the warps
     // split the head dims (kDimSplit; one 16-wide step each at least). Past that the chain is

@@ -229,15 +229,8 @@ cudaError_t qkv_rope_kv_write(const float* qkv, const QkvParams& p, const QkvTen
   if (p.head_dim > 256 || p.rope_dim % 2 != 0 || p.rope_dim > p.head_dim) {
     return cudaErrorInvalidValue;
   }
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(rows, p.n_heads + 2 * p.n_kv_heads);
-  cfg.blockDim = dim3(32);
-  cfg.stream = s;
-  cudaLaunchAttribute attr = launch_early();
-  cfg.attrs = &attr;
-  cfg.numAttrs = early ? 1 : 0;
-  const cudaError_t e = cudaLaunchKernelEx(&cfg, qkv_rope_kernel, qkv, p, t, early);
-  return e != cudaSuccess ? e : cudaGetLastError();
+  return launch_maybe_early(qkv_rope_kernel, dim3(rows, p.n_heads + 2 * p.n_kv_heads), dim3(32), 0,
+                            s, early, qkv, p, t, early);
 }
 
 cudaError_t argmax_rows(const float* x, int rows, int n, int32_t* out, cudaStream_t s) {

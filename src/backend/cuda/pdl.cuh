@@ -22,4 +22,21 @@ inline cudaLaunchAttribute launch_early() {
   return a;
 }
 
+// kernel<<<grid, block, smem, s>>>(args...), launched early where `early`; returns its error, or
+// else an earlier launch's still pending (as cudaGetLastError after <<<>>> would).
+template <typename... Params, typename... Args>
+cudaError_t launch_maybe_early(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                               cudaStream_t s, bool early, Args... args) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cudaLaunchAttribute attr = launch_early();
+  cfg.attrs = &attr;
+  cfg.numAttrs = early ? 1 : 0;
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, args...);
+  return e != cudaSuccess ? e : cudaGetLastError();
+}
+
 }  // namespace tf::backend::cuda
