@@ -50,6 +50,7 @@ Engine::Engine(std::shared_ptr<model::Model> model, EngineOptions options)
   const int64_t model_ctx =
       model_->config().max_position > 0 ? model_->config().max_position : pool_tokens;
   context_ = std::min(opt_.context > 0 ? opt_.context : model_ctx, pool_tokens);
+  overlap_ = opt_.overlap.value_or(model_->overlaps_steps());
   stats_.total_blocks = kv_.num_blocks();
   thread_ = std::thread([this] { loop(); });
 }
@@ -124,7 +125,7 @@ void Engine::loop() {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] {
         return stop_ || !inbox_.empty() || !cancels_.empty() || !running_.empty() ||
-               !waiting_.empty();
+               !waiting_.empty() || !inflight_.empty();
       });
       if (stop_) break;
     }
@@ -135,6 +136,7 @@ void Engine::loop() {
     update_stats_locked();
   }
   // Shutdown: every stream still held ends cleanly with a final event.
+  if (!inflight_.empty()) model_->discard_queued();
   drain_inbox();
   for (auto& [id, s] : seqs_) {
     if (s->state != SeqState::kFinished) finish(*s, FinishReason::kCancelled);
@@ -180,7 +182,13 @@ void Engine::expire_and_cancel() {
              make_error(ErrorCode::kResourceExhausted, "the request's deadline passed"));
     }
   }
-  std::erase_if(seqs_, [](const auto& kv) { return kv.second->state == SeqState::kFinished; });
+  erase_finished();
+}
+
+void Engine::erase_finished() {
+  std::erase_if(seqs_, [](const auto& kv) {
+    return kv.second->state == SeqState::kFinished && !kv.second->in_flight;
+  });
 }
 
 Status Engine::forward(std::span<const ScheduledChunk> chunks, float* logits, int32_t* argmax,
@@ -227,6 +235,10 @@ std::vector<Status> Engine::run_chunks(std::span<const ScheduledChunk> chunks, f
 }
 
 void Engine::step() {
+  if (!inflight_.empty()) {
+    step_overlapped();
+    return;
+  }
   profile_.start();
   StepPlan plan = scheduler_.schedule(waiting_, running_, blocks_);
   profile_.lap("schedule");
@@ -250,6 +262,7 @@ void Engine::step() {
     }
     logits_needed = logits_needed || (c.wants_logits() && !greedy_from_argmax(*c.seq));
   }
+  if (overlap_ && launch_overlapped(plan.chunks)) return;
   argmax_.resize(plan.chunks.size());
   std::vector<Status> status = run_chunks(plan.chunks, logits, argmax_.data(), logits_needed);
   profile_.lap("forward");
@@ -264,19 +277,118 @@ void Engine::step() {
       finish(s, FinishReason::kError, status[i].error());
       continue;
     }
-    s.computed += plan.chunks[i].n;
-    const int64_t full = s.computed / kv_.block_size();
-    if (cache_ && full > s.cache_inserted) {  // new whole blocks: others may reuse them now
-      cache_->insert(std::span(s.tokens).first(s.computed), s.blocks, s.cache_ns);
-      s.cache_inserted = full;
-    }
+    advance(s, plan.chunks[i].n);
     if (wants) emit_token(s, row, best);
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.steps;
   }
-  std::erase_if(seqs_, [](const auto& kv) { return kv.second->state == SeqState::kFinished; });
+  erase_finished();
+  profile_.lap("emit");
+  profile_.step_done();
+}
+
+void Engine::advance(Sequence& s, int64_t n) {
+  s.computed += n;
+  const int64_t full = s.computed / kv_.block_size();
+  if (cache_ && full > s.cache_inserted) {  // new whole blocks: others may reuse them now
+    cache_->insert(std::span(s.tokens).first(s.computed), s.blocks, s.cache_ns);
+    s.cache_inserted = full;
+  }
+}
+
+Status Engine::launch_rows(const std::vector<Sequence*>& seqs, bool follow) {
+  if (opt_.fault_hook) {
+    std::vector<RequestId> ids;
+    for (const Sequence* s : seqs) ids.push_back(s->req.id);
+    TF_RETURN_IF_ERROR(opt_.fault_hook(ids));
+  }
+  // A following step's row sits one past the last token: the token itself is still on the
+  // device (the step before's argmax), so the chunk's token span is only a stand-in.
+  std::vector<model::SeqChunk> batch;
+  batch.reserve(seqs.size());
+  for (const Sequence* s : seqs) {
+    const int64_t pos = follow ? static_cast<int64_t>(s->tokens.size()) : s->computed;
+    batch.push_back({std::span(s->tokens).last(1), pos, s->blocks, 1});
+  }
+  try {
+    return model_->launch_decode(batch, kv_, follow);
+  } catch (const std::exception& e) {
+    return make_error(ErrorCode::kInternal, "model step failed: {}", e.what());
+  }
+}
+
+// Only greedy decode rows: their token is the model's argmax, which a following step can read on
+// the device. Anything else, or a launch that fails, takes the plain path (which isolates faults).
+bool Engine::launch_overlapped(std::span<const ScheduledChunk> chunks) {
+  std::vector<Sequence*> seqs;
+  for (const auto& c : chunks) {
+    if (c.n != 1 || !c.wants_logits() || !greedy_from_argmax(*c.seq)) return false;
+    seqs.push_back(c.seq);
+  }
+  if (!launch_rows(seqs, false).ok()) {
+    model_->discard_queued();
+    return false;
+  }
+  for (Sequence* s : seqs) s->in_flight = true;
+  inflight_ = std::move(seqs);
+  profile_.lap("forward");
+  return true;
+}
+
+void Engine::step_overlapped() {
+  profile_.start();
+  // The next step is queued before this one is read when each row is sure to run again: not
+  // cancelled, not ending by length with this token, and with a block for its next position.
+  // Only an end-of-generation or stop token can end a row then, and that row's extra step is
+  // dropped. New requests end the chain: the scheduler admits them next turn.
+  bool chain = waiting_.empty();
+  for (Sequence* s : inflight_) {
+    const int64_t next_len = static_cast<int64_t>(s->tokens.size()) + 1;
+    chain = chain && s->state == SeqState::kRunning && !s->cancelled &&
+            next_len - s->prompt_len < s->req.max_tokens && next_len < context_ &&
+            scheduler_.reserve(*s, next_len, blocks_);
+  }
+  if (chain && !launch_rows(inflight_, true).ok()) {
+    model_->discard_queued();  // the step before goes too: its rows rerun on the plain path
+    for (Sequence* s : inflight_) s->in_flight = false;
+    inflight_.clear();
+    erase_finished();
+    return;
+  }
+  if (chain) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.overlapped_steps;
+  }
+  profile_.lap("forward");
+  std::vector<Sequence*> rows = std::move(inflight_);
+  inflight_.clear();
+  std::vector<int32_t> argmax(rows.size());
+  const Status read = model_->collect(argmax.data());
+  profile_.lap("wait");
+  if (!read.ok()) {  // nothing advanced: the plain path reruns these rows and isolates the fault
+    model_->discard_queued();
+    for (Sequence* s : rows) s->in_flight = false;
+    erase_finished();
+    return;
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    Sequence& s = *rows[i];
+    if (s.state != SeqState::kRunning) continue;  // ended while its step ran (cancel, deadline)
+    advance(s, 1);
+    emit_token(s, nullptr, argmax[i]);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.steps;
+  }
+  if (chain) {
+    inflight_ = std::move(rows);  // the queued step's rows: the same sequences, in order
+  } else {
+    for (Sequence* s : rows) s->in_flight = false;
+  }
+  erase_finished();
   profile_.lap("emit");
   profile_.step_done();
 }
@@ -294,7 +406,8 @@ void Engine::emit_token(Sequence& s, const float* row, int32_t argmax) {
     s.prefilled_sent = true;
     s.channel->push(Prefilled{std::max<int64_t>(s.cached_tokens, 0)});
   }
-  std::span<const float> logits(row, vocab);
+  std::span<const float> logits;  // no row: greedy from the argmax (overlapped steps)
+  if (row != nullptr) logits = {row, static_cast<size_t>(vocab)};
   std::vector<float> adjusted;
   const auto& sp = s.req.sampling;
   if (sp.has_penalties()) {

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <thread>
 #include <vector>
@@ -35,6 +36,8 @@ struct EngineOptions {
   std::vector<int32_t> eog_ids;                // the model's end-of-generation tokens
   uint64_t seed_salt = 0;                      // mixes into seeds derived from prompts
   bool prefix_cache = true;                    // reuse KV of earlier prompts' whole blocks
+  // Overlapped greedy decode (Model::launch_decode); unset: where the model gains from it.
+  std::optional<bool> overlap;
   // Test hook, called before each model step with the ids it holds; an error fails that step.
   std::function<Status(std::span<const RequestId>)> fault_hook;
 };
@@ -48,6 +51,7 @@ struct EngineStats {
   int64_t total_blocks = 0;
   int64_t preemptions = 0;
   int64_t generated_tokens = 0;
+  int64_t overlapped_steps = 0;  // steps queued before the one before was read
 };
 
 class Engine final : public EngineClient {
@@ -81,6 +85,15 @@ class Engine final : public EngineClient {
                                  int32_t* argmax, bool logits_needed);
   Status forward(std::span<const ScheduledChunk> chunks, float* logits, int32_t* argmax,
                  bool logits_needed);
+  // Overlapped decode: a step of greedy decode rows is queued (launch_overlapped) and read one
+  // loop turn later (step_overlapped), which first queues the same rows' next step where every
+  // row will still be running then, so the model computes while the engine emits.
+  bool launch_overlapped(std::span<const ScheduledChunk> chunks);
+  void step_overlapped();
+  Status launch_rows(const std::vector<Sequence*>& seqs, bool follow);
+  // After a step's row of `s` ran: advances it, records new whole blocks in the prefix cache.
+  void advance(Sequence& s, int64_t n);
+  void erase_finished();
   void emit_token(Sequence& s, const float* logits, int32_t argmax);
   static bool greedy_from_argmax(const Sequence& s);
   void finish(Sequence& s, FinishReason reason, std::optional<Error> error = std::nullopt);
@@ -102,6 +115,8 @@ class Engine final : public EngineClient {
   std::vector<float> logits_;
   std::vector<int32_t> argmax_;  // per logits row of the step
   StepProfile profile_;
+  bool overlap_ = false;
+  std::vector<Sequence*> inflight_;  // the rows of the queued overlapped step, in order
 
   // Shared with submitting threads.
   mutable std::mutex mu_;

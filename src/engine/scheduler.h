@@ -47,12 +47,13 @@ class Scheduler {
 
   const SchedulerOptions& options() const { return opt_; }
 
+  // Grows seq's block table to cover `tokens` positions; false if the pool has no block left.
+  bool reserve(Sequence& seq, int64_t tokens, BlockManager& blocks);
+
  private:
   int64_t blocks_for(int64_t tokens) const {
     return (tokens + opt_.block_size - 1) / opt_.block_size;
   }
-  // Grows seq's block table to cover `tokens` positions; false if the pool has no block left.
-  bool reserve(Sequence& seq, int64_t tokens, BlockManager& blocks);
   void preempt(Sequence& seq, BlockManager& blocks);
 
   // A free block, evicting one from the prefix cache if the pool is empty.

@@ -25,6 +25,7 @@ struct Sequence {
   uint64_t cache_ns = 0;        // prefix-cache namespace (from cache_salt)
   std::vector<int32_t> blocks;  // block table
   bool cancelled = false;
+  bool in_flight = false;  // a row of a queued overlapped step: kept alive until it is read
   bool prefilled_sent = false;
   int64_t preemptions = 0;
   Clock::time_point submitted{}, first_scheduled{}, first_token{};

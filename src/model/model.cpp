@@ -1,6 +1,7 @@
 // The family registry: maps a config's normalized family name to its constructor.
 #include "model/model.h"
 
+#include <algorithm>
 #include <thread>
 
 #include "backend/cpu/argmax.h"
@@ -48,6 +49,31 @@ Status Model::forward_argmax(std::span<const SeqChunk> batch, KvCache& kv, float
   for (int64_t r = 0; r < rows; ++r) {
     argmax[r] = static_cast<int32_t>(backend::cpu::argmax(logits + r * vocab, vocab));
   }
+  return {};
+}
+
+Status Model::launch_decode(std::span<const SeqChunk> batch, KvCache& kv, bool follow) {
+  if (queued_.size() >= 2) return make_error(ErrorCode::kInternal, "two steps are queued already");
+  std::vector<SeqChunk> rows(batch.begin(), batch.end());
+  std::vector<int32_t> tokens;
+  if (follow) {
+    if (queued_.empty() || queued_.back().size() != rows.size()) {
+      return make_error(ErrorCode::kInternal, "a following step needs the step before's rows");
+    }
+    tokens = queued_.back();
+    for (size_t i = 0; i < rows.size(); ++i) rows[i].tokens = std::span(&tokens[i], 1);
+  }
+  std::vector<float> logits(rows.size() * static_cast<size_t>(config().vocab_size));
+  std::vector<int32_t> argmax(rows.size());
+  TF_RETURN_IF_ERROR(forward_argmax(rows, kv, logits.data(), argmax.data(), false));
+  queued_.push_back(std::move(argmax));
+  return {};
+}
+
+Status Model::collect(int32_t* argmax) {
+  if (queued_.empty()) return make_error(ErrorCode::kInternal, "no step is queued");
+  std::copy(queued_.front().begin(), queued_.front().end(), argmax);
+  queued_.pop_front();
   return {};
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <span>
@@ -60,6 +61,19 @@ class Model {
   virtual Status forward_argmax(std::span<const SeqChunk> batch, KvCache& kv, float* logits,
                                 int32_t* argmax, bool logits_needed);
 
+  // Overlapped decode: the engine queues the next step before it reads the current one's tokens,
+  // so its own work and the launch run while the device computes. launch_decode() queues a step
+  // of decode rows (one token each, n_logits 1) that yields argmaxes only; with `follow`, row i's
+  // token is the argmax of row i of the step queued just before it (which must have as many rows),
+  // and batch[i].tokens is not read. collect() waits for the oldest queued step and writes its
+  // argmaxes; at most two steps are queued at a time. After an error, discard_queued() drops what
+  // is queued. The default runs each step inside launch_decode(), so it overlaps nothing;
+  // overlaps_steps() says whether a model gains from the pattern.
+  virtual bool overlaps_steps() const { return false; }
+  virtual Status launch_decode(std::span<const SeqChunk> batch, KvCache& kv, bool follow);
+  virtual Status collect(int32_t* argmax);
+  virtual void discard_queued() { queued_.clear(); }
+
   // One sequence whose KV occupies blocks 0.. of `kv` in order (tests, simple tools).
   Status forward(std::span<const int32_t> tokens, int64_t pos0, KvCache& kv, float* logits,
                  int64_t n_logits = 1);
@@ -74,6 +88,9 @@ class Model {
   // Bytes of weights the last forward step actually read (a mixture of experts reads only the
   // routed experts); weight_bytes() where a model does not track it.
   virtual size_t bytes_read_last_step() const { return weight_bytes(); }
+
+ private:
+  std::deque<std::vector<int32_t>> queued_;  // the default launch_decode()'s results
 };
 
 // Refuses an architecture no family implements, naming it; reads nothing but the config.

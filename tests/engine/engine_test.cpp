@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <thread>
@@ -319,6 +320,107 @@ TEST_F(EngineTest, RefusesWhatCanNeverFit) {
   Reply r = collect(**e.submit(make_request(3, 60, 0.0f, 0, 1000)));
   EXPECT_EQ(r.reason, FinishReason::kLength);
   EXPECT_EQ(r.ids.size(), 4u);
+}
+
+// Overlapped decode (a step queued before the one before is read) against plain steps: greedy
+// streams that end by length, by an end-of-generation token mid-chain and by the context, beside
+// sampled streams and arrivals mid-stream, reply the same, and every block comes back.
+TEST_F(EngineTest, OverlappedDecodeRepliesAsPlainSteps) {
+  Request probe = make_request(1, 6, 0.0f, 0, 40);
+  probe.logprobs = -1;
+  const Reply full = solo(probe);
+  ASSERT_EQ(full.ids.size(), 40u);
+  EngineOptions plain = options();
+  plain.overlap = false;
+  plain.eog_ids = {full.ids[12]};  // some streams meet it, mid-chain
+  plain.context = 200;
+  EngineOptions overlapped = plain;
+  overlapped.overlap = true;
+
+  std::vector<Request> reqs;
+  for (int i = 0; i < 12; ++i) {
+    Request r = make_request(700 + i, 3 + (i * 29) % 60, i % 5 == 4 ? 0.9f : 0.0f, i,
+                             i < 3 ? 1 + i : 10 + (i * 7) % 40);
+    r.logprobs = -1;  // greedy rows need no logits: the overlapped path takes them
+    r.ignore_eos = i % 3 == 0;
+    reqs.push_back(r);
+  }
+  reqs.push_back(make_request(799, 190, 0.0f, 0, 100));  // ends at the context
+  reqs.back().logprobs = -1;
+
+  auto run = [&](const EngineOptions& o, int64_t* overlapped_steps) {
+    Engine e(model_, o);
+    std::vector<std::shared_ptr<Channel>> chans;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      chans.push_back(*e.submit(reqs[i]));
+      if (i % 4 == 3) {  // arrivals mid-stream end a chain
+        while (e.stats().generated_tokens < static_cast<int64_t>(i) * 2) std::this_thread::yield();
+      }
+    }
+    std::vector<Reply> out;
+    for (auto& ch : chans) out.push_back(collect(*ch));
+    expect_all_blocks_returned(e);
+    *overlapped_steps = e.stats().overlapped_steps;
+    return out;
+  };
+  int64_t plain_chained = 0, chained = 0;
+  const std::vector<Reply> want = run(plain, &plain_chained);
+  const std::vector<Reply> got = run(overlapped, &chained);
+  EXPECT_EQ(plain_chained, 0);
+  EXPECT_GT(chained, 20);
+  int stopped = 0;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(got[i].ids, want[i].ids) << "stream " << i;
+    EXPECT_EQ(got[i].reason, want[i].reason) << "stream " << i;
+    EXPECT_EQ(got[i].usage.completion_tokens, want[i].usage.completion_tokens) << "stream " << i;
+    stopped += want[i].reason == FinishReason::kStop;
+  }
+  EXPECT_GT(stopped, 0);  // the end-of-generation path was covered
+  EXPECT_EQ(want.back().ids.size(), 10u);  // 190 prompt tokens + 10 reach the context
+}
+
+// A fault in an overlapped step falls back to plain steps, which fail only the stream it hits;
+// a cancel mid-chain ends that stream alone.
+TEST_F(EngineTest, OverlappedDecodeContainsFaultsAndCancels) {
+  EngineOptions o = options();
+  o.overlap = true;
+  std::atomic<int> calls{0};
+  o.fault_hook = [&calls](std::span<const RequestId> ids) -> Status {
+    ++calls;
+    for (RequestId id : ids) {
+      if (id == 802 && calls > 30) return make_error(ErrorCode::kInternal, "injected fault");
+    }
+    return {};
+  };
+  std::vector<Request> reqs;
+  for (int i = 0; i < 4; ++i) {
+    reqs.push_back(make_request(800 + i, 12, 0.0f, 0, 60));
+    reqs.back().logprobs = -1;
+  }
+  std::vector<Reply> expected;
+  for (const auto& r : reqs) expected.push_back(solo(r));
+  Engine e(model_, o);
+  std::vector<std::shared_ptr<Channel>> chans;
+  for (const auto& r : reqs) chans.push_back(*e.submit(r));
+  Request endless = make_request(900, 8, 0.0f, 0, 100000);
+  endless.logprobs = -1;
+  auto endless_ch = *e.submit(endless);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    Reply got = collect(*chans[i]);
+    if (reqs[i].id == 802) {
+      EXPECT_EQ(got.reason, FinishReason::kError);
+      EXPECT_NE(got.error.find("injected fault"), std::string::npos);
+      EXPECT_EQ(got.ids, std::vector<int32_t>(expected[i].ids.begin(),
+                                              expected[i].ids.begin() + got.ids.size()));
+    } else {
+      EXPECT_EQ(got.reason, FinishReason::kLength);
+      EXPECT_EQ(got.ids, expected[i].ids) << "stream " << i;
+    }
+  }
+  e.cancel(900);
+  EXPECT_EQ(collect(*endless_ch).reason, FinishReason::kCancelled);
+  EXPECT_GT(e.stats().overlapped_steps, 0);
+  expect_all_blocks_returned(e);
 }
 
 }  // namespace

@@ -184,6 +184,65 @@ TEST_P(CudaFixture, DeviceArgmaxMatchesHost) {
   }
 }
 
+// Overlapped decode (launch_decode, each step's tokens the argmaxes of the step before, read on
+// the device) gives the tokens plain forward_argmax steps give, for three sequences at once (one
+// padding row in the graph), across a block boundary and a table-width change.
+TEST_P(CudaFixture, OverlappedDecodeMatchesPlainSteps) {
+  std::string why;
+  auto m = load_cuda(GetParam(), &why);
+  if (!m) GTEST_SKIP() << why;
+  ASSERT_TRUE(m->overlaps_steps());
+  const auto ref = load_reference(fixtures_dir() / GetParam());
+  const auto prompt = ref.index["prompts"].back()["tokens"].get<std::vector<int32_t>>();
+  const int64_t vocab = m->config().vocab_size, len = static_cast<int64_t>(prompt.size());
+  constexpr int kSeqs = 3, kSteps = 40;
+  constexpr int64_t kBlocksPerSeq = 16;
+  // Each sequence: the prompt cut at a different length, in its own range of blocks.
+  auto run = [&](bool overlapped) {
+    model::KvCache kv(m->config(), kSeqs * kBlocksPerSeq);
+    std::vector<std::vector<int32_t>> tables(kSeqs), toks(kSeqs);
+    std::vector<float> logits(static_cast<size_t>(vocab) * kSeqs);
+    for (int s = 0; s < kSeqs; ++s) {
+      for (int64_t b = 0; b < kBlocksPerSeq; ++b)
+        tables[s].push_back(static_cast<int32_t>(s * kBlocksPerSeq + b));
+      toks[s].assign(prompt.begin(), prompt.begin() + (len - s));
+      std::vector<model::SeqChunk> pre{{std::span(toks[s]).first(toks[s].size() - 1), 0,
+                                        tables[s], 0}};
+      EXPECT_TRUE(m->forward(pre, kv, logits.data()).ok());
+    }
+    // Row s of a step: its sequence's last token at its position.
+    auto step_rows = [&](int64_t ahead) {
+      std::vector<model::SeqChunk> rows;
+      for (int s = 0; s < kSeqs; ++s) {
+        const int64_t pos = static_cast<int64_t>(toks[s].size()) - 1 + ahead;
+        rows.push_back({std::span(toks[s]).last(1), pos, tables[s], 1});
+      }
+      return rows;
+    };
+    std::vector<int32_t> ids(kSeqs);
+    if (overlapped) {
+      EXPECT_TRUE(m->launch_decode(step_rows(0), kv, false).ok());
+    }
+    for (int i = 0; i < kSteps; ++i) {
+      if (overlapped) {
+        if (i + 1 < kSteps) {
+          EXPECT_TRUE(m->launch_decode(step_rows(1), kv, true).ok());
+        }
+        EXPECT_TRUE(m->collect(ids.data()).ok());
+      } else {
+        EXPECT_TRUE(m->forward_argmax(step_rows(0), kv, logits.data(), ids.data(), false).ok());
+      }
+      for (int s = 0; s < kSeqs; ++s) toks[s].push_back(ids[s]);
+    }
+    return toks;
+  };
+  const auto plain = run(false);
+  const auto overlapped = run(true);
+  for (int s = 0; s < kSeqs; ++s) {
+    EXPECT_EQ(overlapped[s], plain[s]) << GetParam() << " sequence " << s;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(All, CudaFixture, ::testing::ValuesIn(test::kModelFixtures),
                          [](const auto& info) { return std::string(info.param); });
 

@@ -51,6 +51,51 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
+// Owns one page-locked host region, which copies to and from the device reach asynchronously.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() { reset(); }
+  cudaError_t allocate(size_t bytes) {
+    reset();
+    cudaError_t e = cudaHostAlloc(&ptr_, bytes, cudaHostAllocDefault);
+    bytes_ = e == cudaSuccess ? bytes : 0;
+    if (e != cudaSuccess) ptr_ = nullptr;
+    return e;
+  }
+  void reset() {
+    if (ptr_) cudaFreeHost(ptr_);
+    ptr_ = nullptr;
+    bytes_ = 0;
+  }
+  template <typename T = void>
+  T* get() const {
+    return static_cast<T*>(ptr_);
+  }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Owns one event without timing (the cheapest kind: it only marks a point of a stream).
+class Event {
+ public:
+  Event() { cudaEventCreateWithFlags(&e_, cudaEventDisableTiming); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  ~Event() {
+    if (e_) cudaEventDestroy(e_);
+  }
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
 // Owns one non-blocking stream; the engine thread runs each step on one of these.
 class Stream {
  public:

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <deque>
 #include <map>
 #include <string>
 #include <string_view>
@@ -157,10 +159,28 @@ class StepTimer {
   using Clock = std::chrono::steady_clock;
   StepTimer() : on_(std::getenv("TF_CUDA_STEP_TIMES") != nullptr) {}
   ~StepTimer() {
-    if (!on_ || steps_ == 0) return;
-    std::fprintf(stderr, "decode steps %d, mean us: gap %.1f, prepare %.1f, launch and run %.1f\n",
-                 steps_, us_[0] / steps_, us_[1] / steps_, us_[2] / steps_);
+    if (on_ && steps_ > 0) {
+      std::fprintf(stderr, "decode steps %d, mean us: gap %.1f, prepare %.1f, launch and run %.1f\n",
+                   steps_, us_[0] / steps_, us_[1] / steps_, us_[2] / steps_);
+    }
+    if (on_ && overlapped_ > 0) {
+      std::fprintf(stderr, "overlapped decode steps %d, mean us: per step %.1f, host waiting %.1f\n",
+                   overlapped_, ov_us_[0] / overlapped_, ov_us_[1] / overlapped_);
+    }
   }
+  // Overlapped steps (launch_decode, collect): the time between two collects' returns, and the
+  // part of it the host spent waiting for the GPU in collect.
+  void collected(Clock::time_point wait_start) {
+    if (!on_) return;
+    const auto now = Clock::now();
+    if (last_collect_ != Clock::time_point{}) {
+      ov_us_[0] += std::chrono::duration<double, std::micro>(now - last_collect_).count();
+      ov_us_[1] += std::chrono::duration<double, std::micro>(now - wait_start).count();
+      ++overlapped_;
+    }
+    last_collect_ = now;
+  }
+  bool on() const { return on_; }
   void mark(int i) {  // 0: step entry, 1: uploads queued, 2: results back
     if (on_) t_[i] = Clock::now();
   }
@@ -177,9 +197,9 @@ class StepTimer {
 
  private:
   bool on_;
-  int steps_ = 0;
-  Clock::time_point t_[3], last_end_;
-  double us_[3] = {};
+  int steps_ = 0, overlapped_ = 0;
+  Clock::time_point t_[3], last_end_, last_collect_;
+  double us_[3] = {}, ov_us_[2] = {};
 };
 
 struct DeviceLayer {
@@ -298,6 +318,17 @@ class CudaDecoder final : public Model {
                         int32_t* argmax, bool logits_needed) override {
     return step(batch, kv, logits, argmax, logits_needed);
   }
+  // Graph steps overlap (TF_CUDA_OVERLAP=0 turns it off, for side-by-side runs).
+  bool overlaps_steps() const override {
+    const char* o = std::getenv("TF_CUDA_OVERLAP");
+    return graphs_enabled_ && (o == nullptr || std::string_view(o) != "0");
+  }
+  Status launch_decode(std::span<const SeqChunk> batch, KvCache& kv, bool follow) override;
+  Status collect(int32_t* argmax) override;
+  void discard_queued() override {
+    stream_.sync();  // its error, if any, belongs to the queued steps being dropped
+    pending_.clear();
+  }
 
  private:
   static constexpr size_t kMaxGraphRows = 512;
@@ -323,6 +354,15 @@ class CudaDecoder final : public Model {
   // logits are copied back only when `logits_needed`.
   Status step(std::span<const SeqChunk> batch, KvCache& kv, float* logits, int32_t* argmax,
               bool logits_needed);
+  // What queue_step() put on the stream.
+  struct Queued {
+    int n_out = 0;             // logits rows, in logits_
+    bool decode_step = false;  // every chunk one token with its logits
+    bool graph = false;        // replayed a captured graph
+  };
+  // Lays out the step, uploads its inputs and queues its kernels, without waiting. `follow`: the
+  // rows' tokens are d_argmax_'s (the step queued before, whose rows these are, in order).
+  Status queue_step(std::span<const SeqChunk> batch, KvCache& kv, bool follow, Queued& q);
   Status size_buffers(int n, int n_out, int max_splits);
   Status enqueue(int n, int n_out, int bs, int width, const AttentionPlan& plan);
 
@@ -330,6 +370,7 @@ class CudaDecoder final : public Model {
   // gen_, which retires the captured graphs.
   Status grow(DeviceBuffer& b, size_t bytes) {
     if (b.bytes() >= bytes) return {};
+    TF_CUDA_TRY(stream_.sync());  // a queued step may still read the old buffer (or its graph)
     TF_CUDA_TRY(b.allocate(std::max<size_t>(bytes, 256)));
     ++gen_;
     return {};
@@ -342,6 +383,7 @@ class CudaDecoder final : public Model {
     const size_t per_layer = static_cast<size_t>(kv.num_blocks() + 1) * kv.block_size() *
                              cfg_.num_kv_heads * cfg_.head_dim;
     ++gen_;
+    TF_CUDA_TRY(stream_.sync());
     TF_CUDA_TRY(k_cache_.allocate(per_layer * cfg_.num_layers * sizeof(uint16_t)));
     TF_CUDA_TRY(v_cache_.allocate(per_layer * cfg_.num_layers * sizeof(uint16_t)));
     kv_layer_elems_ = per_layer;
@@ -385,11 +427,82 @@ class CudaDecoder final : public Model {
   DeviceBuffer attn_scratch_;
   DeviceBuffer attn_counters_;  // zeroed when allocated; attention leaves it zeroed
   DeviceBuffer x_, x2_, h_, qkv_f32_, q_, att_, o_, gu_, act_, down_, xg_, hg_, logits_;
+  // Overlapped steps: each slot's argmaxes come back to its own pinned buffer, and its event
+  // marks their arrival; slots alternate, so a step's results outlive the next step's launch.
+  struct Pending {
+    int slot = 0;
+    size_t rows = 0;
+  };
+  std::deque<Pending> pending_;
+  int next_slot_ = 0;
+  cuda::PinnedBuffer argmax_host_[2];
+  cuda::Event step_done_[2];
 };
 
 Status CudaDecoder::step(std::span<const SeqChunk> batch, KvCache& kv, float* logits,
                          int32_t* argmax, bool logits_needed) {
+  if (!pending_.empty()) return make_error(ErrorCode::kInternal, "overlapped steps are queued");
   step_timer_.mark(0);
+  Queued q;
+  TF_RETURN_IF_ERROR(queue_step(batch, kv, false, q));
+  cudaStream_t s = stream_.get();
+  const int n_out = q.n_out;
+  if (n_out > 0 && argmax != nullptr) {
+    TF_CUDA_TRY(cuda::argmax_rows(logits_.get<float>(), n_out, cfg_.vocab_size,
+                                  d_argmax_.get<int32_t>(), s));
+    TF_CUDA_TRY(cudaMemcpyAsync(argmax, d_argmax_.get(),
+                                static_cast<size_t>(n_out) * sizeof(int32_t),
+                                cudaMemcpyDeviceToHost, s));
+    timer_.mark("argmax", s);
+  }
+  if (n_out > 0 && logits_needed) {
+    TF_CUDA_TRY(cudaMemcpyAsync(logits, logits_.get(),
+                                static_cast<size_t>(n_out) * cfg_.vocab_size * sizeof(float),
+                                cudaMemcpyDeviceToHost, s));
+    timer_.mark("logits", s);
+  }
+  timer_.finish(q.decode_step ? "decode" : "prefill");
+  TF_CUDA_TRY(stream_.sync());
+  step_timer_.mark(2);
+  step_timer_.finish(q.graph);
+  return {};
+}
+
+Status CudaDecoder::launch_decode(std::span<const SeqChunk> batch, KvCache& kv, bool follow) {
+  if (pending_.size() >= 2) return make_error(ErrorCode::kInternal, "two steps are queued already");
+  if (follow && (pending_.empty() || pending_.back().rows != batch.size())) {
+    return make_error(ErrorCode::kInternal, "a following step needs the step before's rows");
+  }
+  const int slot = next_slot_;  // its last step was collected: at most one other is queued
+  cuda::PinnedBuffer& host = argmax_host_[slot];
+  const size_t bytes = batch.size() * sizeof(int32_t);
+  if (host.bytes() < bytes) TF_CUDA_TRY(host.allocate(std::max<size_t>(bytes, 256)));
+  Queued q;
+  TF_RETURN_IF_ERROR(queue_step(batch, kv, follow, q));
+  if (!q.decode_step) return make_error(ErrorCode::kInternal, "launch_decode takes decode rows");
+  cudaStream_t s = stream_.get();
+  TF_CUDA_TRY(cuda::argmax_rows(logits_.get<float>(), q.n_out, cfg_.vocab_size,
+                                d_argmax_.get<int32_t>(), s));
+  TF_CUDA_TRY(cudaMemcpyAsync(host.get(), d_argmax_.get(), bytes, cudaMemcpyDeviceToHost, s));
+  TF_CUDA_TRY(cudaEventRecord(step_done_[slot].get(), s));
+  pending_.push_back({slot, batch.size()});
+  next_slot_ ^= 1;
+  return {};
+}
+
+Status CudaDecoder::collect(int32_t* argmax) {
+  if (pending_.empty()) return make_error(ErrorCode::kInternal, "no step is queued");
+  const Pending p = pending_.front();
+  pending_.pop_front();
+  const auto wait_start = StepTimer::Clock::now();
+  TF_CUDA_TRY(cudaEventSynchronize(step_done_[p.slot].get()));
+  step_timer_.collected(wait_start);
+  std::memcpy(argmax, argmax_host_[p.slot].get(), p.rows * sizeof(int32_t));
+  return {};
+}
+
+Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, bool follow,
+                               Queued& q) {
   TF_RETURN_IF_ERROR(validate_batch(batch, kv, cfg_));
   TF_RETURN_IF_ERROR(ensure_kv(kv));
   const int bs = kv.block_size();
@@ -409,6 +522,11 @@ Status CudaDecoder::step(std::span<const SeqChunk> batch, KvCache& kv, float* lo
   bool decode_step = n_tokens == batch.size();
   for (const auto& c : batch) decode_step = decode_step && c.n_logits == 1;
   const bool decode = graphs_enabled_ && decode_step && n_tokens <= kMaxGraphRows;
+  q.decode_step = decode_step;
+  q.graph = decode;
+  if (follow && !decode_step) {
+    return make_error(ErrorCode::kInternal, "a following step takes decode rows only");
+  }
   const int width =
       decode ? static_cast<int>(std::bit_ceil(static_cast<unsigned>(max_blocks))) : max_blocks;
   for (size_t s = 0; s < batch.size(); ++s) {
@@ -433,6 +551,7 @@ Status CudaDecoder::step(std::span<const SeqChunk> batch, KvCache& kv, float* lo
     for (int b = 0; b < width; ++b) tables.push_back(b < blocks ? c.block_table[b] : 0);
   }
   const int n = static_cast<int>(tokens.size()), n_out = static_cast<int>(out_rows.size());
+  q.n_out = n_out;
   if (n == 0) return {};
   const int n_run = decode ? static_cast<int>(std::bit_ceil(static_cast<unsigned>(n))) : n;
   for (int r = n; r < n_run; ++r) {  // padding rows: token 0 at position 0 in the spare block
@@ -493,7 +612,16 @@ Status CudaDecoder::step(std::span<const SeqChunk> batch, KvCache& kv, float* lo
   if (n_out_run > 0) TF_RETURN_IF_ERROR(h2d(d_out_rows_, out_rows));
   if (!split_rows.empty()) TF_RETURN_IF_ERROR(h2d(d_split_rows_, split_rows));
   if (!tiles.empty()) TF_RETURN_IF_ERROR(h2d(d_tiles_, tiles));
+  const void* prev_argmax = d_argmax_.get();
   TF_RETURN_IF_ERROR(size_buffers(n_run, n_out_run, std::max(splits_bound, 1)));
+  if (follow) {  // over the stand-in tokens just uploaded; the rows are the step before's
+    if (d_argmax_.get() != prev_argmax) {
+      return make_error(ErrorCode::kInternal, "a following step has more rows than the one before");
+    }
+    TF_CUDA_TRY(cudaMemcpyAsync(d_tokens_.get(), d_argmax_.get(),
+                                static_cast<size_t>(n) * sizeof(int32_t), cudaMemcpyDeviceToDevice,
+                                s));
+  }
 
   step_timer_.mark(1);
   if (!decode) {
@@ -520,24 +648,6 @@ Status CudaDecoder::step(std::span<const SeqChunk> batch, KvCache& kv, float* lo
     }
     TF_CUDA_TRY(cudaGraphLaunch(it->second.exec, s));
   }
-  if (n_out > 0 && argmax != nullptr) {
-    TF_CUDA_TRY(cuda::argmax_rows(logits_.get<float>(), n_out, cfg_.vocab_size,
-                                  d_argmax_.get<int32_t>(), s));
-    TF_CUDA_TRY(cudaMemcpyAsync(argmax, d_argmax_.get(),
-                                static_cast<size_t>(n_out) * sizeof(int32_t),
-                                cudaMemcpyDeviceToHost, s));
-    timer_.mark("argmax", s);
-  }
-  if (n_out > 0 && logits_needed) {
-    TF_CUDA_TRY(cudaMemcpyAsync(logits, logits_.get(),
-                                static_cast<size_t>(n_out) * cfg_.vocab_size * sizeof(float),
-                                cudaMemcpyDeviceToHost, s));
-    timer_.mark("logits", s);
-  }
-  timer_.finish(decode_step ? "decode" : "prefill");
-  TF_CUDA_TRY(stream_.sync());
-  step_timer_.mark(2);
-  step_timer_.finish(decode);
   return {};
 }
 
