@@ -375,7 +375,7 @@ TEST_F(EngineTest, OverlappedDecodeRepliesAsPlainSteps) {
     EXPECT_EQ(got[i].usage.completion_tokens, want[i].usage.completion_tokens) << "stream " << i;
     stopped += want[i].reason == FinishReason::kStop;
   }
-  EXPECT_GT(stopped, 0);  // the end-of-generation path was covered
+  EXPECT_GT(stopped, 0);                   // the end-of-generation path was covered
   EXPECT_EQ(want.back().ids.size(), 10u);  // 190 prompt tokens + 10 reach the context
 }
 

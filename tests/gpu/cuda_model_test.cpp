@@ -206,8 +206,8 @@ TEST_P(CudaFixture, OverlappedDecodeMatchesPlainSteps) {
       for (int64_t b = 0; b < kBlocksPerSeq; ++b)
         tables[s].push_back(static_cast<int32_t>(s * kBlocksPerSeq + b));
       toks[s].assign(prompt.begin(), prompt.begin() + (len - s));
-      std::vector<model::SeqChunk> pre{{std::span(toks[s]).first(toks[s].size() - 1), 0,
-                                        tables[s], 0}};
+      std::vector<model::SeqChunk> pre{
+          {std::span(toks[s]).first(toks[s].size() - 1), 0, tables[s], 0}};
       EXPECT_TRUE(m->forward(pre, kv, logits.data()).ok());
     }
     // Row s of a step: its sequence's last token at its position.

@@ -182,7 +182,8 @@ __device__ __forceinline__ void keep_better(float& v, int& i, float v2, int i2) 
 }
 
 __global__ void __launch_bounds__(kArgmaxThreads)
-    argmax_kernel(const float* __restrict__ x, int n, int32_t* __restrict__ out) {
+    argmax_kernel(const float* __restrict__ x, int n, int32_t* __restrict__ out,
+                  int32_t* __restrict__ also) {
   __shared__ float vals[kArgmaxThreads / 32];
   __shared__ int idxs[kArgmaxThreads / 32];
   const float* row = x + static_cast<int64_t>(blockIdx.x) * n;
@@ -210,7 +211,10 @@ __global__ void __launch_bounds__(kArgmaxThreads)
       keep_better(v, best, __shfl_xor_sync(0xffffffffu, v, o),
                   __shfl_xor_sync(0xffffffffu, best, o));
     }
-    if (lane == 0) out[blockIdx.x] = best;
+    if (lane == 0) {
+      out[blockIdx.x] = best;
+      if (also != nullptr) also[blockIdx.x] = best;
+    }
   }
 }
 
@@ -233,10 +237,11 @@ cudaError_t qkv_rope_kv_write(const float* qkv, const QkvParams& p, const QkvTen
                             s, early, qkv, p, t, early);
 }
 
-cudaError_t argmax_rows(const float* x, int rows, int n, int32_t* out, cudaStream_t s) {
+cudaError_t argmax_rows(const float* x, int rows, int n, int32_t* out, cudaStream_t s,
+                        int32_t* also) {
   if (rows <= 0) return cudaSuccess;
   if (n <= 0) return cudaErrorInvalidValue;
-  argmax_kernel<<<rows, kArgmaxThreads, 0, s>>>(x, n, out);
+  argmax_kernel<<<rows, kArgmaxThreads, 0, s>>>(x, n, out, also);
   return cudaGetLastError();
 }
 

@@ -105,8 +105,10 @@ cudaError_t qkv_rope_kv_write(const float* qkv, const QkvParams& p, const QkvTen
                               cudaStream_t s, bool early = false);
 
 // out[r] = the lowest index of the largest value of row r (rows of n floats): greedy decoding
-// without copying logits back. Equals backend::cpu::argmax on NaN-free rows.
-cudaError_t argmax_rows(const float* x, int rows, int n, int32_t* out, cudaStream_t s);
+// without copying logits back. Equals backend::cpu::argmax on NaN-free rows. `also`, if set, gets
+// the same values (the next decode step's tokens, read there on the device).
+cudaError_t argmax_rows(const float* x, int rows, int n, int32_t* out, cudaStream_t s,
+                        int32_t* also = nullptr);
 
 // dst[r] = src[idx[r]], rows of n floats.
 cudaError_t gather_rows(const float* src, const int32_t* idx, float* dst, int rows, int n,

@@ -8,6 +8,7 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -160,11 +161,13 @@ class StepTimer {
   StepTimer() : on_(std::getenv("TF_CUDA_STEP_TIMES") != nullptr) {}
   ~StepTimer() {
     if (on_ && steps_ > 0) {
-      std::fprintf(stderr, "decode steps %d, mean us: gap %.1f, prepare %.1f, launch and run %.1f\n",
+      std::fprintf(stderr,
+                   "decode steps %d, mean us: gap %.1f, prepare %.1f, launch and run %.1f\n",
                    steps_, us_[0] / steps_, us_[1] / steps_, us_[2] / steps_);
     }
     if (on_ && overlapped_ > 0) {
-      std::fprintf(stderr, "overlapped decode steps %d, mean us: per step %.1f, host waiting %.1f\n",
+      std::fprintf(stderr,
+                   "overlapped decode steps %d, mean us: per step %.1f, host waiting %.1f\n",
                    overlapped_, ov_us_[0] / overlapped_, ov_us_[1] / overlapped_);
     }
   }
@@ -360,9 +363,12 @@ class CudaDecoder final : public Model {
     bool decode_step = false;  // every chunk one token with its logits
     bool graph = false;        // replayed a captured graph
   };
-  // Lays out the step, uploads its inputs and queues its kernels, without waiting. `follow`: the
-  // rows' tokens are d_argmax_'s (the step queued before, whose rows these are, in order).
-  Status queue_step(std::span<const SeqChunk> batch, KvCache& kv, bool follow, Queued& q);
+  // Lays out the step, uploads its inputs and queues its kernels, without waiting; then the
+  // argmax of each logits row into d_argmax_ where `argmax` is set (decode steps always: their
+  // graph holds it, and it writes the next step's tokens too). `follow`: the rows' tokens are the
+  // argmaxes of the step queued before (whose rows these are, in order), on the device already.
+  Status queue_step(std::span<const SeqChunk> batch, KvCache& kv, bool follow, bool argmax,
+                    Queued& q);
   Status size_buffers(int n, int n_out, int max_splits);
   Status enqueue(int n, int n_out, int bs, int width, const AttentionPlan& plan);
 
@@ -422,8 +428,17 @@ class CudaDecoder final : public Model {
   size_t kv_layer_elems_ = 0;
   DeviceBuffer k_cache_, v_cache_;
   // Per-step buffers, grown as needed.
-  DeviceBuffer d_tokens_, d_pos_, d_slots_, d_row_seq_, d_tables_, d_out_rows_;
-  DeviceBuffer d_split_rows_, d_tiles_, d_argmax_;
+  // The step's inputs, one device buffer that one copy fills from pinned staging (two slots: the
+  // other may still feed a queued step's copy).
+  struct StepInputs {
+    int32_t *tokens = nullptr, *pos = nullptr, *row_seq = nullptr, *tables = nullptr;
+    int32_t *out_rows = nullptr, *split_rows = nullptr;
+    int64_t* slots = nullptr;
+    cuda::AttentionTile* tiles = nullptr;
+  } in_;
+  DeviceBuffer d_in_, d_argmax_;
+  cuda::PinnedBuffer staging_[2];
+  int staging_next_ = 0;
   DeviceBuffer attn_scratch_;
   DeviceBuffer attn_counters_;  // zeroed when allocated; attention leaves it zeroed
   DeviceBuffer x_, x2_, h_, qkv_f32_, q_, att_, o_, gu_, act_, down_, xg_, hg_, logits_;
@@ -444,16 +459,13 @@ Status CudaDecoder::step(std::span<const SeqChunk> batch, KvCache& kv, float* lo
   if (!pending_.empty()) return make_error(ErrorCode::kInternal, "overlapped steps are queued");
   step_timer_.mark(0);
   Queued q;
-  TF_RETURN_IF_ERROR(queue_step(batch, kv, false, q));
+  TF_RETURN_IF_ERROR(queue_step(batch, kv, false, argmax != nullptr, q));
   cudaStream_t s = stream_.get();
   const int n_out = q.n_out;
   if (n_out > 0 && argmax != nullptr) {
-    TF_CUDA_TRY(cuda::argmax_rows(logits_.get<float>(), n_out, cfg_.vocab_size,
-                                  d_argmax_.get<int32_t>(), s));
     TF_CUDA_TRY(cudaMemcpyAsync(argmax, d_argmax_.get(),
                                 static_cast<size_t>(n_out) * sizeof(int32_t),
                                 cudaMemcpyDeviceToHost, s));
-    timer_.mark("argmax", s);
   }
   if (n_out > 0 && logits_needed) {
     TF_CUDA_TRY(cudaMemcpyAsync(logits, logits_.get(),
@@ -478,11 +490,9 @@ Status CudaDecoder::launch_decode(std::span<const SeqChunk> batch, KvCache& kv, 
   const size_t bytes = batch.size() * sizeof(int32_t);
   if (host.bytes() < bytes) TF_CUDA_TRY(host.allocate(std::max<size_t>(bytes, 256)));
   Queued q;
-  TF_RETURN_IF_ERROR(queue_step(batch, kv, follow, q));
+  TF_RETURN_IF_ERROR(queue_step(batch, kv, follow, true, q));
   if (!q.decode_step) return make_error(ErrorCode::kInternal, "launch_decode takes decode rows");
   cudaStream_t s = stream_.get();
-  TF_CUDA_TRY(cuda::argmax_rows(logits_.get<float>(), q.n_out, cfg_.vocab_size,
-                                d_argmax_.get<int32_t>(), s));
   TF_CUDA_TRY(cudaMemcpyAsync(host.get(), d_argmax_.get(), bytes, cudaMemcpyDeviceToHost, s));
   TF_CUDA_TRY(cudaEventRecord(step_done_[slot].get(), s));
   pending_.push_back({slot, batch.size()});
@@ -502,7 +512,7 @@ Status CudaDecoder::collect(int32_t* argmax) {
 }
 
 Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, bool follow,
-                               Queued& q) {
+                               bool argmax, Queued& q) {
   TF_RETURN_IF_ERROR(validate_batch(batch, kv, cfg_));
   TF_RETURN_IF_ERROR(ensure_kv(kv));
   const int bs = kv.block_size();
@@ -598,34 +608,63 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   }
 
   cudaStream_t s = stream_.get();
-  auto h2d = [&](DeviceBuffer& b, const auto& v) -> Status {
-    const size_t bytes = v.size() * sizeof(v[0]);
-    TF_RETURN_IF_ERROR(grow(b, bytes));
-    TF_CUDA_TRY(cudaMemcpyAsync(b.get(), v.data(), bytes, cudaMemcpyHostToDevice, s));
-    return {};
+  // One copy takes the inputs up. The tokens come first, so a following step can leave them out:
+  // the step before's argmax kernel wrote them there.
+  size_t bytes = 0;
+  auto place = [&](const auto& v) {
+    const size_t at = bytes;
+    bytes += (v.size() * sizeof(v[0]) + 15) & ~size_t{15};
+    return at;
   };
-  TF_RETURN_IF_ERROR(h2d(d_tokens_, tokens));
-  TF_RETURN_IF_ERROR(h2d(d_pos_, pos));
-  TF_RETURN_IF_ERROR(h2d(d_slots_, slots));
-  TF_RETURN_IF_ERROR(h2d(d_row_seq_, row_seq));
-  TF_RETURN_IF_ERROR(h2d(d_tables_, tables));
-  if (n_out_run > 0) TF_RETURN_IF_ERROR(h2d(d_out_rows_, out_rows));
-  if (!split_rows.empty()) TF_RETURN_IF_ERROR(h2d(d_split_rows_, split_rows));
-  if (!tiles.empty()) TF_RETURN_IF_ERROR(h2d(d_tiles_, tiles));
-  const void* prev_argmax = d_argmax_.get();
-  TF_RETURN_IF_ERROR(size_buffers(n_run, n_out_run, std::max(splits_bound, 1)));
-  if (follow) {  // over the stand-in tokens just uploaded; the rows are the step before's
-    if (d_argmax_.get() != prev_argmax) {
-      return make_error(ErrorCode::kInternal, "a following step has more rows than the one before");
-    }
-    TF_CUDA_TRY(cudaMemcpyAsync(d_tokens_.get(), d_argmax_.get(),
-                                static_cast<size_t>(n) * sizeof(int32_t), cudaMemcpyDeviceToDevice,
-                                s));
+  const size_t at_tokens = place(tokens), at_pos = place(pos), at_slots = place(slots),
+               at_row_seq = place(row_seq), at_tables = place(tables), at_out = place(out_rows),
+               at_split = place(split_rows), at_tiles = place(tiles);
+  cuda::PinnedBuffer& staging = staging_[staging_next_];
+  staging_next_ ^= 1;  // this slot's last copy ran: its step was read before this one's launch
+  if (staging.bytes() < bytes) TF_CUDA_TRY(staging.allocate(2 * bytes));
+  auto* host = staging.get<std::byte>();
+  auto put = [&](size_t at, const auto& v) {
+    if (!v.empty()) std::memcpy(host + at, v.data(), v.size() * sizeof(v[0]));
+  };
+  put(at_tokens, tokens);
+  put(at_pos, pos);
+  put(at_slots, slots);
+  put(at_row_seq, row_seq);
+  put(at_tables, tables);
+  put(at_out, out_rows);
+  put(at_split, split_rows);
+  put(at_tiles, tiles);
+  const void* before = d_in_.get();
+  TF_RETURN_IF_ERROR(grow(d_in_, bytes));
+  size_t from = 0;
+  if (follow && d_in_.get() == before) {
+    from = at_pos;
+  } else if (follow) {  // the buffer moved (after waiting for the queue): take the argmaxes up
+    std::memcpy(host + at_tokens, argmax_host_[pending_.back().slot].get(),
+                static_cast<size_t>(n) * sizeof(int32_t));
   }
+  TF_CUDA_TRY(cudaMemcpyAsync(d_in_.get<std::byte>() + from, host + from, bytes - from,
+                              cudaMemcpyHostToDevice, s));
+  auto* base = d_in_.get<std::byte>();
+  in_.tokens = reinterpret_cast<int32_t*>(base + at_tokens);
+  in_.pos = reinterpret_cast<int32_t*>(base + at_pos);
+  in_.slots = reinterpret_cast<int64_t*>(base + at_slots);
+  in_.row_seq = reinterpret_cast<int32_t*>(base + at_row_seq);
+  in_.tables = reinterpret_cast<int32_t*>(base + at_tables);
+  in_.out_rows = reinterpret_cast<int32_t*>(base + at_out);
+  in_.split_rows = reinterpret_cast<int32_t*>(base + at_split);
+  in_.tiles = reinterpret_cast<cuda::AttentionTile*>(base + at_tiles);
+  TF_RETURN_IF_ERROR(size_buffers(n_run, n_out_run, std::max(splits_bound, 1)));
 
   step_timer_.mark(1);
   if (!decode) {
     TF_RETURN_IF_ERROR(enqueue(n, n_out, bs, max_blocks, plan));
+    if (argmax && n_out > 0) {
+      TF_CUDA_TRY(cuda::argmax_rows(logits_.get<float>(), n_out, cfg_.vocab_size,
+                                    d_argmax_.get<int32_t>(), s,
+                                    decode_step ? in_.tokens : nullptr));
+      timer_.mark("argmax", s);
+    }
   } else {
     if (graphs_gen_ != gen_) {  // a buffer moved: every captured graph points at stale memory
       graphs_.clear();
@@ -636,6 +675,12 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
     if (it == graphs_.end()) {
       TF_CUDA_TRY(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
       Status st = enqueue(n_run, n_run, bs, width, plan);
+      if (st.ok()) {
+        const cudaError_t e = cuda::argmax_rows(logits_.get<float>(), n_run, cfg_.vocab_size,
+                                                d_argmax_.get<int32_t>(), s, in_.tokens);
+        if (e != cudaSuccess)
+          st = make_error(ErrorCode::kInternal, "CUDA: {}", cudaGetErrorString(e));
+      }
       cudaGraph_t graph = nullptr;
       const cudaError_t end = cudaStreamEndCapture(s, &graph);
       TF_RETURN_IF_ERROR(st);
@@ -690,7 +735,7 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
   auto* h = h_.get<bf16>();
   auto* down = down_.get<float>();
   timer_.mark("start", s);
-  TF_CUDA_TRY(cuda::embedding(embed_.get<bf16>(), d_tokens_.get<int32_t>(), x, n, d, s));
+  TF_CUDA_TRY(cuda::embedding(embed_.get<bf16>(), in_.tokens, x, n, d, s));
   timer_.mark("embed", s);
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
   const float scale =
@@ -705,8 +750,8 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
   cuda::QkvTensors qt;
   qt.cos = cos_.get<float>();
   qt.sin = sin_.get<float>();
-  qt.pos = d_pos_.get<int32_t>();
-  qt.slots = d_slots_.get<int64_t>();
+  qt.pos = in_.pos;
+  qt.slots = in_.slots;
   qt.q_out = q_.get<bf16>();
   // The most splits a split row needs under a layer's window, recomputed only when the window
   // differs from the layer before's (a model's layers have one or two).
@@ -771,17 +816,17 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     ap.window = spec_.window[l];
     ap.softcap = spec_.attn_softcap;
     cuda::AttentionBatch ab;
-    ab.split_rows = plan.all_rows_split ? nullptr : d_split_rows_.get<int32_t>();
+    ab.split_rows = plan.all_rows_split ? nullptr : in_.split_rows;
     ab.n_split_rows = plan.n_split_rows;
     ab.max_splits = plan.fixed_splits > 0 ? plan.fixed_splits : splits_for(ap.window);
     ab.scratch = attn_scratch_.get<float>();
     ab.counters = attn_counters_.get<int32_t>();
-    ab.tiles = d_tiles_.get<cuda::AttentionTile>();
+    ab.tiles = in_.tiles;
     ab.n_tiles = plan.n_tiles;
     ab.out = att_.get<bf16>();
     ab.early = early;
-    TF_CUDA_TRY(cuda::paged_attention(q_.get<bf16>(), kc, vc, d_tables_.get<int32_t>(),
-                                      d_row_seq_.get<int32_t>(), d_pos_.get<int32_t>(), ap, ab, s));
+    TF_CUDA_TRY(
+        cuda::paged_attention(q_.get<bf16>(), kc, vc, in_.tables, in_.row_seq, in_.pos, ap, ab, s));
     timer_.mark("attention", s);
     if (row_o) {
       TF_CUDA_TRY(cuda::matmul_row(att_.get<bf16>(), L.wo.get<bf16>(), o_.get<float>(), d, q_dim, s,
@@ -814,7 +859,7 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     // The last MLP output joins the residual (the norm written to h is not used), then the rows
     // that want logits are gathered, normalized and projected.
     TF_CUDA_TRY(cuda::add_rms_norm(x, down, out_norm_.get<bf16>(), h, n, d, eps, s));
-    TF_CUDA_TRY(cuda::gather_rows(x, d_out_rows_.get<int32_t>(), xg_.get<float>(), n_out, d, s));
+    TF_CUDA_TRY(cuda::gather_rows(x, in_.out_rows, xg_.get<float>(), n_out, d, s));
     TF_CUDA_TRY(cuda::add_rms_norm(xg_.get<float>(), nullptr, out_norm_.get<bf16>(),
                                    hg_.get<bf16>(), n_out, d, eps, s));
     timer_.mark("final_norm", s);
