@@ -329,7 +329,7 @@ class CudaDecoder final : public Model {
   Status launch_decode(std::span<const SeqChunk> batch, KvCache& kv, bool follow) override;
   Status collect(int32_t* argmax) override;
   void discard_queued() override {
-    stream_.sync();  // its error, if any, belongs to the queued steps being dropped
+    (void)sync_all();  // its error, if any, belongs to the queued steps being dropped
     pending_.clear();
   }
 
@@ -362,11 +362,13 @@ class CudaDecoder final : public Model {
     int n_out = 0;             // logits rows, in logits_
     bool decode_step = false;  // every chunk one token with its logits
     bool graph = false;        // replayed a captured graph
+    int slot = 0;              // its inputs and argmaxes (slots_)
   };
   // Lays out the step, uploads its inputs and queues its kernels, without waiting; then the
-  // argmax of each logits row into d_argmax_ where `argmax` is set (decode steps always: their
-  // graph holds it, and it writes the next step's tokens too). `follow`: the rows' tokens are the
-  // argmaxes of the step queued before (whose rows these are, in order), on the device already.
+  // argmax of each logits row into its slot's argmax buffer where `argmax` is set (decode steps
+  // always: their graph holds it, and it writes the next step's tokens too). `follow`: the rows'
+  // tokens are the argmaxes of the step queued before (whose rows these are, in order), on the
+  // device already.
   Status queue_step(std::span<const SeqChunk> batch, KvCache& kv, bool follow, bool argmax,
                     Queued& q);
   Status size_buffers(int n, int n_out, int max_splits);
@@ -376,7 +378,7 @@ class CudaDecoder final : public Model {
   // gen_, which retires the captured graphs.
   Status grow(DeviceBuffer& b, size_t bytes) {
     if (b.bytes() >= bytes) return {};
-    TF_CUDA_TRY(stream_.sync());  // a queued step may still read the old buffer (or its graph)
+    TF_CUDA_TRY(sync_all());  // a queued step may still use the old buffer (or its graph)
     TF_CUDA_TRY(b.allocate(std::max<size_t>(bytes, 256)));
     ++gen_;
     return {};
@@ -389,13 +391,20 @@ class CudaDecoder final : public Model {
     const size_t per_layer = static_cast<size_t>(kv.num_blocks() + 1) * kv.block_size() *
                              cfg_.num_kv_heads * cfg_.head_dim;
     ++gen_;
-    TF_CUDA_TRY(stream_.sync());
+    TF_CUDA_TRY(sync_all());
     TF_CUDA_TRY(k_cache_.allocate(per_layer * cfg_.num_layers * sizeof(uint16_t)));
     TF_CUDA_TRY(v_cache_.allocate(per_layer * cfg_.num_layers * sizeof(uint16_t)));
     kv_layer_elems_ = per_layer;
     kv_owner_ = &kv;
     kv_blocks_ = kv.num_blocks();
     return {};
+  }
+
+  cudaError_t sync_all() {
+    for (const cuda::Stream* st : {&upload_, &stream_, &download_}) {
+      if (cudaError_t e = st->sync(); e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
   }
 
   std::unique_ptr<DecoderModel> cpu_;  // the checkpoint mapping, spec and host weight views
@@ -428,30 +437,35 @@ class CudaDecoder final : public Model {
   size_t kv_layer_elems_ = 0;
   DeviceBuffer k_cache_, v_cache_;
   // Per-step buffers, grown as needed.
-  // The step's inputs, one device buffer that one copy fills from pinned staging (two slots: the
-  // other may still feed a queued step's copy).
+  // Where the current step's inputs sit on the device (in its slot's buffer).
   struct StepInputs {
     int32_t *tokens = nullptr, *pos = nullptr, *row_seq = nullptr, *tables = nullptr;
     int32_t *out_rows = nullptr, *split_rows = nullptr;
     int64_t* slots = nullptr;
     cuda::AttentionTile* tiles = nullptr;
   } in_;
-  DeviceBuffer d_in_, d_argmax_;
-  cuda::PinnedBuffer staging_[2];
-  int staging_next_ = 0;
+  // Steps alternate between two slots of inputs and argmaxes, so the copies stay off the GPU's
+  // path from one step to the next: a step's inputs go up on upload_ (one copy from pinned staging)
+  // while the step before runs, and its argmaxes come back on download_ while the next one runs.
+  // Each slot has a graph per bucket; a slot's graph writes its argmaxes as the other slot's
+  // tokens (at offset 0 of its inputs), which a following step then reads without a copy.
+  struct Slot {
+    DeviceBuffer inputs, argmax;
+    cuda::PinnedBuffer staging, argmax_host;
+    cuda::Event uploaded, ran, read;  // inputs in place; step done; argmaxes on the host
+  };
+  Slot slots_[2];
+  int slot_ = 0;  // the next step's
+  cuda::Stream upload_, download_;
   DeviceBuffer attn_scratch_;
   DeviceBuffer attn_counters_;  // zeroed when allocated; attention leaves it zeroed
   DeviceBuffer x_, x2_, h_, qkv_f32_, q_, att_, o_, gu_, act_, down_, xg_, hg_, logits_;
-  // Overlapped steps: each slot's argmaxes come back to its own pinned buffer, and its event
-  // marks their arrival; slots alternate, so a step's results outlive the next step's launch.
+  // Overlapped steps queued, oldest first.
   struct Pending {
     int slot = 0;
     size_t rows = 0;
   };
   std::deque<Pending> pending_;
-  int next_slot_ = 0;
-  cuda::PinnedBuffer argmax_host_[2];
-  cuda::Event step_done_[2];
 };
 
 Status CudaDecoder::step(std::span<const SeqChunk> batch, KvCache& kv, float* logits,
@@ -463,7 +477,7 @@ Status CudaDecoder::step(std::span<const SeqChunk> batch, KvCache& kv, float* lo
   cudaStream_t s = stream_.get();
   const int n_out = q.n_out;
   if (n_out > 0 && argmax != nullptr) {
-    TF_CUDA_TRY(cudaMemcpyAsync(argmax, d_argmax_.get(),
+    TF_CUDA_TRY(cudaMemcpyAsync(argmax, slots_[q.slot].argmax.get(),
                                 static_cast<size_t>(n_out) * sizeof(int32_t),
                                 cudaMemcpyDeviceToHost, s));
   }
@@ -485,18 +499,21 @@ Status CudaDecoder::launch_decode(std::span<const SeqChunk> batch, KvCache& kv, 
   if (follow && (pending_.empty() || pending_.back().rows != batch.size())) {
     return make_error(ErrorCode::kInternal, "a following step needs the step before's rows");
   }
-  const int slot = next_slot_;  // its last step was collected: at most one other is queued
-  cuda::PinnedBuffer& host = argmax_host_[slot];
-  const size_t bytes = batch.size() * sizeof(int32_t);
-  if (host.bytes() < bytes) TF_CUDA_TRY(host.allocate(std::max<size_t>(bytes, 256)));
   Queued q;
   TF_RETURN_IF_ERROR(queue_step(batch, kv, follow, true, q));
   if (!q.decode_step) return make_error(ErrorCode::kInternal, "launch_decode takes decode rows");
-  cudaStream_t s = stream_.get();
-  TF_CUDA_TRY(cudaMemcpyAsync(host.get(), d_argmax_.get(), bytes, cudaMemcpyDeviceToHost, s));
-  TF_CUDA_TRY(cudaEventRecord(step_done_[slot].get(), s));
-  pending_.push_back({slot, batch.size()});
-  next_slot_ ^= 1;
+  // The slot's previous step was read before this launch (at most one other is queued).
+  Slot& sl = slots_[q.slot];
+  const size_t bytes = batch.size() * sizeof(int32_t);
+  if (sl.argmax_host.bytes() < bytes) {
+    TF_CUDA_TRY(sl.argmax_host.allocate(std::max<size_t>(bytes, 256)));
+  }
+  cudaStream_t down = download_.get();
+  TF_CUDA_TRY(cudaStreamWaitEvent(down, sl.ran.get(), 0));
+  TF_CUDA_TRY(
+      cudaMemcpyAsync(sl.argmax_host.get(), sl.argmax.get(), bytes, cudaMemcpyDeviceToHost, down));
+  TF_CUDA_TRY(cudaEventRecord(sl.read.get(), down));
+  pending_.push_back({q.slot, batch.size()});
   return {};
 }
 
@@ -505,9 +522,9 @@ Status CudaDecoder::collect(int32_t* argmax) {
   const Pending p = pending_.front();
   pending_.pop_front();
   const auto wait_start = StepTimer::Clock::now();
-  TF_CUDA_TRY(cudaEventSynchronize(step_done_[p.slot].get()));
+  TF_CUDA_TRY(cudaEventSynchronize(slots_[p.slot].read.get()));
   step_timer_.collected(wait_start);
-  std::memcpy(argmax, argmax_host_[p.slot].get(), p.rows * sizeof(int32_t));
+  std::memcpy(argmax, slots_[p.slot].argmax_host.get(), p.rows * sizeof(int32_t));
   return {};
 }
 
@@ -619,10 +636,14 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   const size_t at_tokens = place(tokens), at_pos = place(pos), at_slots = place(slots),
                at_row_seq = place(row_seq), at_tables = place(tables), at_out = place(out_rows),
                at_split = place(split_rows), at_tiles = place(tiles);
-  cuda::PinnedBuffer& staging = staging_[staging_next_];
-  staging_next_ ^= 1;  // this slot's last copy ran: its step was read before this one's launch
-  if (staging.bytes() < bytes) TF_CUDA_TRY(staging.allocate(2 * bytes));
-  auto* host = staging.get<std::byte>();
+  const int j = slot_;
+  slot_ ^= 1;
+  q.slot = j;
+  Slot& sl = slots_[j];
+  Slot& other = slots_[j ^ 1];
+  // This slot's last step was read before this one's launch, so its staging is free.
+  if (sl.staging.bytes() < bytes) TF_CUDA_TRY(sl.staging.allocate(2 * bytes));
+  auto* host = sl.staging.get<std::byte>();
   auto put = [&](size_t at, const auto& v) {
     if (!v.empty()) std::memcpy(host + at, v.data(), v.size() * sizeof(v[0]));
   };
@@ -634,18 +655,27 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   put(at_out, out_rows);
   put(at_split, split_rows);
   put(at_tiles, tiles);
-  const void* before = d_in_.get();
-  TF_RETURN_IF_ERROR(grow(d_in_, bytes));
+  const void* before = sl.inputs.get();
+  TF_RETURN_IF_ERROR(grow(sl.inputs, bytes));  // both alike: each slot's graph writes the other's
+  TF_RETURN_IF_ERROR(grow(other.inputs, bytes));
   size_t from = 0;
-  if (follow && d_in_.get() == before) {
+  if (follow && sl.inputs.get() == before) {
     from = at_pos;
   } else if (follow) {  // the buffer moved (after waiting for the queue): take the argmaxes up
-    std::memcpy(host + at_tokens, argmax_host_[pending_.back().slot].get(),
+    std::memcpy(host + at_tokens, slots_[pending_.back().slot].argmax_host.get(),
                 static_cast<size_t>(n) * sizeof(int32_t));
   }
-  TF_CUDA_TRY(cudaMemcpyAsync(d_in_.get<std::byte>() + from, host + from, bytes - from,
-                              cudaMemcpyHostToDevice, s));
-  auto* base = d_in_.get<std::byte>();
+  // The copy waits for this slot's last step (its inputs' last reader) and, where it brings the
+  // tokens, for the other slot's (whose argmax kernel writes them); both have run by now in the
+  // engine's order, so neither wait delays the copy.
+  cudaStream_t up = upload_.get();
+  TF_CUDA_TRY(cudaStreamWaitEvent(up, sl.ran.get(), 0));
+  if (from == 0) TF_CUDA_TRY(cudaStreamWaitEvent(up, other.ran.get(), 0));
+  TF_CUDA_TRY(cudaMemcpyAsync(sl.inputs.get<std::byte>() + from, host + from, bytes - from,
+                              cudaMemcpyHostToDevice, up));
+  TF_CUDA_TRY(cudaEventRecord(sl.uploaded.get(), up));
+  TF_CUDA_TRY(cudaStreamWaitEvent(s, sl.uploaded.get(), 0));
+  auto* base = sl.inputs.get<std::byte>();
   in_.tokens = reinterpret_cast<int32_t*>(base + at_tokens);
   in_.pos = reinterpret_cast<int32_t*>(base + at_pos);
   in_.slots = reinterpret_cast<int64_t*>(base + at_slots);
@@ -661,8 +691,8 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
     TF_RETURN_IF_ERROR(enqueue(n, n_out, bs, max_blocks, plan));
     if (argmax && n_out > 0) {
       TF_CUDA_TRY(cuda::argmax_rows(logits_.get<float>(), n_out, cfg_.vocab_size,
-                                    d_argmax_.get<int32_t>(), s,
-                                    decode_step ? in_.tokens : nullptr));
+                                    sl.argmax.get<int32_t>(), s,
+                                    decode_step ? other.inputs.get<int32_t>() : nullptr));
       timer_.mark("argmax", s);
     }
   } else {
@@ -670,14 +700,15 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
       graphs_.clear();
       graphs_gen_ = gen_;
     }
-    const int64_t key = static_cast<int64_t>(n_run) << 32 | width;
+    const int64_t key = (static_cast<int64_t>(n_run) << 32 | width) << 1 | j;
     auto it = graphs_.find(key);
     if (it == graphs_.end()) {
       TF_CUDA_TRY(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
       Status st = enqueue(n_run, n_run, bs, width, plan);
       if (st.ok()) {
-        const cudaError_t e = cuda::argmax_rows(logits_.get<float>(), n_run, cfg_.vocab_size,
-                                                d_argmax_.get<int32_t>(), s, in_.tokens);
+        const cudaError_t e =
+            cuda::argmax_rows(logits_.get<float>(), n_run, cfg_.vocab_size,
+                              sl.argmax.get<int32_t>(), s, other.inputs.get<int32_t>());
         if (e != cudaSuccess)
           st = make_error(ErrorCode::kInternal, "CUDA: {}", cudaGetErrorString(e));
       }
@@ -693,6 +724,7 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
     }
     TF_CUDA_TRY(cudaGraphLaunch(it->second.exec, s));
   }
+  TF_CUDA_TRY(cudaEventRecord(sl.ran.get(), s));
   return {};
 }
 
@@ -721,7 +753,7 @@ Status CudaDecoder::size_buffers(int n, int n_out, int max_splits) {
   TF_RETURN_IF_ERROR(grow(xg_, outs * d * 4));
   TF_RETURN_IF_ERROR(grow(hg_, outs * d * 2));
   TF_RETURN_IF_ERROR(grow(logits_, outs * cfg_.vocab_size * 4));
-  TF_RETURN_IF_ERROR(grow(d_argmax_, outs * sizeof(int32_t)));
+  for (Slot& sl : slots_) TF_RETURN_IF_ERROR(grow(sl.argmax, outs * sizeof(int32_t)));
   return {};
 }
 
