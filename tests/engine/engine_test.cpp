@@ -348,12 +348,14 @@ TEST_F(EngineTest, OverlappedDecodeRepliesAsPlainSteps) {
   reqs.push_back(make_request(799, 190, 0.0f, 0, 100));  // ends at the context
   reqs.back().logprobs = -1;
 
-  auto run = [&](const EngineOptions& o, int64_t* overlapped_steps) {
+  // All at once, or with waits so that arrivals land mid-stream (each ends a chain).
+  auto run = [&](const EngineOptions& o, const std::vector<Request>& rs, bool waits,
+                 int64_t* overlapped_steps) {
     Engine e(model_, o);
     std::vector<std::shared_ptr<Channel>> chans;
-    for (size_t i = 0; i < reqs.size(); ++i) {
-      chans.push_back(*e.submit(reqs[i]));
-      if (i % 4 == 3) {  // arrivals mid-stream end a chain
+    for (size_t i = 0; i < rs.size(); ++i) {
+      chans.push_back(*e.submit(rs[i]));
+      if (waits && i % 4 == 3) {
         while (e.stats().generated_tokens < static_cast<int64_t>(i) * 2) std::this_thread::yield();
       }
     }
@@ -363,20 +365,27 @@ TEST_F(EngineTest, OverlappedDecodeRepliesAsPlainSteps) {
     *overlapped_steps = e.stats().overlapped_steps;
     return out;
   };
-  int64_t plain_chained = 0, chained = 0;
-  const std::vector<Reply> want = run(plain, &plain_chained);
-  const std::vector<Reply> got = run(overlapped, &chained);
-  EXPECT_EQ(plain_chained, 0);
-  EXPECT_GT(chained, 20);
-  int stopped = 0;
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    EXPECT_EQ(got[i].ids, want[i].ids) << "stream " << i;
-    EXPECT_EQ(got[i].reason, want[i].reason) << "stream " << i;
-    EXPECT_EQ(got[i].usage.completion_tokens, want[i].usage.completion_tokens) << "stream " << i;
-    stopped += want[i].reason == FinishReason::kStop;
+  std::vector<Request> greedy;  // no sampled row to break the chains: they must happen
+  for (const Request& r : reqs) {
+    if (r.sampling.temperature <= 0.0f) greedy.push_back(r);
   }
-  EXPECT_GT(stopped, 0);                   // the end-of-generation path was covered
-  EXPECT_EQ(want.back().ids.size(), 10u);  // 190 prompt tokens + 10 reach the context
+  for (const bool mixed : {true, false}) {
+    const std::vector<Request>& rs = mixed ? reqs : greedy;
+    int64_t plain_chained = 0, chained = 0;
+    const std::vector<Reply> want = run(plain, rs, mixed, &plain_chained);
+    const std::vector<Reply> got = run(overlapped, rs, mixed, &chained);
+    EXPECT_EQ(plain_chained, 0);
+    if (!mixed) EXPECT_GE(chained, 10);
+    int stopped = 0;
+    for (size_t i = 0; i < rs.size(); ++i) {
+      EXPECT_EQ(got[i].ids, want[i].ids) << "stream " << i << (mixed ? " mixed" : " greedy");
+      EXPECT_EQ(got[i].reason, want[i].reason) << "stream " << i;
+      EXPECT_EQ(got[i].usage.completion_tokens, want[i].usage.completion_tokens) << "stream " << i;
+      stopped += want[i].reason == FinishReason::kStop;
+    }
+    EXPECT_GT(stopped, 0);                   // the end-of-generation path was covered
+    EXPECT_EQ(want.back().ids.size(), 10u);  // 190 prompt tokens + 10 reach the context
+  }
 }
 
 // A fault in an overlapped step falls back to plain steps, which fail only the stream it hits;
