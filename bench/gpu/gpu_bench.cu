@@ -486,7 +486,8 @@ int main() {
     CHECK_CUDA(cudaMemset(resid.get(), 0, resid.bytes()));
     CHECK_CUDA(cudaMemset(normw.get(), 0, normw.bytes()));
     std::printf("\none-row (row kernel) shapes: GB/s of weights per matrix (32 layers)\n");
-    std::printf("%-6s %-14s %8s %8s %8s %8s\n", "source", "shape", "qkv", "o", "gate_up", "down");
+    std::printf("%-6s %-14s %8s %8s %8s %8s %8s\n", "source", "shape", "qkv", "o", "gate_up",
+                "down", "lm_head");
     for (const bool norm : {false, true}) {
       for (int sh = 0; sh < cu::matmul_row_shapes(); ++sh) {
         std::printf("%-6s %-14s", norm ? "norm" : "copy", cu::matmul_row_shape_name(sh));
@@ -505,7 +506,19 @@ int main() {
           });
           std::printf(" %8.0f", kLayers * mat.n * double(mat.k) * 2 / (t * 1e-3) / 1e9);
         }
-        std::printf("\n");
+        // lm_head: 8 launches a graph (1.05 GB each).
+        Graph g([&](cudaStream_t s) {
+          for (int i = 0; i < 8; ++i) {
+            CHECK_CUDA(norm ? cu::norm_matmul_shape(resid.get<float>(), nullptr, normw.get<bf16>(),
+                                                    1e-5f, resid_out.get<float>(),
+                                                    lm_head.get<bf16>(), logits.get<float>(),
+                                                    kVocab, kHidden, s, sh)
+                            : cu::matmul_row_shape(x.get<bf16>(), lm_head.get<bf16>(),
+                                                   logits.get<float>(), kVocab, kHidden, s, sh));
+          }
+        });
+        const float t = time_ms([&] { g.launch(); }, 10);
+        std::printf(" %8.0f\n", 8 * double(kVocab) * kHidden * 2 / (t * 1e-3) / 1e9);
       }
     }
   }

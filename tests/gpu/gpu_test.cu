@@ -237,6 +237,15 @@ void test_norm_matmul(int n, int k) {
     bad += std::memcmp(want_r.data(), got_r.data(), size_t(k) * 4) != 0;
     // The input residual is left alone (the caller alternates buffers).
     bad += std::memcmp(download<float>(fused_in, k).data(), r.data(), size_t(k) * 4) != 0;
+    for (int sh = 0; sh < cu::matmul_row_shapes(); ++sh) {  // every shape gpu_bench sweeps
+      poison(y);
+      poison(out_r);
+      CHECK_CUDA(cu::norm_matmul_shape(fused_in.get<float>(), delta, dnw.get<bf16>(), 1e-5f,
+                                       out_r.get<float>(), dw.get<bf16>(), y.get<float>(), n, k, 0,
+                                       sh));
+      bad += std::memcmp(want_y.data(), download<float>(y, n).data(), size_t(n) * 4) != 0;
+      bad += std::memcmp(want_r.data(), download<float>(out_r, k).data(), size_t(k) * 4) != 0;
+    }
   }
   expect(bad == 0, "norm_matmul n=" + std::to_string(n) + " k=" + std::to_string(k) + ": " +
                        std::to_string(bad) + " mismatches");
@@ -393,6 +402,47 @@ void test_rope(bool interleaved, int rope_dim) {
 
 }  // namespace
 
+// argmax_rows against the host's first maximum, with ties planted before and after the true
+// maximum's slice boundary: one block a row, and a few rows spread over blocks (scratch), twice
+// (the launch leaves the scratch's counts at zero), also writing the second output.
+void test_argmax() {
+  std::printf("argmax_rows vs host (lowest index of the maximum)\n");
+  std::mt19937 rng(11);
+  std::normal_distribution<float> d(0.0f, 3.0f);
+  int bad = 0;
+  for (const int n : {7, 1000, 5000, 128256}) {
+    for (const int rows : {1, 3, 40}) {
+      std::vector<float> x(size_t(rows) * n);
+      for (auto& v : x) v = d(rng);
+      std::vector<int32_t> want(rows);
+      for (int r = 0; r < rows; ++r) {
+        float* row = &x[size_t(r) * n];
+        if (r % 2 == 1) {  // the maximum twice: the lower index wins
+          const int a = int(rng() % n), b = int(rng() % n);
+          row[a] = row[b] = 100.0f;
+        }
+        want[r] = 0;
+        for (int i = 1; i < n; ++i)
+          if (row[i] > row[want[r]]) want[r] = i;
+      }
+      auto dx = upload(x);
+      cu::DeviceBuffer out(size_t(rows) * 4), also(size_t(rows) * 4),
+          scratch(cu::argmax_scratch_bytes(rows));
+      CHECK_CUDA(cudaMemset(scratch.get(), 0, scratch.bytes()));
+      for (int run = 0; run < 3; ++run) {
+        poison(out);
+        poison(also);
+        void* sc = run == 0 ? nullptr : scratch.get();
+        CHECK_CUDA(cu::argmax_rows(dx.get<float>(), rows, n, out.get<int32_t>(), 0,
+                                   also.get<int32_t>(), sc));
+        bad += download<int32_t>(out, rows) != want;
+        bad += download<int32_t>(also, rows) != want;
+      }
+    }
+  }
+  expect(bad == 0, "argmax_rows: " + std::to_string(bad) + " runs differ from the host");
+}
+
 int main() {
   int dev = 0;
   cudaDeviceProp prop{};
@@ -422,7 +472,9 @@ int main() {
   test_matmul_row(4096, 4096);      // Llama-3.1-8B's o
   test_matmul_row(28672, 4096);     // wide, one part
   test_matmul_row(1000, 5120);      // 3 parts, the last shorter
+  test_matmul_row(70000, 2048);     // vocabulary-wide: the persistent shapes loop over tiles
   test_swiglu_embedding();
+  test_argmax();
   test_rope(false, 128);
   test_rope(true, 128);
   test_rope(false, 64);

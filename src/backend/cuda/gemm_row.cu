@@ -253,14 +253,13 @@ cudaError_t launch_row(const Source& src, const bf16* w, float* y, int n, int k,
 // Launch shapes (gpu_bench, fused vs add_rms_norm + matmul, us per launch on the H200): the wide
 // matrices take 8 warps a block with row-contiguous copies (gate_up 61.9 against 64.4 for the
 // pair; 4 warps with 6 stages, the unfused pick, 65.1: with 8 warps each thread stands in for one
-// norm thread, not two), the narrow ones a 6-stage ring (qkv 17.5 against 18.4). A vocabulary-wide
-// lm_head streams long enough that the unfused one-part pick (4 warps, 6 stages: 4 % faster on
-// gate_up unfused) wins back more than its slower norm costs. A one-part wide matrix (gate_up)
-// spreads its tiles over every resident block (warp_tile; norm-fused 3,810 -> 4,002 GB/s, and
-// the plain copies then beat the row-contiguous ones); parts of K gained nothing from it. Where
-// its tiles outnumber the slots it keeps the plain order, with the plain copies too (gate_up
-// unspread: 3,836 GB/s norm-fused against 3,809 with row copies).
-constexpr int kVeryWideN = 65536;
+// norm thread, not two), the narrow ones a 6-stage ring (qkv 17.5 against 18.4). A one-part wide
+// matrix (gate_up) spreads its tiles over every resident block (warp_tile; norm-fused 3,810 ->
+// 4,002 GB/s, and the plain copies then beat the row-contiguous ones); parts of K gained nothing
+// from it. Where its tiles outnumber the slots it keeps the plain order, with the plain copies
+// too (gate_up unspread: 3,836 GB/s norm-fused against 3,809 with row copies). So does a
+// vocabulary-wide lm_head: norm-fused 4,393 GB/s against 4,344 for the 4-warp 6-stage shape it
+// took before, and 4,243-4,266 when its warps loop over tiles in one resident wave.
 // The shapes every row kernel takes: whole 32-wide chunks of K, whole 8-row tiles of N, and a
 // block's part of K within kRowMaxPart.
 bool shape_ok(int n, int k) { return k % 32 == 0 && n % 8 == 0 && part_len(k, n) <= kRowMaxPart; }
@@ -271,7 +270,6 @@ cudaError_t row_matmul(const Source& src, const bf16* w, float* y, int n, int k,
   if (!shape_ok(n, k)) return cudaErrorInvalidValue;
   const bool wide = n / 8 * parts_of(k, n) >= 3000;
   if (!wide) return launch_row<4, 6, 4, false>(src, w, y, n, k, s, early);
-  if (n >= kVeryWideN) return launch_row<4, 6, 4, true>(src, w, y, n, k, s, early);
   if (parts_of(k, n) == 1) {
     return launch_row<8, 3, 4, false, Source, true>(src, w, y, n, k, s, early);
   }

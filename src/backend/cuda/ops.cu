@@ -7,6 +7,7 @@
 // order), so a row's result never depends on how many rows share the launch.
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "backend/cuda/ops.h"
@@ -171,32 +172,46 @@ __global__ void qkv_rope_kernel(const float* __restrict__ qkv, QkvParams p, QkvT
   }
 }
 
-// One block per row: each thread keeps the first maximum of its strided elements, then pairs
-// reduce to the larger value, or the lower index of equal ones: the row's first maximum.
-constexpr int kArgmaxThreads = 1024;
+// A row's argmax over gridDim.x blocks, each a slice of it: each thread keeps the first maximum of
+// its strided elements, then pairs reduce to the larger value, or the lower index of equal ones:
+// the slice's first maximum. With several slices, the block that finishes last combines them
+// the same way (the row's first maximum whatever the order they finish in) and zeroes the count.
+constexpr int kArgmaxThreads = 1024, kArgmaxMaxParts = 32;
+constexpr int kNoIndex = 0x7fffffff;
 __device__ __forceinline__ void keep_better(float& v, int& i, float v2, int i2) {
-  if (v2 > v || (v2 == v && i2 < i)) {
+  if (i == kNoIndex || v2 > v || (v2 == v && i2 < i)) {
     v = v2;
     i = i2;
   }
 }
 
+struct ArgmaxScratch {
+  float* v;         // [rows][kArgmaxMaxParts]
+  int* i;           // the same
+  unsigned* count;  // [rows], zero between launches
+};
+
 __global__ void __launch_bounds__(kArgmaxThreads)
     argmax_kernel(const float* __restrict__ x, int n, int32_t* __restrict__ out,
-                  int32_t* __restrict__ also) {
+                  int32_t* __restrict__ also, ArgmaxScratch sc) {
   __shared__ float vals[kArgmaxThreads / 32];
   __shared__ int idxs[kArgmaxThreads / 32];
-  const float* row = x + static_cast<int64_t>(blockIdx.x) * n;
-  int best = threadIdx.x < n ? static_cast<int>(threadIdx.x) : 0;
-  float v = row[best];
-  for (int i = best + kArgmaxThreads; i < n; i += kArgmaxThreads) {
-    if (row[i] > v) {
-      v = row[i];
+  const int r = blockIdx.y, parts = gridDim.x, part = blockIdx.x;
+  const float* row = x + static_cast<int64_t>(r) * n;
+  const int chunk = (n + parts - 1) / parts, end = min(n, (part + 1) * chunk);
+  int best = kNoIndex;
+  float v = 0.0f;
+  for (int i = part * chunk + static_cast<int>(threadIdx.x); i < end; i += kArgmaxThreads) {
+    const float xi = row[i];
+    if (best == kNoIndex || xi > v) {
+      v = xi;
       best = i;
     }
   }
   for (int o = 16; o > 0; o >>= 1) {
-    keep_better(v, best, __shfl_xor_sync(0xffffffffu, v, o), __shfl_xor_sync(0xffffffffu, best, o));
+    const float v2 = __shfl_xor_sync(0xffffffffu, v, o);
+    const int i2 = __shfl_xor_sync(0xffffffffu, best, o);
+    if (i2 != kNoIndex) keep_better(v, best, v2, i2);
   }
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (lane == 0) {
@@ -204,18 +219,30 @@ __global__ void __launch_bounds__(kArgmaxThreads)
     idxs[warp] = best;
   }
   __syncthreads();
-  if (warp == 0) {
-    v = vals[lane];
-    best = idxs[lane];
-    for (int o = 16; o > 0; o >>= 1) {
-      keep_better(v, best, __shfl_xor_sync(0xffffffffu, v, o),
-                  __shfl_xor_sync(0xffffffffu, best, o));
-    }
-    if (lane == 0) {
-      out[blockIdx.x] = best;
-      if (also != nullptr) also[blockIdx.x] = best;
-    }
+  if (warp != 0) return;
+  v = vals[lane];
+  best = idxs[lane];
+  for (int o = 16; o > 0; o >>= 1) {
+    const float v2 = __shfl_xor_sync(0xffffffffu, v, o);
+    const int i2 = __shfl_xor_sync(0xffffffffu, best, o);
+    if (i2 != kNoIndex) keep_better(v, best, v2, i2);
   }
+  if (lane != 0) return;
+  if (parts > 1) {
+    sc.v[r * kArgmaxMaxParts + part] = v;
+    sc.i[r * kArgmaxMaxParts + part] = best;
+    __threadfence();  // the slice's result is visible before the count says so
+    if (atomicAdd(&sc.count[r], 1u) != static_cast<unsigned>(parts - 1)) return;  // not last
+    __threadfence();
+    best = kNoIndex;
+    for (int p = 0; p < parts; ++p) {
+      const int i2 = __ldcg(&sc.i[r * kArgmaxMaxParts + p]);
+      if (i2 != kNoIndex) keep_better(v, best, __ldcg(&sc.v[r * kArgmaxMaxParts + p]), i2);
+    }
+    sc.count[r] = 0;
+  }
+  out[r] = best;
+  if (also != nullptr) also[r] = best;
 }
 
 __global__ void gather_rows_kernel(const float* __restrict__ src, const int32_t* __restrict__ idx,
@@ -237,11 +264,26 @@ cudaError_t qkv_rope_kv_write(const float* qkv, const QkvParams& p, const QkvTen
                             s, early, qkv, p, t, early);
 }
 
+size_t argmax_scratch_bytes(int rows) {
+  return static_cast<size_t>(rows) * (kArgmaxMaxParts * (sizeof(float) + sizeof(int)) + 4);
+}
+
 cudaError_t argmax_rows(const float* x, int rows, int n, int32_t* out, cudaStream_t s,
-                        int32_t* also) {
+                        int32_t* also, void* scratch) {
   if (rows <= 0) return cudaSuccess;
-  if (n <= 0) return cudaErrorInvalidValue;
-  argmax_kernel<<<rows, kArgmaxThreads, 0, s>>>(x, n, out, also);
+  if (n <= 0 || rows > 65535) return cudaErrorInvalidValue;
+  // A few rows take a slice of 4,096 or more elements per block (up to 32 blocks a row): one block
+  // alone reads a vocabulary at one SM's share of the L2's bandwidth.
+  constexpr int kMinSlice = 4096, kFewRows = 32;
+  const int parts =
+      scratch != nullptr && rows < kFewRows ? std::clamp(n / kMinSlice, 1, kArgmaxMaxParts) : 1;
+  ArgmaxScratch sc{};
+  if (scratch != nullptr) {
+    sc.v = static_cast<float*>(scratch);
+    sc.i = reinterpret_cast<int*>(sc.v + static_cast<size_t>(rows) * kArgmaxMaxParts);
+    sc.count = reinterpret_cast<unsigned*>(sc.i + static_cast<size_t>(rows) * kArgmaxMaxParts);
+  }
+  argmax_kernel<<<dim3(parts, rows), kArgmaxThreads, 0, s>>>(x, n, out, also, sc);
   return cudaGetLastError();
 }
 

@@ -458,7 +458,8 @@ class CudaDecoder final : public Model {
   int slot_ = 0;  // the next step's
   cuda::Stream upload_, download_;
   DeviceBuffer attn_scratch_;
-  DeviceBuffer attn_counters_;  // zeroed when allocated; attention leaves it zeroed
+  DeviceBuffer attn_counters_;   // zeroed when allocated; attention leaves it zeroed
+  DeviceBuffer argmax_scratch_;  // likewise, for the argmax's blocks per row
   DeviceBuffer x_, x2_, h_, qkv_f32_, q_, att_, o_, gu_, act_, down_, xg_, hg_, logits_;
   // Overlapped steps queued, oldest first.
   struct Pending {
@@ -690,9 +691,9 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   if (!decode) {
     TF_RETURN_IF_ERROR(enqueue(n, n_out, bs, max_blocks, plan));
     if (argmax && n_out > 0) {
-      TF_CUDA_TRY(cuda::argmax_rows(logits_.get<float>(), n_out, cfg_.vocab_size,
-                                    sl.argmax.get<int32_t>(), s,
-                                    decode_step ? other.inputs.get<int32_t>() : nullptr));
+      TF_CUDA_TRY(cuda::argmax_rows(
+          logits_.get<float>(), n_out, cfg_.vocab_size, sl.argmax.get<int32_t>(), s,
+          decode_step ? other.inputs.get<int32_t>() : nullptr, argmax_scratch_.get()));
       timer_.mark("argmax", s);
     }
   } else {
@@ -706,9 +707,9 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
       TF_CUDA_TRY(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
       Status st = enqueue(n_run, n_run, bs, width, plan);
       if (st.ok()) {
-        const cudaError_t e =
-            cuda::argmax_rows(logits_.get<float>(), n_run, cfg_.vocab_size,
-                              sl.argmax.get<int32_t>(), s, other.inputs.get<int32_t>());
+        const cudaError_t e = cuda::argmax_rows(logits_.get<float>(), n_run, cfg_.vocab_size,
+                                                sl.argmax.get<int32_t>(), s,
+                                                other.inputs.get<int32_t>(), argmax_scratch_.get());
         if (e != cudaSuccess)
           st = make_error(ErrorCode::kInternal, "CUDA: {}", cudaGetErrorString(e));
       }
@@ -754,6 +755,11 @@ Status CudaDecoder::size_buffers(int n, int n_out, int max_splits) {
   TF_RETURN_IF_ERROR(grow(hg_, outs * d * 2));
   TF_RETURN_IF_ERROR(grow(logits_, outs * cfg_.vocab_size * 4));
   for (Slot& sl : slots_) TF_RETURN_IF_ERROR(grow(sl.argmax, outs * sizeof(int32_t)));
+  const size_t argmax_scratch = cuda::argmax_scratch_bytes(static_cast<int>(outs));
+  if (argmax_scratch_.bytes() < argmax_scratch) {
+    TF_RETURN_IF_ERROR(grow(argmax_scratch_, argmax_scratch));
+    TF_CUDA_TRY(cudaMemsetAsync(argmax_scratch_.get(), 0, argmax_scratch_.bytes(), stream_.get()));
+  }
   return {};
 }
 
