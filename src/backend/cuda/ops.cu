@@ -94,6 +94,7 @@ __global__ void swiglu_kernel(const In* __restrict__ gu, bf16* __restrict__ out,
 
 __global__ void embedding_kernel(const bf16* __restrict__ table, const int32_t* __restrict__ ids,
                                  float* __restrict__ out, int hidden) {
+  pdl_release();  // the first qkv projection, launched early, copies its weights meanwhile
   const bf16* src = table + static_cast<size_t>(ids[blockIdx.x]) * hidden;
   float* dst = out + static_cast<size_t>(blockIdx.x) * hidden;
   for (int i = threadIdx.x; i < hidden; i += blockDim.x) dst[i] = __bfloat162float(src[i]);

@@ -820,8 +820,10 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
   // One row: every kernel but qkv starts early (pdl.cuh), released by its producer (at entry;
   // attention once its K/V reads are done); each waits on the producer before reading its
   // output, and copies its weights (attention: the older K and V rows) before that. gpu_bench,
-  // Llama-3.1-8B step: 4.67 -> 4.44 ms; qkv early after down was 7 us slower. Not for more rows:
-  // rope's rows x heads blocks would sit through a prefill GEMM.
+  // Llama-3.1-8B step: 4.67 -> 4.44 ms. qkv early after down was 7-50 us slower, whether down
+  // released it at entry or 8, 12 or 16 16ths through its weights; only the first layer's qkv,
+  // after the embedding, is early. Not for more rows: rope's rows x heads blocks
+  // would sit through a prefill GEMM.
   const bool early = n == 1;
   auto norm_then_matmul = [&](const float* delta, const DeviceBuffer& norm_w, const DeviceBuffer& w,
                               float* y, int cols, bool early_mm) -> Status {
@@ -839,7 +841,7 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     const DeviceLayer& L = layers_[l];
     // The previous layer's MLP output joins the residual here, with this layer's norm.
     TF_RETURN_IF_ERROR(norm_then_matmul(l == 0 ? nullptr : down, L.attn_norm, L.wqkv,
-                                        qkv_f32_.get<float>(), qkv_dim, false));
+                                        qkv_f32_.get<float>(), qkv_dim, early && l == 0));
     timer_.mark("norm_qkv", s);
     bf16* kc = k_cache_.get<bf16>() + kv_layer_elems_ * l;
     bf16* vc = v_cache_.get<bf16>() + kv_layer_elems_ * l;
