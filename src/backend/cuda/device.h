@@ -9,16 +9,26 @@
 
 namespace tf::backend::cuda {
 
-// Owns one cudaMalloc'd region (plain allocations: managed memory can hang the card).
-class DeviceBuffer {
+namespace detail {
+inline cudaError_t device_alloc(void** p, size_t bytes) { return cudaMalloc(p, bytes); }
+inline cudaError_t device_free(void* p) { return cudaFree(p); }
+inline cudaError_t pinned_alloc(void** p, size_t bytes) {
+  return cudaHostAlloc(p, bytes, cudaHostAllocDefault);
+}
+inline cudaError_t pinned_free(void* p) { return cudaFreeHost(p); }
+}  // namespace detail
+
+// Owns one region from Alloc, given back with Free.
+template <cudaError_t (*Alloc)(void**, size_t), cudaError_t (*Free)(void*)>
+class OwnedRegion {
  public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(size_t bytes) { allocate(bytes); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& o) noexcept
+  OwnedRegion() = default;
+  explicit OwnedRegion(size_t bytes) { allocate(bytes); }
+  OwnedRegion(const OwnedRegion&) = delete;
+  OwnedRegion& operator=(const OwnedRegion&) = delete;
+  OwnedRegion(OwnedRegion&& o) noexcept
       : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+  OwnedRegion& operator=(OwnedRegion&& o) noexcept {
     if (this != &o) {
       reset();
       ptr_ = std::exchange(o.ptr_, nullptr);
@@ -26,17 +36,17 @@ class DeviceBuffer {
     }
     return *this;
   }
-  ~DeviceBuffer() { reset(); }
+  ~OwnedRegion() { reset(); }
 
   cudaError_t allocate(size_t bytes) {
     reset();
-    cudaError_t e = cudaMalloc(&ptr_, bytes);
+    cudaError_t e = Alloc(&ptr_, bytes);
     bytes_ = e == cudaSuccess ? bytes : 0;
     if (e != cudaSuccess) ptr_ = nullptr;
     return e;
   }
   void reset() {
-    if (ptr_) cudaFree(ptr_);
+    if (ptr_) Free(ptr_);
     ptr_ = nullptr;
     bytes_ = 0;
   }
@@ -51,35 +61,10 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
-// Owns one page-locked host region, which copies to and from the device reach asynchronously.
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  ~PinnedBuffer() { reset(); }
-  cudaError_t allocate(size_t bytes) {
-    reset();
-    cudaError_t e = cudaHostAlloc(&ptr_, bytes, cudaHostAllocDefault);
-    bytes_ = e == cudaSuccess ? bytes : 0;
-    if (e != cudaSuccess) ptr_ = nullptr;
-    return e;
-  }
-  void reset() {
-    if (ptr_) cudaFreeHost(ptr_);
-    ptr_ = nullptr;
-    bytes_ = 0;
-  }
-  template <typename T = void>
-  T* get() const {
-    return static_cast<T*>(ptr_);
-  }
-  size_t bytes() const { return bytes_; }
-
- private:
-  void* ptr_ = nullptr;
-  size_t bytes_ = 0;
-};
+// Device memory (plain cudaMalloc: managed memory can hang the card).
+using DeviceBuffer = OwnedRegion<detail::device_alloc, detail::device_free>;
+// Page-locked host memory, which copies to and from the device reach asynchronously.
+using PinnedBuffer = OwnedRegion<detail::pinned_alloc, detail::pinned_free>;
 
 // Owns one event without timing (the cheapest kind: it only marks a point of a stream).
 class Event {
