@@ -156,6 +156,13 @@ void Engine::drain_inbox() {
   for (auto& s : inbox) {
     s->arrival = next_arrival_++;
     Sequence* raw = s.get();
+    if (auto old = seqs_.find(s->req.id);
+        old != seqs_.end() && old->second->state == SeqState::kFinished) {
+      // Finished but still a row of a queued step: parked under a key of its own, as below.
+      auto node = seqs_.extract(old);
+      node.key() = ~node.mapped()->arrival;
+      seqs_.insert(std::move(node));
+    }
     if (seqs_.count(s->req.id)) {                  // ids must be unique among live requests
       seqs_.emplace(~raw->arrival, std::move(s));  // park under a unique key to finish it
       finish(*raw, FinishReason::kError,
@@ -342,8 +349,8 @@ void Engine::step_overlapped() {
   // The next step is queued before this one is read when each row is sure to run again: not
   // cancelled, not ending by length with this token, and with a block for its next position.
   // Only an end-of-generation or stop token can end a row then, and that row's extra step is
-  // dropped. New requests end the chain: the scheduler admits them next turn.
-  bool chain = waiting_.empty();
+  // dropped. Requests the scheduler could admit end the chain: it admits them next turn.
+  bool chain = waiting_.empty() || static_cast<int>(running_.size()) >= opt_.max_parallel;
   for (Sequence* s : inflight_) {
     const int64_t next_len = static_cast<int64_t>(s->tokens.size()) + 1;
     chain = chain && s->state == SeqState::kRunning && !s->cancelled &&

@@ -68,7 +68,8 @@ class Model {
   // and batch[i].tokens is not read. collect() waits for the oldest queued step and writes its
   // argmaxes; at most two steps are queued at a time. After an error, discard_queued() drops what
   // is queued. The default runs each step inside launch_decode(), so it overlaps nothing;
-  // overlaps_steps() says whether a model gains from the pattern.
+  // overlaps_steps() says whether a model gains from the pattern. The queue is the model's: as
+  // with every step, one caller (one engine) at a time.
   virtual bool overlaps_steps() const { return false; }
   virtual Status launch_decode(std::span<const SeqChunk> batch, KvCache& kv, bool follow);
   virtual Status collect(int32_t* argmax);

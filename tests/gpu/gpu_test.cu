@@ -402,16 +402,18 @@ void test_rope(bool interleaved, int rope_dim) {
 
 }  // namespace
 
-// argmax_rows against the host's first maximum, with ties planted before and after the true
-// maximum's slice boundary: one block a row, and a few rows spread over blocks (scratch), twice
-// (the launch leaves the scratch's counts at zero), also writing the second output.
+// argmax_rows against the host's first maximum, with ties planted: one block a row, and a few rows
+// spread over blocks, twice, with one scratch buffer across every row count (each launch leaves
+// its counts at zero, whatever the rows), also writing the second output.
 void test_argmax() {
   std::printf("argmax_rows vs host (lowest index of the maximum)\n");
   std::mt19937 rng(11);
   std::normal_distribution<float> d(0.0f, 3.0f);
   int bad = 0;
+  cu::DeviceBuffer scratch(cu::argmax_scratch_bytes());
+  CHECK_CUDA(cudaMemset(scratch.get(), 0, scratch.bytes()));
   for (const int n : {7, 1000, 5000, 128256}) {
-    for (const int rows : {1, 3, 40}) {
+    for (const int rows : {1, 3, 2, 40, 4, 1}) {
       std::vector<float> x(size_t(rows) * n);
       for (auto& v : x) v = d(rng);
       std::vector<int32_t> want(rows);
@@ -426,9 +428,7 @@ void test_argmax() {
           if (row[i] > row[want[r]]) want[r] = i;
       }
       auto dx = upload(x);
-      cu::DeviceBuffer out(size_t(rows) * 4), also(size_t(rows) * 4),
-          scratch(cu::argmax_scratch_bytes(rows));
-      CHECK_CUDA(cudaMemset(scratch.get(), 0, scratch.bytes()));
+      cu::DeviceBuffer out(size_t(rows) * 4), also(size_t(rows) * 4);
       for (int run = 0; run < 3; ++run) {
         poison(out);
         poison(also);
@@ -472,7 +472,7 @@ int main() {
   test_matmul_row(4096, 4096);      // Llama-3.1-8B's o
   test_matmul_row(28672, 4096);     // wide, one part
   test_matmul_row(1000, 5120);      // 3 parts, the last shorter
-  test_matmul_row(70000, 2048);     // vocabulary-wide: the persistent shapes loop over tiles
+  test_matmul_row(70000, 2048);     // vocabulary-wide: more tiles than the GPU holds at once
   test_swiglu_embedding();
   test_argmax();
   test_rope(false, 128);

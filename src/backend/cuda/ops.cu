@@ -178,6 +178,7 @@ __global__ void qkv_rope_kernel(const float* __restrict__ qkv, QkvParams p, QkvT
 // the slice's first maximum. With several slices, the block that finishes last combines them
 // the same way (the row's first maximum whatever the order they finish in) and zeroes the count.
 constexpr int kArgmaxThreads = 1024, kArgmaxMaxParts = 32;
+constexpr int kArgmaxFewRows = 32;  // fewer rows than this spread over blocks (with scratch)
 constexpr int kNoIndex = 0x7fffffff;
 __device__ __forceinline__ void keep_better(float& v, int& i, float v2, int i2) {
   if (i == kNoIndex || v2 > v || (v2 == v && i2 < i)) {
@@ -186,18 +187,19 @@ __device__ __forceinline__ void keep_better(float& v, int& i, float v2, int i2) 
   }
 }
 
+// One fixed layout for every launch (a buffer serves launches of any row count).
 struct ArgmaxScratch {
-  float* v;         // [rows][kArgmaxMaxParts]
-  int* i;           // the same
-  unsigned* count;  // [rows], zero between launches
+  unsigned count[kArgmaxFewRows];  // zero between launches
+  float v[kArgmaxFewRows][kArgmaxMaxParts];
+  int i[kArgmaxFewRows][kArgmaxMaxParts];
 };
 
 __global__ void __launch_bounds__(kArgmaxThreads)
     argmax_kernel(const float* __restrict__ x, int n, int32_t* __restrict__ out,
-                  int32_t* __restrict__ also, ArgmaxScratch sc) {
+                  int32_t* __restrict__ also, ArgmaxScratch* __restrict__ sc) {
   __shared__ float vals[kArgmaxThreads / 32];
   __shared__ int idxs[kArgmaxThreads / 32];
-  const int r = blockIdx.y, parts = gridDim.x, part = blockIdx.x;
+  const int r = blockIdx.x, parts = gridDim.y, part = blockIdx.y;
   const float* row = x + static_cast<int64_t>(r) * n;
   const int chunk = (n + parts - 1) / parts, end = min(n, (part + 1) * chunk);
   int best = kNoIndex;
@@ -230,17 +232,17 @@ __global__ void __launch_bounds__(kArgmaxThreads)
   }
   if (lane != 0) return;
   if (parts > 1) {
-    sc.v[r * kArgmaxMaxParts + part] = v;
-    sc.i[r * kArgmaxMaxParts + part] = best;
+    sc->v[r][part] = v;
+    sc->i[r][part] = best;
     __threadfence();  // the slice's result is visible before the count says so
-    if (atomicAdd(&sc.count[r], 1u) != static_cast<unsigned>(parts - 1)) return;  // not last
+    if (atomicAdd(&sc->count[r], 1u) != static_cast<unsigned>(parts - 1)) return;  // not last
     __threadfence();
     best = kNoIndex;
     for (int p = 0; p < parts; ++p) {
-      const int i2 = __ldcg(&sc.i[r * kArgmaxMaxParts + p]);
-      if (i2 != kNoIndex) keep_better(v, best, __ldcg(&sc.v[r * kArgmaxMaxParts + p]), i2);
+      const int i2 = __ldcg(&sc->i[r][p]);
+      if (i2 != kNoIndex) keep_better(v, best, __ldcg(&sc->v[r][p]), i2);
     }
-    sc.count[r] = 0;
+    sc->count[r] = 0;
   }
   out[r] = best;
   if (also != nullptr) also[r] = best;
@@ -265,26 +267,20 @@ cudaError_t qkv_rope_kv_write(const float* qkv, const QkvParams& p, const QkvTen
                             s, early, qkv, p, t, early);
 }
 
-size_t argmax_scratch_bytes(int rows) {
-  return static_cast<size_t>(rows) * (kArgmaxMaxParts * (sizeof(float) + sizeof(int)) + 4);
-}
+size_t argmax_scratch_bytes() { return sizeof(ArgmaxScratch); }
 
 cudaError_t argmax_rows(const float* x, int rows, int n, int32_t* out, cudaStream_t s,
                         int32_t* also, void* scratch) {
   if (rows <= 0) return cudaSuccess;
-  if (n <= 0 || rows > 65535) return cudaErrorInvalidValue;
+  if (n <= 0) return cudaErrorInvalidValue;
   // A few rows take a slice of 4,096 or more elements per block (up to 32 blocks a row): one block
   // alone reads a vocabulary at one SM's share of the L2's bandwidth.
-  constexpr int kMinSlice = 4096, kFewRows = 32;
-  const int parts =
-      scratch != nullptr && rows < kFewRows ? std::clamp(n / kMinSlice, 1, kArgmaxMaxParts) : 1;
-  ArgmaxScratch sc{};
-  if (scratch != nullptr) {
-    sc.v = static_cast<float*>(scratch);
-    sc.i = reinterpret_cast<int*>(sc.v + static_cast<size_t>(rows) * kArgmaxMaxParts);
-    sc.count = reinterpret_cast<unsigned*>(sc.i + static_cast<size_t>(rows) * kArgmaxMaxParts);
-  }
-  argmax_kernel<<<dim3(parts, rows), kArgmaxThreads, 0, s>>>(x, n, out, also, sc);
+  constexpr int kMinSlice = 4096;
+  const int parts = scratch != nullptr && rows < kArgmaxFewRows
+                        ? std::clamp(n / kMinSlice, 1, kArgmaxMaxParts)
+                        : 1;
+  argmax_kernel<<<dim3(rows, parts), kArgmaxThreads, 0, s>>>(x, n, out, also,
+                                                             static_cast<ArgmaxScratch*>(scratch));
   return cudaGetLastError();
 }
 

@@ -107,9 +107,9 @@ cudaError_t qkv_rope_kv_write(const float* qkv, const QkvParams& p, const QkvTen
 // out[r] = the lowest index of the largest value of row r (rows of n floats): greedy decoding
 // without copying logits back. Equals backend::cpu::argmax on NaN-free rows. `also`, if set, gets
 // the same values (the next decode step's tokens, read there on the device). `scratch`, if set
-// (argmax_scratch_bytes(rows), zeroed before its first use; each launch leaves it so), lets a
-// few rows spread over several blocks each; the result is the same.
-size_t argmax_scratch_bytes(int rows);
+// (argmax_scratch_bytes(), zeroed before its first use; each launch leaves it so, whatever its
+// row count), lets a few rows spread over several blocks each; the result is the same.
+size_t argmax_scratch_bytes();
 cudaError_t argmax_rows(const float* x, int rows, int n, int32_t* out, cudaStream_t s,
                         int32_t* also = nullptr, void* scratch = nullptr);
 

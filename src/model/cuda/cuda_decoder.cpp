@@ -500,9 +500,12 @@ Status CudaDecoder::launch_decode(std::span<const SeqChunk> batch, KvCache& kv, 
   if (follow && (pending_.empty() || pending_.back().rows != batch.size())) {
     return make_error(ErrorCode::kInternal, "a following step needs the step before's rows");
   }
+  bool decode_rows = !batch.empty();
+  for (const SeqChunk& c : batch)
+    decode_rows = decode_rows && c.tokens.size() == 1 && c.n_logits == 1;
+  if (!decode_rows) return make_error(ErrorCode::kInternal, "launch_decode takes decode rows");
   Queued q;
   TF_RETURN_IF_ERROR(queue_step(batch, kv, follow, true, q));
-  if (!q.decode_step) return make_error(ErrorCode::kInternal, "launch_decode takes decode rows");
   // The slot's previous step was read before this launch (at most one other is queued).
   Slot& sl = slots_[q.slot];
   const size_t bytes = batch.size() * sizeof(int32_t);
@@ -656,11 +659,12 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   put(at_out, out_rows);
   put(at_split, split_rows);
   put(at_tiles, tiles);
-  const void* before = sl.inputs.get();
+  const uint64_t gen_before = gen_;
   TF_RETURN_IF_ERROR(grow(sl.inputs, bytes));  // both alike: each slot's graph writes the other's
+  const bool moved = gen_ != gen_before;
   TF_RETURN_IF_ERROR(grow(other.inputs, bytes));
   size_t from = 0;
-  if (follow && sl.inputs.get() == before) {
+  if (follow && !moved) {
     from = at_pos;
   } else if (follow) {  // the buffer moved (after waiting for the queue): take the argmaxes up
     std::memcpy(host + at_tokens, slots_[pending_.back().slot].argmax_host.get(),
@@ -755,9 +759,8 @@ Status CudaDecoder::size_buffers(int n, int n_out, int max_splits) {
   TF_RETURN_IF_ERROR(grow(hg_, outs * d * 2));
   TF_RETURN_IF_ERROR(grow(logits_, outs * cfg_.vocab_size * 4));
   for (Slot& sl : slots_) TF_RETURN_IF_ERROR(grow(sl.argmax, outs * sizeof(int32_t)));
-  const size_t argmax_scratch = cuda::argmax_scratch_bytes(static_cast<int>(outs));
-  if (argmax_scratch_.bytes() < argmax_scratch) {
-    TF_RETURN_IF_ERROR(grow(argmax_scratch_, argmax_scratch));
+  if (argmax_scratch_.bytes() == 0) {
+    TF_RETURN_IF_ERROR(grow(argmax_scratch_, cuda::argmax_scratch_bytes()));
     TF_CUDA_TRY(cudaMemsetAsync(argmax_scratch_.get(), 0, argmax_scratch_.bytes(), stream_.get()));
   }
   return {};
