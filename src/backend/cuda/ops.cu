@@ -180,10 +180,17 @@ __global__ void qkv_rope_kernel(const float* __restrict__ qkv, QkvParams p, QkvT
 constexpr int kArgmaxThreads = 1024, kArgmaxMaxParts = 32;
 constexpr int kArgmaxFewRows = 32;  // fewer rows than this spread over blocks (with scratch)
 constexpr int kNoIndex = 0x7fffffff;
+// (v, i) becomes (v2, i2) where that is the better candidate; kNoIndex marks none.
 __device__ __forceinline__ void keep_better(float& v, int& i, float v2, int i2) {
-  if (i == kNoIndex || v2 > v || (v2 == v && i2 < i)) {
+  if (i2 != kNoIndex && (i == kNoIndex || v2 > v || (v2 == v && i2 < i))) {
     v = v2;
     i = i2;
+  }
+}
+// The warp's best candidate, in every lane.
+__device__ __forceinline__ void warp_keep_best(float& v, int& i) {
+  for (int o = 16; o > 0; o >>= 1) {
+    keep_better(v, i, __shfl_xor_sync(0xffffffffu, v, o), __shfl_xor_sync(0xffffffffu, i, o));
   }
 }
 
@@ -211,11 +218,7 @@ __global__ void __launch_bounds__(kArgmaxThreads)
       best = i;
     }
   }
-  for (int o = 16; o > 0; o >>= 1) {
-    const float v2 = __shfl_xor_sync(0xffffffffu, v, o);
-    const int i2 = __shfl_xor_sync(0xffffffffu, best, o);
-    if (i2 != kNoIndex) keep_better(v, best, v2, i2);
-  }
+  warp_keep_best(v, best);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (lane == 0) {
     vals[warp] = v;
@@ -225,11 +228,7 @@ __global__ void __launch_bounds__(kArgmaxThreads)
   if (warp != 0) return;
   v = vals[lane];
   best = idxs[lane];
-  for (int o = 16; o > 0; o >>= 1) {
-    const float v2 = __shfl_xor_sync(0xffffffffu, v, o);
-    const int i2 = __shfl_xor_sync(0xffffffffu, best, o);
-    if (i2 != kNoIndex) keep_better(v, best, v2, i2);
-  }
+  warp_keep_best(v, best);
   if (lane != 0) return;
   if (parts > 1) {
     sc->v[r][part] = v;
@@ -238,10 +237,8 @@ __global__ void __launch_bounds__(kArgmaxThreads)
     if (atomicAdd(&sc->count[r], 1u) != static_cast<unsigned>(parts - 1)) return;  // not last
     __threadfence();
     best = kNoIndex;
-    for (int p = 0; p < parts; ++p) {
-      const int i2 = __ldcg(&sc->i[r][p]);
-      if (i2 != kNoIndex) keep_better(v, best, __ldcg(&sc->v[r][p]), i2);
-    }
+    for (int p = 0; p < parts; ++p)
+      keep_better(v, best, __ldcg(&sc->v[r][p]), __ldcg(&sc->i[r][p]));
     sc->count[r] = 0;
   }
   out[r] = best;

@@ -183,7 +183,6 @@ class StepTimer {
     }
     last_collect_ = now;
   }
-  bool on() const { return on_; }
   void mark(int i) {  // 0: step entry, 1: uploads queued, 2: results back
     if (on_) t_[i] = Clock::now();
   }
@@ -555,9 +554,6 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   const bool decode = graphs_enabled_ && decode_step && n_tokens <= kMaxGraphRows;
   q.decode_step = decode_step;
   q.graph = decode;
-  if (follow && !decode_step) {
-    return make_error(ErrorCode::kInternal, "a following step takes decode rows only");
-  }
   const int width =
       decode ? static_cast<int>(std::bit_ceil(static_cast<unsigned>(max_blocks))) : max_blocks;
   for (size_t s = 0; s < batch.size(); ++s) {
@@ -691,13 +687,17 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   in_.tiles = reinterpret_cast<cuda::AttentionTile*>(base + at_tiles);
   TF_RETURN_IF_ERROR(size_buffers(n_run, n_out_run, std::max(splits_bound, 1)));
 
+  // Each row's argmax; a decode step's also become the other slot's tokens (a following step's).
+  auto queue_argmax = [&](int rows) {
+    return cuda::argmax_rows(logits_.get<float>(), rows, cfg_.vocab_size, sl.argmax.get<int32_t>(),
+                             s, decode_step ? other.inputs.get<int32_t>() : nullptr,
+                             argmax_scratch_.get());
+  };
   step_timer_.mark(1);
   if (!decode) {
     TF_RETURN_IF_ERROR(enqueue(n, n_out, bs, max_blocks, plan));
     if (argmax && n_out > 0) {
-      TF_CUDA_TRY(cuda::argmax_rows(
-          logits_.get<float>(), n_out, cfg_.vocab_size, sl.argmax.get<int32_t>(), s,
-          decode_step ? other.inputs.get<int32_t>() : nullptr, argmax_scratch_.get()));
+      TF_CUDA_TRY(queue_argmax(n_out));
       timer_.mark("argmax", s);
     }
   } else {
@@ -711,9 +711,7 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
       TF_CUDA_TRY(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
       Status st = enqueue(n_run, n_run, bs, width, plan);
       if (st.ok()) {
-        const cudaError_t e = cuda::argmax_rows(logits_.get<float>(), n_run, cfg_.vocab_size,
-                                                sl.argmax.get<int32_t>(), s,
-                                                other.inputs.get<int32_t>(), argmax_scratch_.get());
+        const cudaError_t e = queue_argmax(n_run);
         if (e != cudaSuccess)
           st = make_error(ErrorCode::kInternal, "CUDA: {}", cudaGetErrorString(e));
       }
