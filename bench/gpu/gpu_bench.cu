@@ -394,6 +394,77 @@ int main() {
       std::printf("one-row step, all kernels%s: %.3f ms = %.1f tok/s (floor %.1f)\n",
                   names[variant], t, 1e3 / t, floor_tok);
     }
+    // What each stage costs inside the decoder's step graph: the same graph with one stage left
+    // out, or with a fused source (norm, SwiGLU) swapped for a plain row copy. The difference to
+    // the full graph is the stage's share of the step, overlaps included (outputs are garbage).
+    // Session 17, two runs: rope 32-55 us, attention 163-245, o 312-403 (its bytes at the copy
+    // rate: 250), qkv's norm 59-128, gate_up's 87-102, down's SwiGLU 63-98, lm_head 219-241.
+    struct LeaveOut {
+      const char* name;
+      bool rope = false, attn = false, o = false, norm_qkv = false, norm_gu = false,
+           swiglu = false, lm = false, swiglu_store = false;  // as session 17's decoder
+    };
+    const LeaveOut leave_outs[] = {
+        {"none, SwiGLU in down's source (16)"},
+        {"none (the decoder)", false, false, false, false, false, false, false, true},
+        {"rope", true},
+        {"attention", false, true},
+        {"rope + attention", true, true},
+        {"o", false, false, true},
+        {"qkv's norm (copy source)", false, false, false, true},
+        {"gate_up's norm (copy source)", false, false, false, false, true},
+        {"down's SwiGLU (copy source)", false, false, false, false, false, true},
+        {"lm_head", false, false, false, false, false, false, true},
+    };
+    ab.early = true;
+    std::printf("\none-row step graph with a stage left out (ms; the stage's cost = difference)\n");
+    for (const LeaveOut& v : leave_outs) {
+      Graph g([&](cudaStream_t s) {
+        float *x = resid.get<float>(), *x_other = resid2.get<float>();
+        auto norm_then_matmul = [&](bool plain, const bf16* w, float* y, int n, bool early_mm) {
+          if (plain) {
+            CHECK_CUDA(cu::matmul_row(att.get<bf16>(), w, y, n, kHidden, s, early_mm));
+            return;
+          }
+          CHECK_CUDA(cu::norm_matmul(x, delta.get<float>(), normw.get<bf16>(), 1e-5f, x_other, w,
+                                     y, n, kHidden, s, early_mm));
+          std::swap(x, x_other);
+        };
+        for (int l = 0; l < kLayers; ++l) {
+          norm_then_matmul(v.norm_qkv, weights[l * 4].get<bf16>(), qkv.get<float>(), kQkv, false);
+          if (!v.rope) CHECK_CUDA(cu::qkv_rope_kv_write(qkv.get<float>(), qp, qt, 1, s, true));
+          if (!v.attn) CHECK_CUDA(attention(pos.get<int32_t>(), s));
+          if (!v.o) {
+            CHECK_CUDA(cu::matmul_row(att.get<bf16>(), weights[l * 4 + 1].get<bf16>(),
+                                      delta.get<float>(), kHidden, kHeads * hd, s, true));
+          }
+          if (v.swiglu_store) {
+            CHECK_CUDA(cu::norm_matmul_swiglu(x, delta.get<float>(), normw.get<bf16>(), 1e-5f,
+                                              x_other, weights[l * 4 + 2].get<bf16>(),
+                                              act.get<bf16>(), kFfn, kHidden, s, true));
+            std::swap(x, x_other);
+            CHECK_CUDA(cu::matmul_row(act.get<bf16>(), weights[l * 4 + 3].get<bf16>(),
+                                      delta.get<float>(), kHidden, kFfn, s, true));
+            continue;
+          }
+          norm_then_matmul(v.norm_gu, weights[l * 4 + 2].get<bf16>(), gu.get<float>(), 2 * kFfn,
+                           true);
+          if (v.swiglu) {
+            CHECK_CUDA(cu::matmul_row(act.get<bf16>(), weights[l * 4 + 3].get<bf16>(),
+                                      delta.get<float>(), kHidden, kFfn, s, true));
+          } else {
+            CHECK_CUDA(cu::swiglu_matmul(gu.get<float>(), weights[l * 4 + 3].get<bf16>(),
+                                         delta.get<float>(), kHidden, kFfn, s, true));
+          }
+        }
+        if (!v.lm) {
+          CHECK_CUDA(cu::norm_matmul(x, delta.get<float>(), normw.get<bf16>(), 1e-5f, x_other,
+                                     lm_head.get<bf16>(), logits.get<float>(), kVocab, kHidden, s,
+                                     true));
+        }
+      });
+      std::printf("  without %-30s %.3f ms\n", v.name, time_ms([&] { g.launch(); }, 20));
+    }
     ab.early = false;
     // Attention's cost by context length (its fixed part and its slope per 32-position tile),
     // as the decoder runs it (split_tiles_kernel) and without the counters (the dim-split

@@ -272,6 +272,49 @@ void test_swiglu_matmul(int n, int k) {
          "swiglu_matmul n=" + std::to_string(n) + " k=" + std::to_string(k) + " bitwise");
 }
 
+// norm_matmul_swiglu (gate_up's weight rows interleaved, SwiGLU as the store) against norm_matmul
+// into the f32 projection then swiglu_interleaved, bitwise (act and the summed residual); and
+// swiglu_interleaved, over 2 rows, against swiglu on the same values in [gate; up] order.
+void test_norm_matmul_swiglu(int ffn, int k) {
+  std::printf("norm_matmul_swiglu ffn=%d k=%d (bitwise against norm_matmul + swiglu)\n", ffn, k);
+  std::mt19937 rng(9);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> r(k), dl(k);
+  for (auto& v : r) v = d(rng);
+  for (auto& v : dl) v = d(rng);
+  auto nw = random_bf16(k, rng), w = random_bf16(size_t(2) * ffn * k, rng, 0.05f);
+  auto dr = upload(r), dd = upload(dl), dnw = upload(nw), dw = upload(w);
+  cu::DeviceBuffer gu(size_t(2) * ffn * 4), want_act(size_t(ffn) * 2), act(size_t(ffn) * 2),
+      want_r(size_t(k) * 4), got_r(size_t(k) * 4);
+  poison(act);
+  poison(got_r);
+  CHECK_CUDA(cu::norm_matmul(dr.get<float>(), dd.get<float>(), dnw.get<bf16>(), 1e-5f,
+                             want_r.get<float>(), dw.get<bf16>(), gu.get<float>(), 2 * ffn, k, 0));
+  CHECK_CUDA(cu::swiglu_interleaved(gu.get<float>(), want_act.get<bf16>(), 1, ffn, 0));
+  CHECK_CUDA(cu::norm_matmul_swiglu(dr.get<float>(), dd.get<float>(), dnw.get<bf16>(), 1e-5f,
+                                    got_r.get<float>(), dw.get<bf16>(), act.get<bf16>(), ffn, k,
+                                    0));
+  int bad = std::memcmp(download<uint16_t>(want_act, ffn).data(),
+                        download<uint16_t>(act, ffn).data(), size_t(ffn) * 2) != 0;
+  bad += std::memcmp(download<float>(want_r, k).data(), download<float>(got_r, k).data(),
+                     size_t(k) * 4) != 0;
+  // The interleaved order against the plain one: plain row interleave_gate_up(c) = column c.
+  std::vector<float> inter(size_t(4) * ffn), plain(inter.size());
+  for (auto& v : inter) v = 3 * d(rng);
+  for (int row = 0; row < 2; ++row)
+    for (int c = 0; c < 2 * ffn; ++c)
+      plain[size_t(row) * 2 * ffn + cu::interleave_gate_up(c, ffn)] =
+          inter[size_t(row) * 2 * ffn + c];
+  auto di = upload(inter), dp = upload(plain);
+  cu::DeviceBuffer a1(size_t(2) * ffn * 2), a2(size_t(2) * ffn * 2);
+  CHECK_CUDA(cu::swiglu_interleaved(di.get<float>(), a1.get<bf16>(), 2, ffn, 0));
+  CHECK_CUDA(cu::swiglu(dp.get<float>(), a2.get<bf16>(), 2, ffn, 0));
+  bad += std::memcmp(download<uint16_t>(a1, 2 * ffn).data(), download<uint16_t>(a2, 2 * ffn).data(),
+                     size_t(4) * ffn) != 0;
+  expect(bad == 0, "norm_matmul_swiglu ffn=" + std::to_string(ffn) + " k=" + std::to_string(k) +
+                       ": " + std::to_string(bad) + " mismatches");
+}
+
 // matmul_row (one row staged in shared memory), in its default and every other launch shape,
 // against matmul, bitwise.
 void test_matmul_row(int n, int k) {
@@ -466,6 +509,10 @@ int main() {
   test_norm_matmul(1000, 5120);     // narrow, 3 parts, the last shorter
   test_norm_matmul(3072, 576);      // SmolLM2's gate_up: one part of 576
   test_norm_matmul(70000, 2048);    // a vocabulary-wide lm_head (its own launch shape)
+  test_norm_matmul_swiglu(14336, 4096);  // Llama-3.1-8B's gate_up: wide, 1 part
+  test_norm_matmul_swiglu(1536, 576);    // SmolLM2's
+  test_norm_matmul_swiglu(6144, 4096);   // wide, 2 parts
+  test_norm_matmul_swiglu(500, 5120);    // narrow, 3 parts, the last shorter
   test_swiglu_matmul(4096, 14336);  // Llama-3.1-8B's down: 7 parts
   test_swiglu_matmul(576, 1536);    // SmolLM2's down: one part
   test_swiglu_matmul(1000, 5120);   // 3 parts, the last shorter

@@ -5,6 +5,7 @@
 
 #include "backend/cuda/gemm_order.cuh"
 #include "backend/cuda/pdl.cuh"
+#include "backend/cuda/row_math.cuh"
 
 namespace tf::backend::cuda::gemm {
 
@@ -53,6 +54,32 @@ __device__ void store_rows(const float (&acc)[MF][NT][4], const WeightRows<NT>& 
       const int r0 = f * 16 + g;
       if (r0 < m) store2(y + static_cast<size_t>(r0) * n + col, acc[f][j][0], acc[f][j][1]);
       if (r0 + 8 < m) store2(y + static_cast<size_t>(r0 + 8) * n + col, acc[f][j][2], acc[f][j][3]);
+    }
+  }
+}
+
+// One row's SwiGLU as the store of a gate_up projection whose weight rows are interleaved in
+// tiles of 8: rows 8i..8i+3 are gate rows 4i..4i+3, rows 8i+4..8i+7 the up rows 4i..4i+3. Each
+// tile's 8 sums then sit in one warp's lanes 0..3 (2 each, gate in lanes 0 and 1, up in lanes 2
+// and 3), and act[4i + e] = swiglu_value(gate, up): the bits of swiglu on the stored projection.
+struct SwigluRowOut {
+  bf16* act;
+};
+
+template <int MF, int NT>
+__device__ void store_rows(const float (&acc)[MF][NT][4], const WeightRows<NT>& wr,
+                           SwigluRowOut out, int, int, int n0, int g, int t) {
+  static_assert(MF == 1, "one row");
+  if (cooperative_groups::this_cluster().block_rank() != 0) return;
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    if (!wr.valid[j]) continue;  // warp-uniform: the shuffles below see every lane
+    const float up0 = __shfl_down_sync(0xffffffffu, acc[0][j][0], 2);
+    const float up1 = __shfl_down_sync(0xffffffffu, acc[0][j][1], 2);
+    if (g == 0 && t < 2) {
+      const int e = (n0 + j * 8) / 2 + t * 2;
+      out.act[e] = swiglu_value(acc[0][j][0], up0);
+      out.act[e + 1] = swiglu_value(acc[0][j][1], up1);
     }
   }
 }
@@ -116,10 +143,10 @@ __device__ __forceinline__ void issue_batch(uint4* ring, const WeightRows<NT>& w
 // its ring) against the activations xr: XRows, or XShared in the fused-norm kernel. kIssued: the
 // first batches the caller has issued already (the fused-norm kernel copies them before its norm,
 // so the copies overlap it).
-template <int MF, int STAGES, int UNROLL, int NT, bool kRowCopy, int kIssued, typename OutT,
+template <int MF, int STAGES, int UNROLL, int NT, bool kRowCopy, int kIssued, typename Out,
           typename XSrc>
 __device__ __forceinline__ void ring_rows(const WeightRows<NT>& wr, const XSrc& xr,
-                                          const bf16* __restrict__ w, OutT* __restrict__ y, int m,
+                                          const bf16* __restrict__ w, Out y, int m,
                                           int n, int k, int n0, uint4* ring) {
   constexpr int kRing = STAGES * UNROLL * NT * 32;  // uint4 per warp
   static_assert(MF * NT * 128 <= kRing * 4, "the part sums fit the ring");

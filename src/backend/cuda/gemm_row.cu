@@ -179,10 +179,9 @@ __device__ __forceinline__ int warp_tile(int spread) {
 // would put a 48 KB ring plus an 8 KB part just over a quarter of the SM's shared memory). At
 // least 4 blocks an SM, as the unfused kernels get (their 48 KB rings allow no more): the norm's
 // row kept in registers would otherwise cost the 8-warp shape a block.
-template <int WARPS, int STAGES, int UNROLL, bool kRowCopy, class Source>
+template <int WARPS, int STAGES, int UNROLL, bool kRowCopy, class Source, class Out>
 __global__ void __launch_bounds__(WARPS * 32, 4)
-    row_kernel(Source src, const bf16* __restrict__ w, float* __restrict__ y, int n, int k,
-               int spread) {
+    row_kernel(Source src, const bf16* __restrict__ w, Out y, int n, int k, int spread) {
   constexpr int kRing = STAGES * UNROLL * 32;  // uint4 per warp (NT = 1)
   __shared__ uint4 smem_ring[WARPS * kRing];
   extern __shared__ __align__(16) unsigned char h_raw[];
@@ -232,10 +231,11 @@ int spread_of(Kernel kernel, int n, int k, int rows_per_block, int threads, size
   return needed <= it->second ? it->second : 0;
 }
 
-template <int WARPS, int STAGES, int UNROLL, bool kRowCopy, class Source, bool kSpread = false>
-cudaError_t launch_row(const Source& src, const bf16* w, float* y, int n, int k, cudaStream_t s,
+template <int WARPS, int STAGES, int UNROLL, bool kRowCopy, class Source, bool kSpread = false,
+          class Out = float*>
+cudaError_t launch_row(const Source& src, const bf16* w, Out y, int n, int k, cudaStream_t s,
                        bool early = false) {
-  auto* kernel = row_kernel<WARPS, STAGES, UNROLL, kRowCopy, Source>;
+  auto* kernel = row_kernel<WARPS, STAGES, UNROLL, kRowCopy, Source, Out>;
   static const cudaError_t attr = [&] {
     const cudaError_t e =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kRowMaxPart * 2);
@@ -264,16 +264,16 @@ cudaError_t launch_row(const Source& src, const bf16* w, float* y, int n, int k,
 // block's part of K within kRowMaxPart.
 bool shape_ok(int n, int k) { return k % 32 == 0 && n % 8 == 0 && part_len(k, n) <= kRowMaxPart; }
 
-template <class Source>
-cudaError_t row_matmul(const Source& src, const bf16* w, float* y, int n, int k, cudaStream_t s,
+template <class Source, class Out>
+cudaError_t row_matmul(const Source& src, const bf16* w, Out y, int n, int k, cudaStream_t s,
                        bool early) {
   if (!shape_ok(n, k)) return cudaErrorInvalidValue;
   const bool wide = n / 8 * parts_of(k, n) >= 3000;
-  if (!wide) return launch_row<4, 6, 4, false>(src, w, y, n, k, s, early);
+  if (!wide) return launch_row<4, 6, 4, false, Source, false, Out>(src, w, y, n, k, s, early);
   if (parts_of(k, n) == 1) {
-    return launch_row<8, 3, 4, false, Source, true>(src, w, y, n, k, s, early);
+    return launch_row<8, 3, 4, false, Source, true, Out>(src, w, y, n, k, s, early);
   }
-  return launch_row<8, 3, 4, true>(src, w, y, n, k, s, early);
+  return launch_row<8, 3, 4, true, Source, false, Out>(src, w, y, n, k, s, early);
 }
 
 // The launch shapes gpu_bench sweeps (with the plain-copy and the norm sources; every one gives
@@ -303,6 +303,14 @@ cudaError_t norm_matmul(const float* resid, const float* delta, const bf16* norm
                         bool early) {
   if (k > kNormMatmulMaxK || resid_out == resid || resid_out == delta) return cudaErrorInvalidValue;
   return row_matmul(NormSource{resid, delta, norm_w, eps, resid_out}, w, y, n, k, s, early);
+}
+
+cudaError_t norm_matmul_swiglu(const float* resid, const float* delta, const bf16* norm_w,
+                               float eps, float* resid_out, const bf16* w_gate_up, bf16* act,
+                               int ffn, int k, cudaStream_t s, bool early) {
+  if (k > kNormMatmulMaxK || resid_out == resid || resid_out == delta) return cudaErrorInvalidValue;
+  return row_matmul(NormSource{resid, delta, norm_w, eps, resid_out}, w_gate_up, SwigluRowOut{act},
+                    2 * ffn, k, s, early);
 }
 
 cudaError_t swiglu_matmul(const float* gate_up, const bf16* w, float* y, int n, int k,

@@ -84,12 +84,18 @@ __global__ void __launch_bounds__(kNormThreads)
 
 // One element a thread (row_math.cuh's swiglu_value). Grid: (column blocks, rows), so no index
 // division.
-template <typename In>
+template <typename In, bool kInterleaved>
 __global__ void swiglu_kernel(const In* __restrict__ gu, bf16* __restrict__ out, int ffn) {
   const In* gate = gu + static_cast<int64_t>(blockIdx.y) * 2 * ffn;
   bf16* o = out + static_cast<int64_t>(blockIdx.y) * ffn;
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < ffn; i += gridDim.x * blockDim.x)
-    o[i] = swiglu_value(gate[i], gate[ffn + i]);
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < ffn; i += gridDim.x * blockDim.x) {
+    if constexpr (kInterleaved) {
+      const int at = i / 4 * 8 + i % 4;
+      o[i] = swiglu_value(gate[at], gate[at + 4]);
+    } else {
+      o[i] = swiglu_value(gate[i], gate[ffn + i]);
+    }
+  }
 }
 
 __global__ void embedding_kernel(const bf16* __restrict__ table, const int32_t* __restrict__ ids,
@@ -295,15 +301,15 @@ cudaError_t add_rms_norm(float* resid, const float* delta, const bf16* weight, b
   return cudaGetLastError();
 }
 
-template <typename In>
+template <typename In, bool kInterleaved = false>
 cudaError_t launch_swiglu(const In* gate_up, bf16* out, int rows, int ffn, cudaStream_t s) {
   if (rows <= 0 || ffn <= 0) return cudaSuccess;
   const int blocks = (ffn + 255) / 256;  // one element a thread: no serial memory waits
   constexpr int kMaxGridRows = 65535;
   for (int r = 0; r < rows; r += kMaxGridRows) {
     const int n = rows - r < kMaxGridRows ? rows - r : kMaxGridRows;
-    swiglu_kernel<<<dim3(blocks, n), 256, 0, s>>>(gate_up + static_cast<int64_t>(r) * 2 * ffn,
-                                                  out + static_cast<int64_t>(r) * ffn, ffn);
+    swiglu_kernel<In, kInterleaved><<<dim3(blocks, n), 256, 0, s>>>(
+        gate_up + static_cast<int64_t>(r) * 2 * ffn, out + static_cast<int64_t>(r) * ffn, ffn);
   }
   return cudaGetLastError();
 }
@@ -313,6 +319,11 @@ cudaError_t swiglu(const bf16* gate_up, bf16* out, int rows, int ffn, cudaStream
 }
 cudaError_t swiglu(const float* gate_up, bf16* out, int rows, int ffn, cudaStream_t s) {
   return launch_swiglu(gate_up, out, rows, ffn, s);
+}
+cudaError_t swiglu_interleaved(const float* gate_up, bf16* out, int rows, int ffn,
+                               cudaStream_t s) {
+  if (ffn % 4 != 0) return cudaErrorInvalidValue;
+  return launch_swiglu<float, true>(gate_up, out, rows, ffn, s);
 }
 
 cudaError_t embedding(const bf16* table, const int32_t* ids, float* out, int rows, int hidden,

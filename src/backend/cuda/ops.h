@@ -51,6 +51,12 @@ constexpr int kNormMatmulMaxK = 8192;
 cudaError_t norm_matmul(const float* resid, const float* delta, const bf16* norm_w, float eps,
                         float* resid_out, const bf16* w, float* y, int n, int k, cudaStream_t s,
                         bool early = false);
+// norm_matmul of a gate_up projection whose weight rows are interleaved in tiles of 8 (4 gate
+// rows, then the same 4 up rows: interleave_gate_up's order), with SwiGLU as its store:
+// act[ffn] = swiglu of the projection, bf16. The bits of norm_matmul then swiglu_interleaved.
+cudaError_t norm_matmul_swiglu(const float* resid, const float* delta, const bf16* norm_w,
+                               float eps, float* resid_out, const bf16* w_gate_up, bf16* act,
+                               int ffn, int k, cudaStream_t s, bool early = false);
 // One row's SwiGLU fused into the matmul that reads it: y[N] = w[N, K] . swiglu(gate_up)^T, with
 // gate_up = [gate (K) | up (K)] f32. The bits of swiglu followed by matmul.
 cudaError_t swiglu_matmul(const float* gate_up, const bf16* w, float* y, int n, int k,
@@ -76,6 +82,15 @@ cudaError_t norm_matmul_shape(const float* resid, const float* delta, const bf16
 // f32 gate_up is rounded to bf16 first, so both overloads give the same bits.
 cudaError_t swiglu(const bf16* gate_up, bf16* out, int rows, int ffn, cudaStream_t s);
 cudaError_t swiglu(const float* gate_up, bf16* out, int rows, int ffn, cudaStream_t s);
+// The same over a projection whose weight rows were interleaved in tiles of 8 (4 gate, 4 up):
+// gate i at column 8 (i / 4) + i % 4, up i 4 columns after it.
+cudaError_t swiglu_interleaved(const float* gate_up, bf16* out, int rows, int ffn,
+                               cudaStream_t s);
+// The row order swiglu_interleaved and norm_matmul_swiglu expect: output row r of the
+// interleaved [gate; up] (2 ffn rows, ffn % 4 == 0) is input row interleave_gate_up(r, ffn).
+inline int interleave_gate_up(int r, int ffn) {
+  return (r % 8 < 4 ? 0 : ffn) + r / 8 * 4 + r % 4;
+}
 
 // out[r] = f32(table[ids[r]]), hidden columns.
 cudaError_t embedding(const bf16* table, const int32_t* ids, float* out, int rows, int hidden,

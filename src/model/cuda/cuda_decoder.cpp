@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -61,28 +62,31 @@ class Uploader {
   explicit Uploader(size_t total_bytes)
       : total_(total_bytes), show_(total_bytes > (size_t{256} << 20)) {}
 
-  Status matrix(std::initializer_list<const Tensor*> parts, DeviceBuffer& dst) {
-    int64_t rows = 0;
+  // dst = the parts' rows one after another; with `order`, dst row r is that stack's row
+  // order(r) (a permutation of it).
+  Status matrix(std::initializer_list<const Tensor*> parts, DeviceBuffer& dst,
+                const std::function<int64_t(int64_t)>& order = {}) {
+    std::vector<std::pair<const Tensor*, int64_t>> stack;  // (tensor, row) of each stacked row
     const int64_t cols = (*parts.begin())->cols();
-    for (const Tensor* t : parts) rows += t->rows();
+    for (const Tensor* t : parts) {
+      for (int64_t r = 0; r < t->rows(); ++r) stack.emplace_back(t, r);
+    }
+    const auto rows = static_cast<int64_t>(stack.size());
     TF_CUDA_TRY(dst.allocate(static_cast<size_t>(rows * cols) * sizeof(uint16_t)));
     std::vector<float> f32(static_cast<size_t>(cols));
     std::vector<uint16_t> staging;
-    int64_t row0 = 0;
-    for (const Tensor* t : parts) {
-      constexpr int64_t kChunkRows = 1024;
-      for (int64_t r = 0; r < t->rows(); r += kChunkRows) {
-        const int64_t n = std::min(kChunkRows, t->rows() - r);
-        staging.resize(static_cast<size_t>(n * cols));
-        for (int64_t i = 0; i < n; ++i) {
-          backend::cpu::dequantize_row(t->dtype, t->row(r + i), f32.data(), cols);
-          for (int64_t c = 0; c < cols; ++c) staging[i * cols + c] = f32_to_bf16(f32[c]);
-        }
-        TF_CUDA_TRY(cudaMemcpy(dst.get<uint16_t>() + (row0 + r) * cols, staging.data(),
-                               staging.size() * sizeof(uint16_t), cudaMemcpyHostToDevice));
-        progress(static_cast<size_t>(n * cols) * sizeof(uint16_t));
+    constexpr int64_t kChunkRows = 1024;
+    for (int64_t r = 0; r < rows; r += kChunkRows) {
+      const int64_t n = std::min(kChunkRows, rows - r);
+      staging.resize(static_cast<size_t>(n * cols));
+      for (int64_t i = 0; i < n; ++i) {
+        const auto [t, row] = stack[order ? order(r + i) : r + i];
+        backend::cpu::dequantize_row(t->dtype, t->row(row), f32.data(), cols);
+        for (int64_t c = 0; c < cols; ++c) staging[i * cols + c] = f32_to_bf16(f32[c]);
       }
-      row0 += t->rows();
+      TF_CUDA_TRY(cudaMemcpy(dst.get<uint16_t>() + r * cols, staging.data(),
+                             staging.size() * sizeof(uint16_t), cudaMemcpyHostToDevice));
+      progress(static_cast<size_t>(n * cols) * sizeof(uint16_t));
     }
     return {};
   }
@@ -278,7 +282,12 @@ class CudaDecoder final : public Model {
       }
       TF_RETURN_IF_ERROR(up.matrix({&L.wq, &L.wk, &L.wv}, D.wqkv));
       TF_RETURN_IF_ERROR(up.matrix({&L.wo}, D.wo));
-      TF_RETURN_IF_ERROR(up.matrix({&L.w_gate, &L.w_up}, D.w_gate_up));
+      // gate and up interleaved in tiles of 8 rows, so a one-row step's gate_up kernel holds
+      // each gate next to its up and stores SwiGLU itself (cuda::norm_matmul_swiglu).
+      const int ffn = static_cast<int>(cfg_.intermediate_size);
+      TF_RETURN_IF_ERROR(up.matrix({&L.w_gate, &L.w_up}, D.w_gate_up, [ffn](int64_t r) {
+        return cuda::interleave_gate_up(static_cast<int>(r), ffn);
+      }));
       TF_RETURN_IF_ERROR(up.matrix({&L.w_down}, D.w_down));
     }
     up.done();
@@ -812,8 +821,8 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
   auto fuse_norm = [&](int cols) {
     return n == 1 && d <= cuda::kNormMatmulMaxK && cuda::row_matmul_fits(cols, d);
   };
-  // Likewise SwiGLU runs inside the down projection.
-  const bool fuse_swiglu = n == 1 && cuda::row_matmul_fits(d, f);
+  // Likewise SwiGLU runs inside gate_up (its store), and down reads its row as o does.
+  const bool fuse_swiglu = fuse_norm(2 * f), row_down = n == 1 && cuda::row_matmul_fits(d, f);
   // and the o projection stages its input row in shared memory the same way.
   const bool row_o = n == 1 && cuda::row_matmul_fits(d, q_dim);
   float* x_other = x2_.get<float>();
@@ -877,17 +886,23 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
           gemm_.matmul(att_.get<bf16>(), L.wo.get<bf16>(), o_.get<float>(), n, d, q_dim, s));
     }
     timer_.mark("o_proj", s);
-    TF_RETURN_IF_ERROR(
-        norm_then_matmul(o_.get<float>(), L.ffn_norm, L.w_gate_up, gu_.get<float>(), 2 * f, early));
-    timer_.mark("norm_gate_up", s);
     if (fuse_swiglu) {
-      TF_CUDA_TRY(
-          cuda::swiglu_matmul(gu_.get<float>(), L.w_down.get<bf16>(), down, d, f, s, early));
+      TF_CUDA_TRY(cuda::norm_matmul_swiglu(x, o_.get<float>(), L.ffn_norm.get<bf16>(), eps,
+                                           x_other, L.w_gate_up.get<bf16>(), act_.get<bf16>(), f,
+                                           d, s, early));
+      std::swap(x, x_other);
     } else {
-      TF_CUDA_TRY(cuda::swiglu(gu_.get<float>(), act_.get<bf16>(), n, f, s));
+      TF_RETURN_IF_ERROR(norm_then_matmul(o_.get<float>(), L.ffn_norm, L.w_gate_up,
+                                          gu_.get<float>(), 2 * f, early));
+      TF_CUDA_TRY(cuda::swiglu_interleaved(gu_.get<float>(), act_.get<bf16>(), n, f, s));
+    }
+    timer_.mark("norm_gate_up_swiglu", s);
+    if (row_down) {
+      TF_CUDA_TRY(cuda::matmul_row(act_.get<bf16>(), L.w_down.get<bf16>(), down, d, f, s, early));
+    } else {
       TF_CUDA_TRY(gemm_.matmul(act_.get<bf16>(), L.w_down.get<bf16>(), down, n, d, f, s));
     }
-    timer_.mark("swiglu_down", s);
+    timer_.mark("down", s);
   }
   const bf16* out_w = tied_ ? embed_.get<bf16>() : output_.get<bf16>();
   if (n_out == 1 && fuse_norm(vocab)) {
