@@ -141,8 +141,8 @@ __device__ __forceinline__ void issue_batch(uint4* ring, const WeightRows<NT>& w
 
 // small_m_kernel's work for one warp (its 8 x NT weight rows over the block's part of K, through
 // its ring) against the activations xr: XRows, or XShared in the fused-norm kernel. kIssued: the
-// first batches the caller has issued already (the fused-norm kernel copies them before its norm,
-// so the copies overlap it).
+// first batches the caller has issued already (the row kernels copy the whole ring before their
+// source fills the input row, so the copies overlap it).
 template <int MF, int STAGES, int UNROLL, int NT, bool kRowCopy, int kIssued, typename Out,
           typename XSrc>
 __device__ __forceinline__ void ring_rows(const WeightRows<NT>& wr, const XSrc& xr,
@@ -160,10 +160,12 @@ __device__ __forceinline__ void ring_rows(const WeightRows<NT>& wr, const XSrc& 
   auto issue = [&](int b) {
     issue_batch<STAGES, UNROLL, NT, kRowCopy>(ring, wr, w, k, n0, cr, b, batches);
   };
+  // The whole ring in flight: each slot is refilled as soon as it has been read, so STAGES - 1
+  // batches stay in flight while one is consumed.
 #pragma unroll
-  for (int b = kIssued; b < STAGES - 1; ++b) issue(b);
+  for (int b = kIssued; b < STAGES; ++b) issue(b);
   for (int b = 0; b < batches; ++b) {
-    cp_async_wait<STAGES - 2>();  // batch b (this thread's own copies) has landed,
+    cp_async_wait<STAGES - 1>();  // batch b (this thread's own copies) has landed,
     __syncwarp();                 // and so has every lane's: fragments mix the lanes' pieces
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
@@ -172,8 +174,8 @@ __device__ __forceinline__ void ring_rows(const WeightRows<NT>& wr, const XSrc& 
       for (int j = 0; j < NT; ++j) wb[j] = frag_lds(slot(b, u, j) + ring_row(g, u) * 4, g, t);
       xr.mma(acc, cr.begin + b * UNROLL + u, wb, t);
     }
-    __syncwarp();           // every lane is done reading the slot
-    issue(b + STAGES - 1);  // before it is refilled
+    __syncwarp();       // every lane is done reading the slot
+    issue(b + STAGES);  // before it is refilled
   }
   cp_async_wait<0>();
   for (int c = cr.begin + batches * UNROLL; c < cr.begin + chunks; ++c) {

@@ -55,7 +55,8 @@ struct NormSource {
   float eps;
   float* resid_out;
 
-  // h_part = the normalized row's elements [kb, ke); scratch: 9 floats of shared memory.
+  // h_part = the normalized row's elements [kb, ke); scratch: 9 floats of shared memory, which
+  // may be h_part's own start (it is read before h_part is written).
   template <int WARPS>
   __device__ void fill(bf16* h_part, int kb, int ke, int k, float* scratch) const {
     constexpr int kThreads = WARPS * 32, kVirtual = kNormThreads / kThreads;
@@ -78,7 +79,9 @@ struct NormSource {
       __syncthreads();
       if (threadIdx.x == 0) inv_rms = norm_inv_rms(warp_sums, k, eps);
       __syncthreads();
-      return inv_rms;
+      const float inv = inv_rms;
+      __syncthreads();  // the scratch is h_part's start, written next
+      return inv;
     };
     if (k <= kNormKeep * kNormThreads) {
       // The row (and the norm weights of this block's part) stays in registers: one wait on L2.
@@ -174,11 +177,11 @@ __device__ __forceinline__ int warp_tile(int spread) {
   return spread > 0 ? w * spread + b : b * WARPS + w;
 }
 
-// The first weight batches are issued before the source fills the block's part of the input; its
-// scratch is warp 0's last ring slot, which no copy fills before the main loop (a separate array
-// would put a 48 KB ring plus an 8 KB part just over a quarter of the SM's shared memory). At
-// least 4 blocks an SM, as the unfused kernels get (their 48 KB rings allow no more): the norm's
-// row kept in registers would otherwise cost the 8-warp shape a block.
+// The whole ring of weight batches is issued before the source fills the block's part of the
+// input; its scratch is that part's own start (a separate array would put a 48 KB ring plus an
+// 8 KB part just over a quarter of the SM's shared memory). At least 4 blocks an SM, as the
+// unfused kernels get (their 48 KB rings allow no more): the norm's row kept in registers would
+// otherwise cost the 8-warp shape a block.
 template <int WARPS, int STAGES, int UNROLL, bool kRowCopy, class Source, class Out>
 __global__ void __launch_bounds__(WARPS * 32, 4)
     row_kernel(Source src, const bf16* __restrict__ w, Out y, int n, int k, int spread) {
@@ -193,16 +196,14 @@ __global__ void __launch_bounds__(WARPS * 32, 4)
   const ChunkRange cr(k, n);
   const int batches = wr.valid[0] ? (cr.end - cr.begin) / UNROLL : 0;  // a spare warp: none
 #pragma unroll
-  for (int b = 0; b < STAGES - 1; ++b)
+  for (int b = 0; b < STAGES; ++b)
     issue_batch<STAGES, UNROLL, 1, kRowCopy>(ring, wr, w, k, n0, cr, b, batches);
   pdl_release();  // the next kernel may start, where launched early (pdl.cuh)
   pdl_wait();     // launched early: the input row's producer is done
-  src.template fill<WARPS>(
-      h_part, cr.begin * 32, cr.end * 32, k,
-      reinterpret_cast<float*>(ring_slot<STAGES, UNROLL, 1>(smem_ring, STAGES - 1, 0, 0)));
+  src.template fill<WARPS>(h_part, cr.begin * 32, cr.end * 32, k, reinterpret_cast<float*>(h_part));
   __syncthreads();  // the block's part of the row is in shared memory
   const XShared xs{h_part, cr.begin, g == 0};
-  ring_rows<1, STAGES, UNROLL, 1, kRowCopy, STAGES - 1>(wr, xs, w, y, 1, n, k, n0, ring);
+  ring_rows<1, STAGES, UNROLL, 1, kRowCopy, STAGES>(wr, xs, w, y, 1, n, k, n0, ring);
 }
 
 // warp_tile's spread for a launch of `kernel` in clusters of parts_of(k, n) blocks: the clusters
