@@ -323,7 +323,7 @@ int main() {
     // The whole one-row step as the decoder enqueues it (32 layers of norm, qkv, rope + KV write,
     // attention, o, norm, gate_up, SwiGLU, down, then lm_head) in one graph: the GPU's side of a
     // batch-1 decode step, without the engine; with the norms and SwiGLU apart and fused into the
-    // matmuls that read them (norm_matmul, swiglu_matmul: the decoder's one-row path).
+    // matmuls next to them (norm_matmul, norm_matmul_swiglu: the decoder's one-row path).
     cu::DeviceBuffer resid2(kHidden * 4);
     CHECK_CUDA(cudaMemset(resid2.get(), 0, resid2.bytes()));
     // The fused step also with kernels launched early (pdl.cuh): rope and attention (2), gate_up
@@ -359,12 +359,16 @@ int main() {
             CHECK_CUDA(cu::matmul(att.get<bf16>(), weights[l * 4 + 1].get<bf16>(),
                                   delta.get<float>(), 1, kHidden, kHeads * hd, s));
           }
-          norm_then_matmul(delta.get<float>(), weights[l * 4 + 2].get<bf16>(), gu.get<float>(),
-                           2 * kFfn, early_gu);
-          if (fused) {
-            CHECK_CUDA(cu::swiglu_matmul(gu.get<float>(), weights[l * 4 + 3].get<bf16>(),
-                                         delta.get<float>(), kHidden, kFfn, s, early_down));
+          if (fused) {  // SwiGLU stored by gate_up, down reading its row as o does
+            CHECK_CUDA(cu::norm_matmul_swiglu(x, delta.get<float>(), normw.get<bf16>(), 1e-5f,
+                                              x_other, weights[l * 4 + 2].get<bf16>(),
+                                              act.get<bf16>(), kFfn, kHidden, s, early_gu));
+            std::swap(x, x_other);
+            CHECK_CUDA(cu::matmul_row(act.get<bf16>(), weights[l * 4 + 3].get<bf16>(),
+                                      delta.get<float>(), kHidden, kFfn, s, early_down));
           } else {
+            norm_then_matmul(delta.get<float>(), weights[l * 4 + 2].get<bf16>(), gu.get<float>(),
+                             2 * kFfn, early_gu);
             CHECK_CUDA(cu::swiglu(gu.get<float>(), act.get<bf16>(), 1, kFfn, s));
             CHECK_CUDA(cu::matmul(act.get<bf16>(), weights[l * 4 + 3].get<bf16>(),
                                   delta.get<float>(), 1, kHidden, kFfn, s));
@@ -395,67 +399,48 @@ int main() {
                   names[variant], t, 1e3 / t, floor_tok);
     }
     // What each stage costs inside the decoder's step graph: the same graph with one stage left
-    // out, or with a fused source (norm, SwiGLU) swapped for a plain row copy. The difference to
-    // the full graph is the stage's share of the step, overlaps included (outputs are garbage).
-    // Session 17, two runs: rope 32-55 us, attention 163-245, o 312-403 (its bytes at the copy
-    // rate: 250), qkv's norm 59-128, gate_up's 87-102, down's SwiGLU 63-98, lm_head 219-241.
+    // out, or qkv's norm swapped for a plain row copy. The difference to the full graph is the
+    // stage's share of the step, overlaps included (outputs are garbage). Session 17, three
+    // runs: rope 0-55 us, attention 135-245, o 228-403 (its bytes at the copy rate: 250), qkv's
+    // norm 58-128, lm_head 150-241; SwiGLU computed by down's blocks (before it was gate_up's
+    // store) 63-98.
     struct LeaveOut {
       const char* name;
-      bool rope = false, attn = false, o = false, norm_qkv = false, norm_gu = false,
-           swiglu = false, lm = false, swiglu_store = false;  // as session 17's decoder
+      bool rope = false, attn = false, o = false, norm_qkv = false, lm = false;
     };
     const LeaveOut leave_outs[] = {
-        {"none, SwiGLU in down's source (16)"},
-        {"none (the decoder)", false, false, false, false, false, false, false, true},
-        {"rope", true},
-        {"attention", false, true},
-        {"rope + attention", true, true},
-        {"o", false, false, true},
-        {"qkv's norm (copy source)", false, false, false, true},
-        {"gate_up's norm (copy source)", false, false, false, false, true},
-        {"down's SwiGLU (copy source)", false, false, false, false, false, true},
-        {"lm_head", false, false, false, false, false, false, true},
+        {"none (the decoder)"},     {"rope", true},
+        {"attention", false, true}, {"rope + attention", true, true},
+        {"o", false, false, true},  {"qkv's norm (copy source)", false, false, false, true},
+        {"lm_head", false, false, false, false, true},
     };
     ab.early = true;
     std::printf("\none-row step graph with a stage left out (ms; the stage's cost = difference)\n");
     for (const LeaveOut& v : leave_outs) {
       Graph g([&](cudaStream_t s) {
         float *x = resid.get<float>(), *x_other = resid2.get<float>();
-        auto norm_then_matmul = [&](bool plain, const bf16* w, float* y, int n, bool early_mm) {
-          if (plain) {
-            CHECK_CUDA(cu::matmul_row(att.get<bf16>(), w, y, n, kHidden, s, early_mm));
-            return;
-          }
-          CHECK_CUDA(cu::norm_matmul(x, delta.get<float>(), normw.get<bf16>(), 1e-5f, x_other, w,
-                                     y, n, kHidden, s, early_mm));
-          std::swap(x, x_other);
-        };
         for (int l = 0; l < kLayers; ++l) {
-          norm_then_matmul(v.norm_qkv, weights[l * 4].get<bf16>(), qkv.get<float>(), kQkv, false);
+          if (v.norm_qkv) {
+            CHECK_CUDA(cu::matmul_row(att.get<bf16>(), weights[l * 4].get<bf16>(),
+                                      qkv.get<float>(), kQkv, kHidden, s));
+          } else {
+            CHECK_CUDA(cu::norm_matmul(x, delta.get<float>(), normw.get<bf16>(), 1e-5f, x_other,
+                                       weights[l * 4].get<bf16>(), qkv.get<float>(), kQkv,
+                                       kHidden, s));
+            std::swap(x, x_other);
+          }
           if (!v.rope) CHECK_CUDA(cu::qkv_rope_kv_write(qkv.get<float>(), qp, qt, 1, s, true));
           if (!v.attn) CHECK_CUDA(attention(pos.get<int32_t>(), s));
           if (!v.o) {
             CHECK_CUDA(cu::matmul_row(att.get<bf16>(), weights[l * 4 + 1].get<bf16>(),
                                       delta.get<float>(), kHidden, kHeads * hd, s, true));
           }
-          if (v.swiglu_store) {
-            CHECK_CUDA(cu::norm_matmul_swiglu(x, delta.get<float>(), normw.get<bf16>(), 1e-5f,
-                                              x_other, weights[l * 4 + 2].get<bf16>(),
-                                              act.get<bf16>(), kFfn, kHidden, s, true));
-            std::swap(x, x_other);
-            CHECK_CUDA(cu::matmul_row(act.get<bf16>(), weights[l * 4 + 3].get<bf16>(),
-                                      delta.get<float>(), kHidden, kFfn, s, true));
-            continue;
-          }
-          norm_then_matmul(v.norm_gu, weights[l * 4 + 2].get<bf16>(), gu.get<float>(), 2 * kFfn,
-                           true);
-          if (v.swiglu) {
-            CHECK_CUDA(cu::matmul_row(act.get<bf16>(), weights[l * 4 + 3].get<bf16>(),
-                                      delta.get<float>(), kHidden, kFfn, s, true));
-          } else {
-            CHECK_CUDA(cu::swiglu_matmul(gu.get<float>(), weights[l * 4 + 3].get<bf16>(),
-                                         delta.get<float>(), kHidden, kFfn, s, true));
-          }
+          CHECK_CUDA(cu::norm_matmul_swiglu(x, delta.get<float>(), normw.get<bf16>(), 1e-5f,
+                                            x_other, weights[l * 4 + 2].get<bf16>(),
+                                            act.get<bf16>(), kFfn, kHidden, s, true));
+          std::swap(x, x_other);
+          CHECK_CUDA(cu::matmul_row(act.get<bf16>(), weights[l * 4 + 3].get<bf16>(),
+                                    delta.get<float>(), kHidden, kFfn, s, true));
         }
         if (!v.lm) {
           CHECK_CUDA(cu::norm_matmul(x, delta.get<float>(), normw.get<bf16>(), 1e-5f, x_other,

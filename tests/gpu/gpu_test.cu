@@ -251,27 +251,6 @@ void test_norm_matmul(int n, int k) {
                        std::to_string(bad) + " mismatches");
 }
 
-// swiglu_matmul (one row, SwiGLU inside the matmul) against swiglu then matmul, bitwise.
-void test_swiglu_matmul(int n, int k) {
-  std::printf("swiglu_matmul n=%d k=%d (bitwise against swiglu + matmul)\n", n, k);
-  std::mt19937 rng(6);
-  std::normal_distribution<float> d(0.0f, 2.0f);
-  std::vector<float> gu(size_t(2) * k);
-  for (auto& v : gu) v = d(rng);
-  auto w = random_bf16(size_t(n) * k, rng, 0.05f);
-  auto dgu = upload(gu), dw = upload(w);
-  cu::DeviceBuffer act(size_t(k) * 2), ref_y(size_t(n) * 4), y(size_t(n) * 4);
-  poison(ref_y);
-  poison(y);
-  CHECK_CUDA(cu::swiglu(dgu.get<float>(), act.get<bf16>(), 1, k, 0));
-  CHECK_CUDA(cu::matmul(act.get<bf16>(), dw.get<bf16>(), ref_y.get<float>(), 1, n, k, 0));
-  expect(cu::row_matmul_fits(n, k), "swiglu_matmul fits");
-  CHECK_CUDA(cu::swiglu_matmul(dgu.get<float>(), dw.get<bf16>(), y.get<float>(), n, k, 0));
-  const auto want = download<float>(ref_y, n), got = download<float>(y, n);
-  expect(std::memcmp(want.data(), got.data(), size_t(n) * 4) == 0,
-         "swiglu_matmul n=" + std::to_string(n) + " k=" + std::to_string(k) + " bitwise");
-}
-
 // norm_matmul_swiglu (gate_up's weight rows interleaved, SwiGLU as the store) against norm_matmul
 // into the f32 projection then swiglu_interleaved, bitwise (act and the summed residual); and
 // swiglu_interleaved, over 2 rows, against swiglu on the same values in [gate; up] order.
@@ -513,9 +492,8 @@ int main() {
   test_norm_matmul_swiglu(1536, 576);    // SmolLM2's
   test_norm_matmul_swiglu(6144, 4096);   // wide, 2 parts
   test_norm_matmul_swiglu(500, 5120);    // narrow, 3 parts, the last shorter
-  test_swiglu_matmul(4096, 14336);  // Llama-3.1-8B's down: 7 parts
-  test_swiglu_matmul(576, 1536);    // SmolLM2's down: one part
-  test_swiglu_matmul(1000, 5120);   // 3 parts, the last shorter
+  test_matmul_row(4096, 14336);     // Llama-3.1-8B's down: 7 parts
+  test_matmul_row(576, 1536);       // SmolLM2's down: one part
   test_matmul_row(4096, 4096);      // Llama-3.1-8B's o
   test_matmul_row(28672, 4096);     // wide, one part
   test_matmul_row(1000, 5120);      // 3 parts, the last shorter

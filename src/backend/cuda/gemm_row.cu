@@ -1,9 +1,9 @@
 // One-row matmuls with the op that produces their input fused in front (the decoder's one-row
 // steps): y = w . f(...)^T, where the block computes its part of K of the input row itself into
-// shared memory while its first weight batches copy, then runs the ring loop (gemm_ring.cuh) on
-// it. Sources: RMSNorm of resid + delta (norm_matmul) and SwiGLU of gate_up (swiglu_matmul), each
-// bit-identical to the standalone kernel (row_math.cuh) followed by the matmul, and a plain row
-// (matmul_row), bit-identical to matmul.
+// shared memory while its weight ring copies, then runs the ring loop (gemm_ring.cuh) on it.
+// Sources: RMSNorm of resid + delta (norm_matmul, bit-identical to add_rms_norm followed by the
+// matmul, row_math.cuh), and a plain row (matmul_row), bit-identical to matmul. norm_matmul_swiglu
+// also stores SwiGLU of its output instead of the output (gemm_ring.cuh's SwigluRowOut).
 #include <cstdint>
 #include <iterator>
 #include <map>
@@ -137,18 +137,6 @@ struct NormSource {
         for (int i = threadIdx.x; i < k; i += kThreads) resid_out[i] = summed(i);
       }
     }
-  }
-};
-
-// SwiGLU of one row of the fused gate_up projection [gate (k) | up (k)], f32.
-struct SwigluSource {
-  const float* gate_up;
-
-  template <int WARPS>
-  __device__ void fill(bf16* h_part, int kb, int ke, int k, float*) const {
-#pragma unroll 8
-    for (int i = kb + static_cast<int>(threadIdx.x); i < ke; i += WARPS * 32)
-      h_part[i - kb] = swiglu_value(gate_up[i], gate_up[k + i]);
   }
 };
 
@@ -312,11 +300,6 @@ cudaError_t norm_matmul_swiglu(const float* resid, const float* delta, const bf1
   if (k > kNormMatmulMaxK || resid_out == resid || resid_out == delta) return cudaErrorInvalidValue;
   return row_matmul(NormSource{resid, delta, norm_w, eps, resid_out}, w_gate_up, SwigluRowOut{act},
                     2 * ffn, k, s, early);
-}
-
-cudaError_t swiglu_matmul(const float* gate_up, const bf16* w, float* y, int n, int k,
-                          cudaStream_t s, bool early) {
-  return row_matmul(SwigluSource{gate_up}, w, y, n, k, s, early);
 }
 
 cudaError_t matmul_row(const bf16* x, const bf16* w, float* y, int n, int k, cudaStream_t s,

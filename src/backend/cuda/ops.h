@@ -46,7 +46,7 @@ cudaError_t add_rms_norm(float* resid, const float* delta, const bf16* weight, b
 // y[N] = w[N, K] . bf16(resid_out / rms(resid_out) * norm_w)^T. The bits of add_rms_norm followed
 // by matmul; K (the row's width) at most kNormMatmulMaxK.
 constexpr int kNormMatmulMaxK = 8192;
-// early (here and in swiglu_matmul): launched while the stream's previous kernel still runs
+// early (here and in the other row kernels): launched while the stream's previous kernel still runs
 // (pdl.cuh), copying its first weights before it waits; for a row kernel as that predecessor.
 cudaError_t norm_matmul(const float* resid, const float* delta, const bf16* norm_w, float eps,
                         float* resid_out, const bf16* w, float* y, int n, int k, cudaStream_t s,
@@ -57,15 +57,11 @@ cudaError_t norm_matmul(const float* resid, const float* delta, const bf16* norm
 cudaError_t norm_matmul_swiglu(const float* resid, const float* delta, const bf16* norm_w,
                                float eps, float* resid_out, const bf16* w_gate_up, bf16* act,
                                int ffn, int k, cudaStream_t s, bool early = false);
-// One row's SwiGLU fused into the matmul that reads it: y[N] = w[N, K] . swiglu(gate_up)^T, with
-// gate_up = [gate (K) | up (K)] f32. The bits of swiglu followed by matmul.
-cudaError_t swiglu_matmul(const float* gate_up, const bf16* w, float* y, int n, int k,
-                          cudaStream_t s, bool early = false);
 // One row, y[N] = w[N, K] . x^T with x staged in shared memory (x 16-byte aligned): matmul's bits.
 // early: as norm_matmul's (a one-row attention launch releases it once its cache reads are done).
 cudaError_t matmul_row(const bf16* x, const bf16* w, float* y, int n, int k, cudaStream_t s,
                        bool early = false);
-// Whether swiglu_matmul, matmul_row and norm_matmul take this shape: K % 32 == 0, N % 8 == 0, and
+// Whether matmul_row, norm_matmul and norm_matmul_swiglu (N = 2 ffn) take this shape: K % 32 == 0, N % 8 == 0, and
 // the part of K a block holds fits its shared memory (norm_matmul also needs K <= kNormMatmulMaxK).
 bool row_matmul_fits(int n, int k);
 // The row kernels' launch shapes (gpu_bench sweeps them): how many, a name each, and matmul_row
