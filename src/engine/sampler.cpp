@@ -6,9 +6,11 @@
 #include <array>
 #include <cmath>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/argmax.h"
+#include "backend/cpu/vec_math.h"
 
 namespace tf::engine {
 namespace {
@@ -93,48 +95,147 @@ Logprob chosen_logprob(std::span<const float> logits, int32_t chosen, std::vecto
   return {chosen, lp(chosen)};
 }
 
-int32_t sample(std::span<const float> logits, const SamplingParams& params, uint64_t position) {
-  const int32_t n = static_cast<int32_t>(logits.size());
-  if (params.temperature <= 0.0f || params.top_k == 1) {
-    return static_cast<int32_t>(backend::cpu::argmax(logits.data(), n));
+namespace {
+
+// A walk down the weights of `ids` in order: u -= w until it drops below zero (the last id where
+// rounding leaves it just above).
+int32_t walk(double u, const std::vector<int32_t>& ids, const std::vector<float>& w) {
+  for (int32_t id : ids) {
+    u -= w[id];
+    if (u < 0.0) return id;
   }
-  // Candidates sorted by logit (ties by id) so the draw is independent of any partial order.
+  return ids.back();
+}
+
+bool by_logit(std::span<const float> logits, int32_t a, int32_t b) {
+  return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+}
+
+// top_k candidates: the best k ids, sorted; weights in the same order; min_p and top_p cut the
+// sorted list, and the draw walks it.
+int32_t sample_top_k(std::span<const float> logits, const SamplingParams& params, float mx,
+                     float inv_t, uint64_t position) {
+  const int32_t n = static_cast<int32_t>(logits.size());
   std::vector<int32_t> ids(n);
   std::iota(ids.begin(), ids.end(), 0);
-  auto by_logit = [&](int32_t a, int32_t b) {
-    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-  };
-  int32_t k = params.top_k > 0 ? std::min(params.top_k, n) : n;
-  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), by_logit);
-  ids.resize(k);
-
-  std::vector<double> p(k);
-  const double inv_t = 1.0 / params.temperature;
-  const double mx = logits[ids[0]];
-  double sum = 0.0;
-  for (int32_t i = 0; i < k; ++i) sum += p[i] = std::exp((logits[ids[i]] - mx) * inv_t);
-  int32_t keep = k;
+  std::partial_sort(ids.begin(), ids.begin() + params.top_k, ids.end(),
+                    [&](int32_t a, int32_t b) { return by_logit(logits, a, b); });
+  ids.resize(params.top_k);
+  std::vector<float> w(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) w[i] = logits[ids[i]];
+  backend::cpu::exp_scaled(w.data(), w.data(), static_cast<int64_t>(w.size()), mx, inv_t);
+  size_t keep = w.size();
   if (params.min_p > 0.0f) {
-    const double floor = params.min_p * p[0];  // p[0] is the top probability (unnormalized)
-    while (keep > 1 && p[keep - 1] < floor) --keep;
+    while (keep > 1 && w[keep - 1] < params.min_p * w[0]) --keep;
   }
+  double total = 0.0;
+  for (size_t i = 0; i < keep; ++i) total += w[i];
   if (params.top_p < 1.0f) {
-    double total = std::accumulate(p.begin(), p.begin() + keep, 0.0), acc = 0.0;
-    for (int32_t i = 0; i < keep; ++i) {
-      acc += p[i];
-      if (acc >= params.top_p * total) {
+    const double target = static_cast<double>(params.top_p) * total;
+    double acc = 0.0;
+    for (size_t i = 0; i < keep; ++i) {
+      if ((acc += w[i]) >= target) {
         keep = i + 1;
+        total = acc;
         break;
       }
     }
   }
-  sum = std::accumulate(p.begin(), p.begin() + keep, 0.0);
-  double u = keyed_uniform(params.seed, position) * sum;
-  for (int32_t i = 0; i < keep; ++i) {
-    u -= p[i];
+  double u = keyed_uniform(params.seed, position) * total;
+  for (size_t i = 0; i < keep; ++i) {
+    u -= w[i];
     if (u < 0.0) return ids[i];
   }
   return ids[keep - 1];
+}
+
+// The whole vocabulary: candidates fall into bands by their distance below the best scaled
+// logit, d = (mx - logit) / temperature (a monotone function of the logit, so every band lies
+// wholly above the next in (logit desc, id asc) order): half a unit wide up to 32, then (32, 64]
+// and the rest. Each band's weights are summed in id order in one pass; whole bands are taken in
+// band order, and only a band that top_p cuts is sorted, and only it is listed.
+int32_t sample_bands(std::span<const float> logits, const SamplingParams& params, float mx,
+                     float inv_t, int32_t best, uint64_t position) {
+  constexpr int kFine = 64, kBands = kFine + 2;
+  const int32_t n = static_cast<int32_t>(logits.size());
+  std::vector<float> w(n);
+  backend::cpu::exp_scaled(logits.data(), w.data(), n, mx, inv_t);
+  const float floor = params.min_p > 0.0f ? params.min_p * w[best] : 0.0f;
+  std::vector<uint8_t> band(n);
+  std::array<double, kBands> sum{};
+  for (int32_t i = 0; i < n; ++i) {
+    const float d = (mx - logits[i]) * inv_t;
+    const int b = d < kFine / 2 ? static_cast<int>(d * 2) : d <= kFine ? kFine : kFine + 1;
+    band[i] = static_cast<uint8_t>(w[i] >= floor ? b : kBands);  // kBands: dropped by min_p
+    if (w[i] >= floor) sum[b] += w[i];
+  }
+  double total = 0.0;
+  for (double s : sum) total += s;
+  // The bands kept whole, then the cut band's sorted prefix (empty without top_p).
+  int whole = kBands;
+  std::vector<int32_t> cut;
+  if (params.top_p < 1.0f) {
+    const double target = static_cast<double>(params.top_p) * total;
+    double acc = 0.0;
+    for (int b = 0; b < kBands; ++b) {
+      if (acc + sum[b] < target) {
+        acc += sum[b];
+        continue;
+      }
+      whole = b;
+      for (int32_t i = 0; i < n; ++i)
+        if (band[i] == b) cut.push_back(i);
+      std::sort(cut.begin(), cut.end(), [&](int32_t x, int32_t y) { return by_logit(logits, x, y); });
+      size_t keep = cut.size();
+      for (size_t j = 0; j < cut.size(); ++j) {
+        if ((acc += w[cut[j]]) >= target) {
+          keep = j + 1;
+          break;
+        }
+      }
+      cut.resize(keep);
+      break;
+    }
+    total = acc;  // whole bands' sums, then the cut band's weights one by one
+  }
+  double u = keyed_uniform(params.seed, position) * total;
+  for (int b = 0; b < whole; ++b) {
+    if (u >= sum[b]) {
+      u -= sum[b];
+      continue;
+    }
+    std::vector<int32_t> ids;
+    for (int32_t i = 0; i < n; ++i)
+      if (band[i] == b) ids.push_back(i);
+    return walk(u, ids, w);
+  }
+  if (!cut.empty()) return walk(u, cut, w);
+  // Rounding left u past every band: the last candidate of the last nonempty band.
+  for (int b = kBands - 1; b >= 0; --b) {
+    for (int32_t i = n - 1; i >= 0; --i)
+      if (band[i] == b) return i;
+  }
+  return best;
+}
+
+}  // namespace
+
+// The draw, in one canonical order (DESIGN.md "Exactness": a pure function of the logits, the
+// parameters and the key). Weights exp((logit - max) / temperature) in f32 (vec_math's
+// exp_scaled, the best one's exp(0)); min_p drops weights below min_p times the best one's; top_p
+// keeps the fewest best candidates, by (logit desc, id asc), holding top_p of the total; then
+// u = keyed_uniform * the kept total, walked down. With top_k the candidates are its sorted
+// list; without, the vocabulary in bands (sample_bands), so no draw sorts more than the one band
+// top_p cuts (sorting all of a 128k vocabulary for every draw took 25-30 ms).
+int32_t sample(std::span<const float> logits, const SamplingParams& params, uint64_t position) {
+  const int32_t n = static_cast<int32_t>(logits.size());
+  const int32_t best = static_cast<int32_t>(backend::cpu::argmax(logits.data(), n));
+  if (params.temperature <= 0.0f || params.top_k == 1) return best;
+  const float mx = logits[best], inv_t = 1.0f / params.temperature;
+  if (params.top_k > 0 && params.top_k < n) {
+    return sample_top_k(logits, params, mx, inv_t, position);
+  }
+  return sample_bands(logits, params, mx, inv_t, best, position);
 }
 
 }  // namespace tf::engine

@@ -42,6 +42,21 @@ void SiluMulT(const float* gate, const float* up, float* out, int64_t n) {
   }
 }
 
+void ExpScaledT(const float* x, float* out, int64_t n, float shift, float scale) {
+  const hn::ScalableTag<float> d;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
+  const auto sh = hn::Set(d, shift), sc = hn::Set(d, scale), lo = hn::Set(d, -87.0f);
+  auto one = [&](auto v) { return hn::Exp(d, hn::Max(hn::Mul(hn::Sub(v, sh), sc), lo)); };
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) hn::StoreU(one(hn::LoadU(d, x + i)), d, out + i);
+  if (i < n) {
+    HWY_ALIGN float t[hn::MaxLanes(d)] = {};
+    std::copy(x + i, x + n, t);
+    hn::Store(one(hn::Load(d, t)), d, t);
+    std::copy(t, t + (n - i), out + i);
+  }
+}
+
 float ExpShiftSumT(float* x, int64_t n, float shift) {
   const hn::ScalableTag<float> d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
@@ -71,6 +86,10 @@ HWY_AFTER_NAMESPACE();
 namespace tf::backend::cpu {
 HWY_EXPORT(SiluMulT);
 HWY_EXPORT(ExpShiftSumT);
+HWY_EXPORT(ExpScaledT);
+void exp_scaled(const float* x, float* out, int64_t n, float shift, float scale) {
+  HWY_DYNAMIC_DISPATCH(ExpScaledT)(x, out, n, shift, scale);
+}
 void silu_mul_vec(const float* gate, const float* up, float* out, int64_t n) {
   HWY_DYNAMIC_DISPATCH(SiluMulT)(gate, up, out, n);
 }
