@@ -42,7 +42,8 @@ struct Round {
 
 // One concurrency level: n requests submitted at once, read to the end.
 tf::Result<Round> measure(const std::shared_ptr<tf::model::Model>& model, int n, int prompt_len,
-                          int gen_len, int64_t max_batch_tokens, int64_t kv_gib) {
+                          int gen_len, int64_t max_batch_tokens, int64_t kv_gib,
+                          const tf::engine::SamplingParams& sampling) {
   const int vocab = model->config().vocab_size;
   tf::engine::EngineOptions opt;
   opt.max_batch_tokens = max_batch_tokens;
@@ -59,6 +60,8 @@ tf::Result<Round> measure(const std::shared_ptr<tf::model::Model>& model, int n,
       r.prompt.push_back(100 + (t * 7919 + i * 104729) % (vocab - 200));
     r.max_tokens = gen_len;
     r.ignore_eos = true;
+    r.sampling = sampling;
+    r.seed = static_cast<uint64_t>(i + 1);
     auto ch = engine.submit(r);
     if (!ch) {
       for (auto& t : readers) t.join();
@@ -133,6 +136,9 @@ int main(int argc, char** argv) {
   int64_t kv_gib = 2;
   app.add_option("--kv-gib", kv_gib, "KV cache budget in GiB");
   app.add_option("--max-batch-tokens", max_batch_tokens, "Rows per engine step");
+  tf::engine::SamplingParams sampling;  // greedy unless --temperature
+  app.add_option("--temperature", sampling.temperature, "Sampling temperature (0: greedy)");
+  app.add_option("--top-p", sampling.top_p, "Nucleus sampling's top_p (1: off)");
   app.add_option("--rounds", n_rounds, "Interleaved rounds; each row reports the median round")
       ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
@@ -150,15 +156,19 @@ int main(int argc, char** argv) {
   std::shared_ptr<tf::model::Model> model(std::move(*loaded));
   fmt::print(
       "model: {}; prompt {} tokens, {} generated per request, max batch tokens {}, median of {} "
-      "rounds\n",
-      path, prompt_len, gen_len, max_batch_tokens, n_rounds);
+      "rounds; {}\n",
+      path, prompt_len, gen_len, max_batch_tokens, n_rounds,
+      sampling.temperature > 0
+          ? fmt::format("sampled at temperature {}, top_p {}", sampling.temperature, sampling.top_p)
+          : std::string("greedy"));
   fmt::print(
       "| streams | gen tok/s (aggregate) | vs 1 stream | decode tok/s | TTFT p50/p90/p99 ms | "
       "TPOT p50/p90/p99 ms |\n|---|---|---|---|---|---|\n");
   std::vector<std::vector<Round>> rounds(streams.size());
   for (int r = 0; r < n_rounds; ++r) {
     for (size_t i = 0; i < streams.size(); ++i) {
-      auto round = measure(model, streams[i], prompt_len, gen_len, max_batch_tokens, kv_gib);
+      auto round =
+          measure(model, streams[i], prompt_len, gen_len, max_batch_tokens, kv_gib, sampling);
       if (!round) {
         fmt::print(stderr, "error: {}\n", round.error().message);
         return 1;
@@ -188,7 +198,7 @@ int main(int argc, char** argv) {
     // A warm-up first (allocations, first-touch), then the median of the rounds.
     std::vector<double> ttft;
     for (int r = 0; r <= n_rounds; ++r) {
-      auto round = measure(model, 1, len, 1, std::max<int64_t>(max_batch_tokens, len), kv_gib);
+      auto round = measure(model, 1, len, 1, std::max<int64_t>(max_batch_tokens, len), kv_gib, {});
       if (!round) {
         fmt::print(stderr, "error: {}\n", round.error().message);
         return 1;
