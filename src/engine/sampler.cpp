@@ -97,16 +97,6 @@ Logprob chosen_logprob(std::span<const float> logits, int32_t chosen, std::vecto
 
 namespace {
 
-// A walk down the weights of `ids` in order: u -= w until it drops below zero (the last id where
-// rounding leaves it just above).
-int32_t walk(double u, const std::vector<int32_t>& ids, const std::vector<float>& w) {
-  for (int32_t id : ids) {
-    u -= w[id];
-    if (u < 0.0) return id;
-  }
-  return ids.back();
-}
-
 bool by_logit(std::span<const float> logits, int32_t a, int32_t b) {
   return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
 }
@@ -149,73 +139,111 @@ int32_t sample_top_k(std::span<const float> logits, const SamplingParams& params
   return ids[keep - 1];
 }
 
-// The whole vocabulary: candidates fall into bands by their distance below the best scaled
-// logit, d = (mx - logit) / temperature (a monotone function of the logit, so every band lies
-// wholly above the next in (logit desc, id asc) order): half a unit wide up to 32, then (32, 64]
-// and the rest. Each band's weights are summed in id order in one pass; whole bands are taken in
-// band order, and only a band that top_p cuts is sorted, and only it is listed.
-int32_t sample_bands(std::span<const float> logits, const SamplingParams& params, float mx,
-                     float inv_t, int32_t best, uint64_t position) {
-  constexpr int kFine = 64, kBands = kFine + 2;
+// top_p over the whole vocabulary without sorting it: `ids` (in id order, scaled distances
+// d = (mx - logit) / temperature, past `lo`) fall into 64 bands of equal width over [lo, hi], the
+// last one open-ended; d is a monotone function of the logit, so every band lies wholly above the
+// next in (logit desc, id asc) order. Bands are added to the running sum `acc` in band order
+// (each summed in id order, 4 lanes) while it stays under `target`; their ids are kept (in id
+// order), and the band that crosses the target is cut the same way, down to 2,048 ids or a width
+// too small to split, which are sorted and kept one by one up to the target. Appends what it
+// keeps to `kept`; false if rounding left the target out of reach.
+struct Weights {
+  std::span<const float> logits;
+  const std::vector<float>& w;
+  float mx, inv_t;
+  float distance(int32_t id) const { return (mx - logits[id]) * inv_t; }
+};
+
+bool cut_band(const std::vector<int32_t>& ids, float lo, float hi, const Weights& c,
+              double target, double& acc, std::vector<int32_t>& kept) {
+  constexpr size_t kSortMax = 2048;
+  constexpr int kParts = 64;
+  const float width = (hi - lo) / kParts;
+  if (ids.size() <= kSortMax || !(width > 0.0f) || !std::isfinite(width) ||
+      lo + width == lo) {
+    std::vector<int32_t> sorted = ids;
+    std::sort(sorted.begin(), sorted.end(),
+              [&](int32_t a, int32_t b) { return by_logit(c.logits, a, b); });
+    for (int32_t id : sorted) {
+      kept.push_back(id);
+      if ((acc += c.w[id]) >= target) return true;
+    }
+    return false;
+  }
+  std::vector<uint8_t> part(ids.size());
+  std::array<std::array<double, kParts>, 4> lanes{};  // lane j % 4 of each band's sum
+  for (size_t j = 0; j < ids.size(); ++j) {
+    const float at = (c.distance(ids[j]) - lo) / width;  // NaN or past hi: the last band
+    const int p = at >= 0.0f && at < kParts ? static_cast<int>(at) : kParts - 1;
+    part[j] = static_cast<uint8_t>(p);
+    lanes[j % 4][p] += c.w[ids[j]];
+  }
+  int cut = kParts;
+  for (int p = 0; p < kParts; ++p) {
+    const double sum = (lanes[0][p] + lanes[1][p]) + (lanes[2][p] + lanes[3][p]);
+    if (acc + sum >= target) {
+      cut = p;
+      break;
+    }
+    acc += sum;
+  }
+  std::vector<int32_t> members;  // the cut band's ids
+  for (size_t j = 0; j < ids.size(); ++j) {
+    if (part[j] < cut) kept.push_back(ids[j]);
+    if (part[j] == cut) members.push_back(ids[j]);
+  }
+  if (cut == kParts) return false;
+  const float band_lo = lo + static_cast<float>(cut) * width;
+  return cut_band(members, band_lo, cut + 1 == kParts ? hi : band_lo + width, c, target, acc,
+                  kept);
+}
+
+// The weights of the candidates (w >= floor) summed in id order, 4 lanes then ((0 + 1) + (2 + 3)).
+double kept_sum(const std::vector<float>& w, float floor) {
+  double a[4] = {0, 0, 0, 0};
+  for (size_t i = 0; i < w.size(); ++i) a[i % 4] += w[i] >= floor ? w[i] : 0.0f;
+  return (a[0] + a[1]) + (a[2] + a[3]);
+}
+
+// The whole vocabulary: weights by the vector exp and min_p's floor; without top_p the draw walks
+// every candidate in id order, with it cut_band's list.
+int32_t sample_all(std::span<const float> logits, const SamplingParams& params, float mx,
+                   float inv_t, int32_t best, uint64_t position) {
   const int32_t n = static_cast<int32_t>(logits.size());
   std::vector<float> w(n);
   backend::cpu::exp_scaled(logits.data(), w.data(), n, mx, inv_t);
   const float floor = params.min_p > 0.0f ? params.min_p * w[best] : 0.0f;
-  std::vector<uint8_t> band(n);
-  std::array<double, kBands> sum{};
-  for (int32_t i = 0; i < n; ++i) {
-    const float d = (mx - logits[i]) * inv_t;
-    const int b = d < kFine / 2 ? static_cast<int>(d * 2) : d <= kFine ? kFine : kFine + 1;
-    band[i] = static_cast<uint8_t>(w[i] >= floor ? b : kBands);  // kBands: dropped by min_p
-    if (w[i] >= floor) sum[b] += w[i];
-  }
-  double total = 0.0;
-  for (double s : sum) total += s;
-  // The bands kept whole, then the cut band's sorted prefix (empty without top_p).
-  int whole = kBands;
-  std::vector<int32_t> cut;
-  if (params.top_p < 1.0f) {
-    const double target = static_cast<double>(params.top_p) * total;
-    double acc = 0.0;
-    for (int b = 0; b < kBands; ++b) {
-      if (acc + sum[b] < target) {
-        acc += sum[b];
-        continue;
-      }
-      whole = b;
-      for (int32_t i = 0; i < n; ++i)
-        if (band[i] == b) cut.push_back(i);
-      std::sort(cut.begin(), cut.end(), [&](int32_t x, int32_t y) { return by_logit(logits, x, y); });
-      size_t keep = cut.size();
-      for (size_t j = 0; j < cut.size(); ++j) {
-        if ((acc += w[cut[j]]) >= target) {
-          keep = j + 1;
-          break;
-        }
-      }
-      cut.resize(keep);
-      break;
+  const double total = kept_sum(w, floor);
+  const double u0 = keyed_uniform(params.seed, position);
+  if (params.top_p >= 1.0f) {
+    double u = u0 * total;
+    int32_t last = best;
+    for (int32_t i = 0; i < n; ++i) {
+      if (!(w[i] >= floor)) continue;
+      last = i;
+      if ((u -= w[i]) < 0.0) return i;
     }
-    total = acc;  // whole bands' sums, then the cut band's weights one by one
+    return last;  // rounding left u just above zero
   }
-  double u = keyed_uniform(params.seed, position) * total;
-  for (int b = 0; b < whole; ++b) {
-    if (u >= sum[b]) {
-      u -= sum[b];
-      continue;
-    }
-    std::vector<int32_t> ids;
-    for (int32_t i = 0; i < n; ++i)
-      if (band[i] == b) ids.push_back(i);
-    return walk(u, ids, w);
+  std::vector<int32_t> ids;  // the candidates, in id order
+  ids.reserve(n);
+  for (int32_t i = 0; i < n; ++i)
+    if (w[i] >= floor) ids.push_back(i);
+  const Weights c{logits, w, mx, inv_t};
+  // The bands span the logits' range (up to 128 scaled units; beyond, weights are below 1e-55).
+  const float far = c.distance(static_cast<int32_t>(
+      std::min_element(logits.begin(), logits.end()) - logits.begin()));
+  std::vector<int32_t> kept;
+  double acc = 0.0;
+  if (!cut_band(ids, 0.0f, std::min(far, 128.0f), c, params.top_p * total, acc, kept)) {
+    kept = std::move(ids);  // rounding left the target just out of reach: every candidate
+    acc = total;
   }
-  if (!cut.empty()) return walk(u, cut, w);
-  // Rounding left u past every band: the last candidate of the last nonempty band.
-  for (int b = kBands - 1; b >= 0; --b) {
-    for (int32_t i = n - 1; i >= 0; --i)
-      if (band[i] == b) return i;
+  double u = u0 * acc;
+  for (int32_t id : kept) {
+    if ((u -= w[id]) < 0.0) return id;
   }
-  return best;
+  return kept.back();
 }
 
 }  // namespace
@@ -225,8 +253,8 @@ int32_t sample_bands(std::span<const float> logits, const SamplingParams& params
 // exp_scaled, the best one's exp(0)); min_p drops weights below min_p times the best one's; top_p
 // keeps the fewest best candidates, by (logit desc, id asc), holding top_p of the total; then
 // u = keyed_uniform * the kept total, walked down. With top_k the candidates are its sorted
-// list; without, the vocabulary in bands (sample_bands), so no draw sorts more than the one band
-// top_p cuts (sorting all of a 128k vocabulary for every draw took 25-30 ms).
+// list; without, the vocabulary in id order, top_p cutting it by bands (cut_band), so no draw
+// sorts more than 2,048 ids (sorting all of a 128k vocabulary for every draw took 25-30 ms).
 int32_t sample(std::span<const float> logits, const SamplingParams& params, uint64_t position) {
   const int32_t n = static_cast<int32_t>(logits.size());
   const int32_t best = static_cast<int32_t>(backend::cpu::argmax(logits.data(), n));
@@ -235,7 +263,7 @@ int32_t sample(std::span<const float> logits, const SamplingParams& params, uint
   if (params.top_k > 0 && params.top_k < n) {
     return sample_top_k(logits, params, mx, inv_t, position);
   }
-  return sample_bands(logits, params, mx, inv_t, best, position);
+  return sample_all(logits, params, mx, inv_t, best, position);
 }
 
 }  // namespace tf::engine
