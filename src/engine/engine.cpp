@@ -273,19 +273,38 @@ void Engine::step() {
   argmax_.resize(plan.chunks.size());
   std::vector<Status> status = run_chunks(plan.chunks, logits, argmax_.data(), logits_needed);
   profile_.lap("forward");
+  // Each row's logits row (nullptr: none), and the sampled rows' tokens, drawn on the model's
+  // host threads at once (a draw is a function of its row alone), then emitted in order.
+  std::vector<const float*> rows(plan.chunks.size(), nullptr);
+  std::vector<int32_t> best(plan.chunks.size(), -1), drawn(plan.chunks.size(), -1);
+  std::vector<size_t> sampled;
   int64_t offset = 0;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
+    if (!plan.chunks[i].wants_logits()) continue;
+    rows[i] = logits + offset * vocab;
+    best[i] = argmax_[offset++];
+    if (status[i].ok() && !greedy_from_argmax(*plan.chunks[i].seq)) sampled.push_back(i);
+  }
+  auto draw_rows = [&](size_t b, size_t e) {
+    for (size_t k = b; k < e; ++k) {
+      const size_t i = sampled[k];
+      drawn[i] = draw(*plan.chunks[i].seq, rows[i], best[i]);
+    }
+  };
+  if (ThreadPool* pool = model_->host_pool(); pool != nullptr && sampled.size() > 1) {
+    pool->parallel_for(sampled.size(), 1, draw_rows);
+  } else {
+    draw_rows(0, sampled.size());
+  }
+  profile_.lap("sample");
+  for (size_t i = 0; i < plan.chunks.size(); ++i) {
     Sequence& s = *plan.chunks[i].seq;
-    const bool wants = plan.chunks[i].wants_logits();
-    const float* row = logits + offset * vocab;
-    const int32_t best = wants ? argmax_[offset] : -1;
-    offset += wants ? 1 : 0;
     if (!status[i].ok()) {
       finish(s, FinishReason::kError, status[i].error());
       continue;
     }
     advance(s, plan.chunks[i].n);
-    if (wants) emit_token(s, row, best);
+    if (rows[i] != nullptr) emit_token(s, rows[i], best[i], drawn[i]);
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -407,14 +426,10 @@ bool Engine::greedy_from_argmax(const Sequence& s) {
   return (sp.temperature <= 0.0f || sp.top_k == 1) && !sp.has_penalties() && s.req.logprobs < 0;
 }
 
-void Engine::emit_token(Sequence& s, const float* row, int32_t argmax) {
+int32_t Engine::draw(const Sequence& s, const float* row, int32_t argmax) const {
+  if (greedy_from_argmax(s)) return argmax;  // row may be null here (overlapped steps)
   const int64_t vocab = model_->config().vocab_size;
-  if (!s.prefilled_sent) {
-    s.prefilled_sent = true;
-    s.channel->push(Prefilled{std::max<int64_t>(s.cached_tokens, 0)});
-  }
-  std::span<const float> logits;  // no row: greedy from the argmax (overlapped steps)
-  if (row != nullptr) logits = {row, static_cast<size_t>(vocab)};
+  std::span<const float> logits(row, static_cast<size_t>(vocab));
   std::vector<float> adjusted;
   const auto& sp = s.req.sampling;
   if (sp.has_penalties()) {
@@ -423,9 +438,16 @@ void Engine::emit_token(Sequence& s, const float* row, int32_t argmax) {
                     std::span(s.tokens).subspan(s.prompt_len));
     logits = adjusted;
   }
-  const int64_t position = static_cast<int64_t>(s.tokens.size());
-  const int32_t id =
-      greedy_from_argmax(s) ? argmax : sample(logits, sp, static_cast<uint64_t>(position));
+  return sample(logits, sp, static_cast<uint64_t>(s.tokens.size()));
+}
+
+void Engine::emit_token(Sequence& s, const float* row, int32_t argmax, int32_t drawn) {
+  const int64_t vocab = model_->config().vocab_size;
+  if (!s.prefilled_sent) {
+    s.prefilled_sent = true;
+    s.channel->push(Prefilled{std::max<int64_t>(s.cached_tokens, 0)});
+  }
+  const int32_t id = drawn >= 0 ? drawn : draw(s, row, argmax);
   s.tokens.push_back(id);
   if (s.generated() == 1) s.first_token = Clock::now();
 

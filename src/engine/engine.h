@@ -94,7 +94,10 @@ class Engine final : public EngineClient {
   // After a step's row of `s` ran: advances it, records new whole blocks in the prefix cache.
   void advance(Sequence& s, int64_t n);
   void erase_finished();
-  void emit_token(Sequence& s, const float* logits, int32_t argmax);
+  // Emits the row's next token: `drawn` where given, else draw()'s.
+  void emit_token(Sequence& s, const float* logits, int32_t argmax, int32_t drawn = -1);
+  // The row's next token from its logits (penalties applied to a copy) or its argmax.
+  int32_t draw(const Sequence& s, const float* logits, int32_t argmax) const;
   static bool greedy_from_argmax(const Sequence& s);
   void finish(Sequence& s, FinishReason reason, std::optional<Error> error = std::nullopt);
   void update_stats_locked();

@@ -116,6 +116,7 @@ class Decoder final : public DecoderModel {
   std::shared_ptr<Checkpoint> checkpoint() const override { return ckpt_; }
 
   // A decode step reads the dense weights and, per MoE layer, top_k experts' worth.
+  ThreadPool* host_pool() override { return pool_.get(); }
   size_t weight_bytes() const override {
     size_t total = output_.nbytes();  // the embedding lookup reads one row, not the table
     for (const auto& L : layers_) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/thread_pool.h"
 #include "checkpoint/checkpoint.h"
 #include "model/kv_cache.h"
 
@@ -82,6 +83,10 @@ class Model {
   // Host memory for `floats` logits that forward() fills fastest (pinned memory on CUDA), valid
   // until the next call; nullptr: use any buffer.
   virtual float* logits_buffer(size_t /*floats*/) { return nullptr; }
+
+  // The host threads the model computes with, free between steps (the engine draws its sampled
+  // rows on them); nullptr: none.
+  virtual ThreadPool* host_pool() { return nullptr; }
 
   // Bytes of weights one decode step reads (for bandwidth floors in benchmarks).
   virtual size_t weight_bytes() const = 0;

@@ -306,6 +306,7 @@ class CudaDecoder final : public Model {
 
   const checkpoint::ModelConfig& config() const override { return cfg_; }
   size_t weight_bytes() const override { return weight_bytes_; }
+  ThreadPool* host_pool() override { return cpu_->host_pool(); }
   float* logits_buffer(size_t floats) override {
     if (pinned_floats_ < floats) {
       if (pinned_) cudaFreeHost(pinned_);
