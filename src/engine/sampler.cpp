@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <utility>
 #include <vector>
@@ -114,10 +115,9 @@ int32_t sample_top_k(std::span<const float> logits, const SamplingParams& params
   std::vector<float> w(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) w[i] = logits[ids[i]];
   backend::cpu::exp_scaled(w.data(), w.data(), static_cast<int64_t>(w.size()), mx, inv_t);
+  // Sorted, so the weights to drop (below min_p times the best, or zero) are a suffix.
   size_t keep = w.size();
-  if (params.min_p > 0.0f) {
-    while (keep > 1 && w[keep - 1] < params.min_p * w[0]) --keep;
-  }
+  while (keep > 1 && !(w[keep - 1] > 0.0f && w[keep - 1] >= params.min_p * w[0])) --keep;
   double total = 0.0;
   for (size_t i = 0; i < keep; ++i) total += w[i];
   if (params.top_p < 1.0f) {
@@ -212,7 +212,9 @@ int32_t sample_all(std::span<const float> logits, const SamplingParams& params, 
   const int32_t n = static_cast<int32_t>(logits.size());
   std::vector<float> w(n);
   backend::cpu::exp_scaled(logits.data(), w.data(), n, mx, inv_t);
-  const float floor = params.min_p > 0.0f ? params.min_p * w[best] : 0.0f;
+  // Candidates weigh more than zero (a logit far below the best, -inf say, weighs exactly 0)
+  // and at least min_p times the best.
+  const float floor = std::max(params.min_p * w[best], std::numeric_limits<float>::min());
   const double total = kept_sum(w, floor);
   const double u0 = keyed_uniform(params.seed, position);
   if (params.top_p >= 1.0f) {
@@ -233,6 +235,7 @@ int32_t sample_all(std::span<const float> logits, const SamplingParams& params, 
   // The bands span the logits' range (up to 128 scaled units; beyond, weights are below 1e-55).
   const float far = c.distance(static_cast<int32_t>(
       std::min_element(logits.begin(), logits.end()) - logits.begin()));
+  if (ids.empty()) return best;  // min_p above 1
   std::vector<int32_t> kept;
   double acc = 0.0;
   if (!cut_band(ids, 0.0f, std::min(far, 128.0f), c, params.top_p * total, acc, kept)) {
@@ -260,6 +263,7 @@ int32_t sample(std::span<const float> logits, const SamplingParams& params, uint
   const int32_t best = static_cast<int32_t>(backend::cpu::argmax(logits.data(), n));
   if (params.temperature <= 0.0f || params.top_k == 1) return best;
   const float mx = logits[best], inv_t = 1.0f / params.temperature;
+  if (!std::isfinite(inv_t)) return best;  // a temperature too small for f32: greedy
   if (params.top_k > 0 && params.top_k < n) {
     return sample_top_k(logits, params, mx, inv_t, position);
   }

@@ -46,7 +46,10 @@ void ExpScaledT(const float* x, float* out, int64_t n, float shift, float scale)
   const hn::ScalableTag<float> d;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d));
   const auto sh = hn::Set(d, shift), sc = hn::Set(d, scale), lo = hn::Set(d, -87.0f);
-  auto one = [&](auto v) { return hn::Exp(d, hn::Max(hn::Mul(hn::Sub(v, sh), sc), lo)); };
+  auto one = [&](auto v) {
+    const auto arg = hn::Mul(hn::Sub(v, sh), sc);
+    return hn::IfThenZeroElse(hn::Lt(arg, lo), hn::Exp(d, hn::Max(arg, lo)));
+  };
   int64_t i = 0;
   for (; i + lanes <= n; i += lanes) hn::StoreU(one(hn::LoadU(d, x + i)), d, out + i);
   if (i < n) {

@@ -11,9 +11,9 @@ namespace tf::backend::cpu {
 // depends on its own inputs only, not on n or where it sits in the range.
 void silu_mul_vec(const float* gate, const float* up, float* out, int64_t n);
 
-// out[i] = exp(max((x[i] - shift) * scale, -87)) for n elements, each through the same vector
-// code (the floor keeps Exp in its range: such an element gets about 1.6e-38, not 0 or garbage).
-// The sampler's softmax weights: an element's value depends on its own input only.
+// out[i] = exp((x[i] - shift) * scale) for n elements, 0 where that argument is below -87 (out of
+// Exp's range; -inf too), each through the same vector code. The sampler's softmax weights: an
+// element's value depends on its own input only.
 void exp_scaled(const float* x, float* out, int64_t n, float shift, float scale);
 
 // x[i] = exp(x[i] - shift) for n elements; returns their sum (lanes, then the scalar tail, in a
