@@ -229,16 +229,17 @@ int32_t sample_all(std::span<const float> logits, const SamplingParams& params, 
   }
   std::vector<int32_t> ids;  // the candidates, in id order
   ids.reserve(n);
-  for (int32_t i = 0; i < n; ++i)
-    if (w[i] >= floor) ids.push_back(i);
-  const Weights c{logits, w, mx, inv_t};
-  // The bands span the logits' range (up to 128 scaled units; beyond, weights are below 1e-55).
-  const float far = c.distance(static_cast<int32_t>(
-      std::min_element(logits.begin(), logits.end()) - logits.begin()));
+  float far = 0.0f;  // their largest scaled distance below the best logit: the bands' span
+  for (int32_t i = 0; i < n; ++i) {
+    if (!(w[i] >= floor)) continue;
+    ids.push_back(i);
+    far = std::max(far, (mx - logits[i]) * inv_t);
+  }
   if (ids.empty()) return best;  // min_p above 1
   std::vector<int32_t> kept;
   double acc = 0.0;
-  if (!cut_band(ids, 0.0f, std::min(far, 128.0f), c, params.top_p * total, acc, kept)) {
+  const Weights c{logits, w, mx, inv_t};
+  if (!cut_band(ids, 0.0f, far, c, params.top_p * total, acc, kept)) {
     kept = std::move(ids);  // rounding left the target just out of reach: every candidate
     acc = total;
   }
