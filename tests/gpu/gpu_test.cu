@@ -206,18 +206,28 @@ void test_rms_norm(int n) {
          "rms_norm n=" + std::to_string(n) + ": " + std::to_string(bad) + " bad elements");
 }
 
+// A norm_matmul case: residual and delta rows of k (N(0, 1)), norm weights, and rows x k weights.
+struct NormCase {
+  std::vector<float> r, dl;
+  std::vector<bf16> nw, w;
+  NormCase(size_t rows, int k, unsigned seed) : r(k), dl(k) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    for (auto& v : r) v = d(rng);
+    for (auto& v : dl) v = d(rng);
+    nw = random_bf16(k, rng);
+    w = random_bf16(rows * k, rng, 0.05f);
+  }
+};
+
 // norm_matmul (one row, the norm inside the matmul) against add_rms_norm then matmul, bitwise:
 // the summed residual and y, with and without a delta, for both of its launch shapes (narrow and
 // wide), one to three parts of K and a short last part.
 void test_norm_matmul(int n, int k) {
   std::printf("norm_matmul n=%d k=%d (bitwise against add_rms_norm + matmul)\n", n, k);
-  std::mt19937 rng(5);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> r(k), dl(k);
-  for (auto& v : r) v = d(rng);
-  for (auto& v : dl) v = d(rng);
-  auto nw = random_bf16(k, rng), w = random_bf16(size_t(n) * k, rng, 0.05f);
-  auto dnw = upload(nw), dw = upload(w), dd = upload(dl);
+  const NormCase c(n, k, 5);
+  const std::vector<float>& r = c.r;
+  auto dnw = upload(c.nw), dw = upload(c.w), dd = upload(c.dl);
   int bad = 0;
   for (const bool with_delta : {false, true}) {
     const float* delta = with_delta ? dd.get<float>() : nullptr;
@@ -256,13 +266,10 @@ void test_norm_matmul(int n, int k) {
 // swiglu_interleaved, over 2 rows, against swiglu on the same values in [gate; up] order.
 void test_norm_matmul_swiglu(int ffn, int k) {
   std::printf("norm_matmul_swiglu ffn=%d k=%d (bitwise against norm_matmul + swiglu)\n", ffn, k);
-  std::mt19937 rng(9);
+  const NormCase c(size_t(2) * ffn, k, 9);
+  auto dr = upload(c.r), dd = upload(c.dl), dnw = upload(c.nw), dw = upload(c.w);
+  std::mt19937 rng(10);
   std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> r(k), dl(k);
-  for (auto& v : r) v = d(rng);
-  for (auto& v : dl) v = d(rng);
-  auto nw = random_bf16(k, rng), w = random_bf16(size_t(2) * ffn * k, rng, 0.05f);
-  auto dr = upload(r), dd = upload(dl), dnw = upload(nw), dw = upload(w);
   cu::DeviceBuffer gu(size_t(2) * ffn * 4), want_act(size_t(ffn) * 2), act(size_t(ffn) * 2),
       want_r(size_t(k) * 4), got_r(size_t(k) * 4);
   poison(act);
