@@ -146,7 +146,7 @@ int32_t sample_top_k(std::span<const float> logits, const SamplingParams& params
 // (each summed in id order, 4 lanes) while it stays under `target`; their ids are kept (in id
 // order), and the band that crosses the target is cut the same way, down to 2,048 ids or a width
 // too small to split, which are sorted and kept one by one up to the target. Appends what it
-// keeps to `kept`; false if rounding left the target out of reach.
+// keeps to `kept` (everything it looked at, if rounding leaves the target out of reach: false).
 struct Weights {
   std::span<const float> logits;
   const std::vector<float>& w;
@@ -162,8 +162,12 @@ bool cut_band(const std::vector<int32_t>& ids, float lo, float hi, const Weights
   if (ids.size() <= kSortMax || !(width > 0.0f) || !std::isfinite(width) ||
       lo + width == lo) {
     std::vector<int32_t> sorted = ids;
-    std::sort(sorted.begin(), sorted.end(),
-              [&](int32_t a, int32_t b) { return by_logit(c.logits, a, b); });
+    const bool tied = std::all_of(sorted.begin(), sorted.end(),
+                                  [&](int32_t id) { return c.logits[id] == c.logits[ids[0]]; });
+    if (!tied) {  // tied ids are in order already (by id): a flat row sorts nothing
+      std::sort(sorted.begin(), sorted.end(),
+                [&](int32_t a, int32_t b) { return by_logit(c.logits, a, b); });
+    }
     for (int32_t id : sorted) {
       kept.push_back(id);
       if ((acc += c.w[id]) >= target) return true;
@@ -173,8 +177,12 @@ bool cut_band(const std::vector<int32_t>& ids, float lo, float hi, const Weights
   std::vector<uint8_t> part(ids.size());
   std::array<std::array<double, kParts>, 4> lanes{};  // lane j % 4 of each band's sum
   for (size_t j = 0; j < ids.size(); ++j) {
-    const float at = (c.distance(ids[j]) - lo) / width;  // NaN or past hi: the last band
-    const int p = at >= 0.0f && at < kParts ? static_cast<int>(at) : kParts - 1;
+    // Below lo (the parent's rounding) the first band, past hi or NaN the last: still monotone.
+    const float at = (c.distance(ids[j]) - lo) / width;
+    const int p = std::isnan(at)     ? kParts - 1
+                  : at < 1.0f        ? 0
+                  : at >= kParts     ? kParts - 1
+                                     : static_cast<int>(at);
     part[j] = static_cast<uint8_t>(p);
     lanes[j % 4][p] += c.w[ids[j]];
   }
@@ -239,10 +247,9 @@ int32_t sample_all(std::span<const float> logits, const SamplingParams& params, 
   std::vector<int32_t> kept;
   double acc = 0.0;
   const Weights c{logits, w, mx, inv_t};
-  if (!cut_band(ids, 0.0f, far, c, params.top_p * total, acc, kept)) {
-    kept = std::move(ids);  // rounding left the target just out of reach: every candidate
-    acc = total;
-  }
+  // false: rounding left the target just out of reach of the kept ids' sum; they stay, every id
+  // down to the end of the band that should have crossed it.
+  cut_band(ids, 0.0f, far, c, params.top_p * total, acc, kept);
   double u = u0 * acc;
   for (int32_t id : kept) {
     if ((u -= w[id]) < 0.0) return id;
@@ -257,8 +264,9 @@ int32_t sample_all(std::span<const float> logits, const SamplingParams& params, 
 // exp_scaled, the best one's exp(0)); min_p drops weights below min_p times the best one's; top_p
 // keeps the fewest best candidates, by (logit desc, id asc), holding top_p of the total; then
 // u = keyed_uniform * the kept total, walked down. With top_k the candidates are its sorted
-// list; without, the vocabulary in id order, top_p cutting it by bands (cut_band), so no draw
-// sorts more than 2,048 ids (sorting all of a 128k vocabulary for every draw took 25-30 ms).
+// list; without, the vocabulary in id order, top_p cutting it by bands (cut_band), so a draw
+// sorts at most 2,048 ids of distinct logits, unless f32 cannot split their distances (sorting
+// all of a 128k vocabulary for every draw took 25-30 ms).
 int32_t sample(std::span<const float> logits, const SamplingParams& params, uint64_t position) {
   const int32_t n = static_cast<int32_t>(logits.size());
   const int32_t best = static_cast<int32_t>(backend::cpu::argmax(logits.data(), n));

@@ -48,7 +48,7 @@ void ExpScaledT(const float* x, float* out, int64_t n, float shift, float scale)
   const auto sh = hn::Set(d, shift), sc = hn::Set(d, scale), lo = hn::Set(d, -87.0f);
   auto one = [&](auto v) {
     const auto arg = hn::Mul(hn::Sub(v, sh), sc);
-    return hn::IfThenZeroElse(hn::Lt(arg, lo), hn::Exp(d, hn::Max(arg, lo)));
+    return hn::IfThenElseZero(hn::Ge(arg, lo), hn::Exp(d, hn::Max(arg, lo)));  // NaN: 0
   };
   int64_t i = 0;
   for (; i + lanes <= n; i += lanes) hn::StoreU(one(hn::LoadU(d, x + i)), d, out + i);

@@ -12,7 +12,7 @@ namespace tf::backend::cpu {
 void silu_mul_vec(const float* gate, const float* up, float* out, int64_t n);
 
 // out[i] = exp((x[i] - shift) * scale) for n elements, 0 where that argument is below -87 (out of
-// Exp's range; -inf too), each through the same vector code. The sampler's softmax weights: an
+// Exp's range; -inf too) or NaN, each through the same vector code. The sampler's softmax weights: an
 // element's value depends on its own input only.
 void exp_scaled(const float* x, float* out, int64_t n, float shift, float scale);
 
