@@ -107,7 +107,8 @@ bool by_logit(std::span<const float> logits, int32_t a, int32_t b) {
 int32_t sample_top_k(std::span<const float> logits, const SamplingParams& params, float mx,
                      float inv_t, uint64_t position) {
   const int32_t n = static_cast<int32_t>(logits.size());
-  std::vector<int32_t> ids(n);
+  thread_local std::vector<int32_t> ids;  // per thread: no vocabulary-sized allocation a draw
+  ids.resize(n);
   std::iota(ids.begin(), ids.end(), 0);
   std::partial_sort(ids.begin(), ids.begin() + params.top_k, ids.end(),
                     [&](int32_t a, int32_t b) { return by_logit(logits, a, b); });
@@ -206,10 +207,23 @@ bool cut_band(const std::vector<int32_t>& ids, float lo, float hi, const Weights
                   kept);
 }
 
-// The weights of the candidates (w >= floor) summed in id order, 4 lanes then ((0 + 1) + (2 + 3)).
-double kept_sum(const std::vector<float>& w, float floor) {
+// The weights of the candidates (w >= floor) summed in id order, 4 lanes then ((0 + 1) + (2 + 3)),
+// and with `ids`, the candidates listed in id order and their largest scaled distance below the
+// best logit.
+double kept_sum(const std::vector<float>& w, float floor, std::vector<int32_t>* ids = nullptr,
+                std::span<const float> logits = {}, float mx = 0, float inv_t = 0,
+                float* far = nullptr) {
   double a[4] = {0, 0, 0, 0};
-  for (size_t i = 0; i < w.size(); ++i) a[i % 4] += w[i] >= floor ? w[i] : 0.0f;
+  float d_max = 0.0f;
+  for (size_t i = 0; i < w.size(); ++i) {
+    const bool in = w[i] >= floor;
+    a[i % 4] += in ? w[i] : 0.0f;
+    if (ids != nullptr && in) {
+      ids->push_back(static_cast<int32_t>(i));
+      d_max = std::max(d_max, (mx - logits[i]) * inv_t);
+    }
+  }
+  if (far != nullptr) *far = d_max;
   return (a[0] + a[1]) + (a[2] + a[3]);
 }
 
@@ -218,14 +232,21 @@ double kept_sum(const std::vector<float>& w, float floor) {
 int32_t sample_all(std::span<const float> logits, const SamplingParams& params, float mx,
                    float inv_t, int32_t best, uint64_t position) {
   const int32_t n = static_cast<int32_t>(logits.size());
-  std::vector<float> w(n);
+  // Per-thread buffers: a fresh vocabulary-sized allocation a draw was a tenth of its time.
+  thread_local std::vector<float> w;
+  thread_local std::vector<int32_t> ids, kept;  // the candidates in id order; top_p's list
+  w.resize(n);
   backend::cpu::exp_scaled(logits.data(), w.data(), n, mx, inv_t);
   // Candidates weigh more than zero (a logit far below the best, -inf say, weighs exactly 0)
   // and at least min_p times the best.
   const float floor = std::max(params.min_p * w[best], std::numeric_limits<float>::min());
-  const double total = kept_sum(w, floor);
+  const bool top_p = params.top_p < 1.0f;
+  float far = 0.0f;  // the candidates' largest scaled distance below the best: the bands' span
+  ids.clear();
+  const double total =
+      top_p ? kept_sum(w, floor, &ids, logits, mx, inv_t, &far) : kept_sum(w, floor);
   const double u0 = keyed_uniform(params.seed, position);
-  if (params.top_p >= 1.0f) {
+  if (!top_p) {
     double u = u0 * total;
     int32_t last = best;
     for (int32_t i = 0; i < n; ++i) {
@@ -235,16 +256,8 @@ int32_t sample_all(std::span<const float> logits, const SamplingParams& params, 
     }
     return last;  // rounding left u just above zero
   }
-  std::vector<int32_t> ids;  // the candidates, in id order
-  ids.reserve(n);
-  float far = 0.0f;  // their largest scaled distance below the best logit: the bands' span
-  for (int32_t i = 0; i < n; ++i) {
-    if (!(w[i] >= floor)) continue;
-    ids.push_back(i);
-    far = std::max(far, (mx - logits[i]) * inv_t);
-  }
   if (ids.empty()) return best;  // min_p above 1
-  std::vector<int32_t> kept;
+  kept.clear();
   double acc = 0.0;
   const Weights c{logits, w, mx, inv_t};
   // false: rounding left the target just out of reach of the kept ids' sum; they stay, every id
