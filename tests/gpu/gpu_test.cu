@@ -3,10 +3,12 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -434,6 +436,107 @@ void test_rope(bool interleaved, int rope_dim) {
 // argmax_rows against the host's first maximum, with ties planted: one block a row, and a few rows
 // spread over blocks, twice, with one scratch buffer across every row count (each launch leaves
 // its counts at zero, whatever the rows), also writing the second output.
+// sample_rows over `rows` copies of one logits row, row i drawing with u = (i + 0.5) / rows: the
+// draws then land on each id in proportion to its share of the kept mass, within 1 / rows.
+std::vector<int32_t> stratified_draws(const std::vector<float>& logits, cu::SampleRow p, int rows) {
+  const int n = static_cast<int>(logits.size());
+  std::vector<float> all;
+  std::vector<cu::SampleRow> params;
+  for (int i = 0; i < rows; ++i) {
+    all.insert(all.end(), logits.begin(), logits.end());
+    p.u = (i + 0.5) / rows;
+    params.push_back(p);
+  }
+  auto dl = upload(all);
+  cu::DeviceBuffer dp(params.size() * sizeof(cu::SampleRow)), scratch(size_t(rows) * n * 8),
+      out(size_t(rows) * 4);
+  CHECK_CUDA(cudaMemcpy(dp.get(), params.data(), dp.bytes(), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cu::sample_rows(dl.get<float>(), rows, n, dp.get<cu::SampleRow>(),
+                             scratch.get<uint64_t>(), out.get<int32_t>(), 0));
+  return download<int32_t>(out, rows);
+}
+
+// Draw frequencies against softmax(logits / T) restricted to `support`, renormalized.
+int check_frequencies(const std::vector<float>& logits, cu::SampleRow p,
+                      const std::vector<int>& support, const char* what) {
+  constexpr int kRows = 4096;
+  const auto got = stratified_draws(logits, p, kRows);
+  std::vector<double> want(logits.size(), 0.0);
+  const double mx = *std::max_element(logits.begin(), logits.end());
+  double z = 0.0;
+  for (int id : support) z += want[id] = std::exp((logits[id] - mx) / p.temperature);
+  std::vector<int> count(logits.size(), 0);
+  for (int32_t id : got) {
+    if (id < 0 || id >= static_cast<int>(logits.size())) return 1;
+    ++count[id];
+  }
+  int bad = 0;
+  for (size_t id = 0; id < logits.size(); ++id) {
+    if (std::fabs(double(count[id]) / kRows - want[id] / z) > 2.0 / kRows) {
+      std::printf("  %s: id %zu drawn %d / %d, want %.4f\n", what, id, count[id], kRows,
+                  want[id] / z);
+      ++bad;
+    }
+  }
+  return bad;
+}
+
+// sample_rows: frequencies with every truncation, ids that must never be drawn, a 128k row's
+// nucleus, and a row's token independent of the rows beside it.
+void test_sample_rows() {
+  std::printf("sample_rows (stratified draws against the softmax, truncations, 128k nucleus)\n");
+  const std::vector<float> seven = {1.0f, 2.5f, 0.3f, 2.0f, -1.0f, 1.7f, 2.2f};
+  int bad = 0;
+  bad += check_frequencies(seven, {0.8f, 0, 1.0f, 0.0f, 0}, {0, 1, 2, 3, 4, 5, 6}, "all");
+  bad += check_frequencies(seven, {0.8f, 4, 1.0f, 0.0f, 0}, {1, 6, 3, 5}, "top_k 4");
+  bad += check_frequencies(seven, {1.0f, 0, 0.6f, 0.0f, 0}, {1, 6, 3}, "top_p 0.6");
+  bad += check_frequencies(seven, {1.0f, 0, 1.0f, 0.5f, 0}, {1, 3, 6}, "min_p 0.5");
+  bad += check_frequencies(seven, {1.0f, 9, 0.9999f, 0.0f, 0}, {0, 1, 2, 3, 4, 5, 6}, "k > n");
+  const float inf = INFINITY;
+  const std::vector<float> masked = {-inf, 1.0f, NAN, 1.2f, -200.0f};
+  bad += check_frequencies(masked, {1.0f, 0, 1.0f, 0.0f, 0}, {1, 3}, "masked");
+  bad += check_frequencies(masked, {1.0f, 3, 0.999f, 0.0f, 0}, {1, 3}, "masked, top_k");
+  for (const int32_t id : stratified_draws(masked, {1.0f, 0, 0.5f, 1.5f, 0}, 16)) bad += id != 3;
+  // 128k: every draw inside top_p's nucleus computed plainly (sorted, in double), give or take
+  // its edge; and the same row drawn alone gives the same token as among 512.
+  const int n = 128256;
+  std::mt19937 rng(21);
+  std::normal_distribution<float> d(0.0f, 2.0f);
+  std::vector<float> big(n);
+  for (auto& v : big) v = d(rng);
+  for (int i = 0; i < 30; ++i) big[(i * 7919) % n] = 9.0f + 0.1f * static_cast<float>(i % 7);
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](int a, int b) { return big[a] > big[b] || (big[a] == big[b] && a < b); });
+  double total = 0.0;
+  std::vector<double> w(n);
+  for (int i = 0; i < n; ++i) total += w[i] = std::exp((big[order[i]] - big[order[0]]) / 0.7);
+  std::vector<char> in(n, 0);
+  double acc = 0.0;
+  int edge = 0;
+  for (; edge < n && acc < 0.9 * total; ++edge) {
+    in[order[edge]] = 1;
+    acc += w[edge];
+  }
+  if (edge < n) in[order[edge]] = 1;  // rounding may move the edge by one id
+  const cu::SampleRow p{0.7f, 0, 0.9f, 0.0f, 0};
+  const auto draws = stratified_draws(big, p, 512);
+  for (int32_t id : draws) bad += id < 0 || id >= n || !in[id];
+  cu::SampleRow one = p;
+  one.u = (17 + 0.5) / 512;
+  const std::vector<int32_t> alone = [&] {
+    auto dl = upload(big);
+    cu::DeviceBuffer dp(sizeof(one)), scratch(size_t(n) * 8), out(4);
+    CHECK_CUDA(cudaMemcpy(dp.get(), &one, sizeof(one), cudaMemcpyHostToDevice));
+    CHECK_CUDA(cu::sample_rows(dl.get<float>(), 1, n, dp.get<cu::SampleRow>(),
+                               scratch.get<uint64_t>(), out.get<int32_t>(), 0));
+    return download<int32_t>(out, 1);
+  }();
+  bad += alone[0] != draws[17];
+  expect(bad == 0, "sample_rows: " + std::to_string(bad) + " mismatches");
+}
+
 void test_argmax() {
   std::printf("argmax_rows vs host (lowest index of the maximum)\n");
   std::mt19937 rng(11);
@@ -507,6 +610,7 @@ int main() {
   test_matmul_row(70000, 2048);     // vocabulary-wide: more tiles than the GPU holds at once
   test_swiglu_embedding();
   test_argmax();
+  test_sample_rows();
   test_rope(false, 128);
   test_rope(true, 128);
   test_rope(false, 64);

@@ -121,6 +121,23 @@ cudaError_t qkv_rope_kv_write(const float* qkv, const QkvParams& p, const QkvTen
 // (argmax_scratch_bytes(), zeroed before its first use; each launch leaves it so, whatever its
 // row count), lets a few rows spread over several blocks each; the result is the same.
 size_t argmax_scratch_bytes();
+
+// One row's draw on the device (sample.cu), temperature > 0. u: the row's uniform in [0, 1)
+// (the engine's keyed_uniform of its seed and position).
+struct SampleRow {
+  float temperature;
+  int top_k;    // 0: off
+  float top_p;  // 1: off
+  float min_p;  // 0: off
+  double u;
+};
+// out[r] = the token drawn from logits row r (rows x n, f32) with params[r] (device memory):
+// masses exp((logit - max) / T) x 2^40 as integers (0 below exp(-87), for NaN, or under min_p);
+// top_k's k best and top_p's fewest best reaching top_p of the mass, by (logit desc, id asc);
+// then the first id, in id order, whose running mass passes u x the kept total. The best id
+// where no mass is left. A function of the row and its params alone. scratch: rows x n.
+cudaError_t sample_rows(const float* logits, int rows, int n, const SampleRow* params,
+                        uint64_t* scratch, int32_t* out, cudaStream_t s);
 cudaError_t argmax_rows(const float* x, int rows, int n, int32_t* out, cudaStream_t s,
                         int32_t* also = nullptr, void* scratch = nullptr);
 
