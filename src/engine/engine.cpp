@@ -211,6 +211,12 @@ Status Engine::forward(std::span<const ScheduledChunk> chunks, float* logits, in
     const Sequence& s = *c.seq;
     batch.push_back({std::span<const int32_t>(s.tokens).subspan(s.computed, c.n), s.computed,
                      s.blocks, c.wants_logits() ? 1 : 0});
+    if (c.wants_logits() && draws_in_model(s)) {
+      const auto& sp = s.req.sampling;
+      batch.back().draw = model::DeviceDraw{
+          sp.temperature, sp.top_k, sp.top_p, sp.min_p,
+          keyed_uniform(sp.seed, static_cast<uint64_t>(s.tokens.size()))};
+    }
   }
   try {
     return model_->forward_argmax(batch, kv_, logits, argmax, logits_needed);
@@ -267,7 +273,8 @@ void Engine::step() {
       c.seq->scheduled_once = true;
       c.seq->first_scheduled = now;
     }
-    logits_needed = logits_needed || (c.wants_logits() && !greedy_from_argmax(*c.seq));
+    logits_needed = logits_needed || (c.wants_logits() && !greedy_from_argmax(*c.seq) &&
+                                      !draws_in_model(*c.seq));
   }
   if (overlap_ && launch_overlapped(plan.chunks)) return;
   argmax_.resize(plan.chunks.size());
@@ -283,7 +290,8 @@ void Engine::step() {
     if (!plan.chunks[i].wants_logits()) continue;
     rows[i] = logits + offset * vocab;
     best[i] = argmax_[offset++];
-    if (status[i].ok() && !greedy_from_argmax(*plan.chunks[i].seq)) sampled.push_back(i);
+    const Sequence& s = *plan.chunks[i].seq;
+    if (status[i].ok() && !greedy_from_argmax(s) && !draws_in_model(s)) sampled.push_back(i);
   }
   auto draw_rows = [&](size_t b, size_t e) {
     for (size_t k = b; k < e; ++k) {
@@ -426,8 +434,17 @@ bool Engine::greedy_from_argmax(const Sequence& s) {
   return (sp.temperature <= 0.0f || sp.top_k == 1) && !sp.has_penalties() && s.req.logprobs < 0;
 }
 
+// Sampled rows the model draws itself: its value for the row is the token. The choice depends
+// on the request alone, so a reply never mixes the two draws' orders.
+bool Engine::draws_in_model(const Sequence& s) const {
+  const auto& sp = s.req.sampling;
+  return model_->draws_on_device() && sp.temperature > 0.0f && sp.top_k != 1 &&
+         !sp.has_penalties() && s.req.logprobs < 0;
+}
+
 int32_t Engine::draw(const Sequence& s, const float* row, int32_t argmax) const {
-  if (greedy_from_argmax(s)) return argmax;  // row may be null here (overlapped steps)
+  // The model's value is the token (row may be null here: overlapped steps).
+  if (greedy_from_argmax(s) || draws_in_model(s)) return argmax;
   const int64_t vocab = model_->config().vocab_size;
   std::span<const float> logits(row, static_cast<size_t>(vocab));
   std::vector<float> adjusted;

@@ -99,6 +99,7 @@ class Engine final : public EngineClient {
   // The row's next token from its logits (penalties applied to a copy) or its argmax.
   int32_t draw(const Sequence& s, const float* logits, int32_t argmax) const;
   static bool greedy_from_argmax(const Sequence& s);
+  bool draws_in_model(const Sequence& s) const;
   void finish(Sequence& s, FinishReason reason, std::optional<Error> error = std::nullopt);
   void update_stats_locked();
 

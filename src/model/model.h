@@ -6,6 +6,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -18,11 +19,24 @@
 namespace tf::model {
 
 // One sequence's part of a forward step.
+// A sampled draw a model makes itself (Model::draws_on_device): temperature > 0; u is the draw's
+// uniform in [0, 1), the engine's keyed_uniform of the seed and the token's position.
+struct DeviceDraw {
+  float temperature = 1.0f;
+  int top_k = 0;
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  double u = 0.0;
+};
+
 struct SeqChunk {
   std::span<const int32_t> tokens;
   int64_t pos0 = 0;
   std::span<const int32_t> block_table;  // must cover positions < pos0 + tokens.size()
   int64_t n_logits = 1;                  // logits for the last n_logits tokens (0..tokens.size())
+  // With n_logits == 1 on a model that draws on the device: forward_argmax's value for this
+  // chunk is that draw's token instead of the argmax.
+  std::optional<DeviceDraw> draw = std::nullopt;
 };
 
 // Where forward steps run. kAuto: the GPU when this build has CUDA, a device is present and the
@@ -83,6 +97,10 @@ class Model {
   // Host memory for `floats` logits that forward() fills fastest (pinned memory on CUDA), valid
   // until the next call; nullptr: use any buffer.
   virtual float* logits_buffer(size_t /*floats*/) { return nullptr; }
+
+  // Whether forward_argmax makes the chunks' DeviceDraws (their tokens in place of argmaxes);
+  // false: they are ignored, and the engine draws from the logits on the host.
+  virtual bool draws_on_device() const { return false; }
 
   // The host threads the model computes with, free between steps (the engine draws its sampled
   // rows on them); nullptr: none.

@@ -2,7 +2,7 @@
 // f32 logits within a bf16 tolerance, the share of greedy steps that agree, chunked prefill bit for
 // bit, and batch invariance: 32 sequences in one step give exactly their solo logits, and a decode
 // step replayed from a CUDA graph equals the same token computed in an eager prefill step; the
-// GPU's greedy argmax equals the host's.
+// GPU's greedy argmax equals the host's, and its sampled draws are each row's alone.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -180,6 +180,66 @@ TEST_P(CudaFixture, DeviceArgmaxMatchesHost) {
         EXPECT_EQ(ids[r], backend::cpu::argmax(&check[r * vocab], vocab))
             << GetParam() << (decode ? " decode" : " prefill") << " row " << r;
       }
+    }
+  }
+}
+
+// Draws on the device (SeqChunk::draw): 8 sequences decoding in one step (a graph) draw the
+// tokens each draws alone in an eager step over its prompt plus the token, the same with the
+// parameters mixed row by row; a top_k of 3 only ever gives one of the row's 3 best ids.
+TEST_P(CudaFixture, DeviceDrawsMatchSolo) {
+  std::string why;
+  auto m = load_cuda(GetParam(), &why);
+  if (!m) GTEST_SKIP() << why;
+  ASSERT_TRUE(m->draws_on_device());
+  const int vocab = m->config().vocab_size, bs = model::KvCache::kDefaultBlockSize;
+  constexpr int kStreams = 8;
+  const int per_seq = (48 + bs) / bs;
+  std::vector<std::vector<int32_t>> prompts(kStreams), tbl(kStreams);
+  model::KvCache kv(m->config(), kStreams * per_seq);
+  std::vector<model::SeqChunk> batch;
+  size_t total = 0;
+  for (int s = 0; s < kStreams; ++s) {
+    for (int t = 0; t < 5 + (s * 7) % 30; ++t) prompts[s].push_back((s * 131 + t * 17) % vocab);
+    for (int b = 0; b < per_seq; ++b) tbl[s].push_back(s * per_seq + b);
+    batch.push_back({prompts[s], 0, tbl[s], 0});
+    total += prompts[s].size();
+  }
+  std::vector<float> scratch(std::max<size_t>(total, kStreams) * vocab);
+  ASSERT_TRUE(m->forward(batch, kv, scratch.data()).ok());
+  auto draw_of = [](int s) {
+    model::DeviceDraw d;
+    d.temperature = 0.5f + 0.25f * static_cast<float>(s % 4);
+    d.top_k = s % 3 == 0 ? 3 : 0;
+    d.top_p = s % 2 == 0 ? 0.9f : 1.0f;
+    d.min_p = s == 5 ? 0.05f : 0.0f;
+    d.u = (s + 0.37) / kStreams;
+    return d;
+  };
+  const int32_t next = 7 % vocab;
+  std::vector<model::SeqChunk> step;
+  for (int s = 0; s < kStreams; ++s) {
+    step.push_back({std::span<const int32_t>(&next, 1), static_cast<int64_t>(prompts[s].size()),
+                    tbl[s], 1, draw_of(s)});
+  }
+  std::vector<int32_t> together(kStreams, -1);
+  ASSERT_TRUE(m->forward_argmax(step, kv, scratch.data(), together.data(), false).ok());
+  for (int s = 0; s < kStreams; ++s) {
+    std::vector<int32_t> with_next = prompts[s];
+    with_next.push_back(next);
+    model::KvCache solo_kv(m->config(), per_seq);
+    const std::vector<int32_t> table = model::identity_table(solo_kv.num_blocks());
+    std::vector<model::SeqChunk> alone{{with_next, 0, table, 1, draw_of(s)}};
+    std::vector<float> logits(vocab);
+    int32_t id = -1;
+    ASSERT_TRUE(m->forward_argmax(alone, solo_kv, logits.data(), &id, true).ok());
+    EXPECT_EQ(id, together[s]) << GetParam() << " stream " << s;
+    if (draw_of(s).top_k == 3) {
+      int better = 0;  // ids ahead of the drawn one in (logit desc, id asc) order
+      for (int v = 0; v < vocab; ++v) {
+        better += logits[v] > logits[id] || (logits[v] == logits[id] && v < id);
+      }
+      EXPECT_LT(better, 3) << GetParam() << " stream " << s << " drew " << id;
     }
   }
 }

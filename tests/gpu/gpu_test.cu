@@ -445,6 +445,7 @@ std::vector<int32_t> stratified_draws(const std::vector<float>& logits, cu::Samp
   for (int i = 0; i < rows; ++i) {
     all.insert(all.end(), logits.begin(), logits.end());
     p.u = (i + 0.5) / rows;
+    p.row = i;
     params.push_back(p);
   }
   auto dl = upload(all);
@@ -487,16 +488,16 @@ void test_sample_rows() {
   std::printf("sample_rows (stratified draws against the softmax, truncations, 128k nucleus)\n");
   const std::vector<float> seven = {1.0f, 2.5f, 0.3f, 2.0f, -1.0f, 1.7f, 2.2f};
   int bad = 0;
-  bad += check_frequencies(seven, {0.8f, 0, 1.0f, 0.0f, 0}, {0, 1, 2, 3, 4, 5, 6}, "all");
-  bad += check_frequencies(seven, {0.8f, 4, 1.0f, 0.0f, 0}, {1, 6, 3, 5}, "top_k 4");
-  bad += check_frequencies(seven, {1.0f, 0, 0.6f, 0.0f, 0}, {1, 6, 3}, "top_p 0.6");
-  bad += check_frequencies(seven, {1.0f, 0, 1.0f, 0.5f, 0}, {1, 3, 6}, "min_p 0.5");
-  bad += check_frequencies(seven, {1.0f, 9, 0.9999f, 0.0f, 0}, {0, 1, 2, 3, 4, 5, 6}, "k > n");
+  bad += check_frequencies(seven, {0.8f, 0, 1.0f, 0.0f, 0, 0}, {0, 1, 2, 3, 4, 5, 6}, "all");
+  bad += check_frequencies(seven, {0.8f, 4, 1.0f, 0.0f, 0, 0}, {1, 6, 3, 5}, "top_k 4");
+  bad += check_frequencies(seven, {1.0f, 0, 0.6f, 0.0f, 0, 0}, {1, 6, 3}, "top_p 0.6");
+  bad += check_frequencies(seven, {1.0f, 0, 1.0f, 0.5f, 0, 0}, {1, 3, 6}, "min_p 0.5");
+  bad += check_frequencies(seven, {1.0f, 9, 0.9999f, 0.0f, 0, 0}, {0, 1, 2, 3, 4, 5, 6}, "k > n");
   const float inf = INFINITY;
   const std::vector<float> masked = {-inf, 1.0f, NAN, 1.2f, -200.0f};
-  bad += check_frequencies(masked, {1.0f, 0, 1.0f, 0.0f, 0}, {1, 3}, "masked");
-  bad += check_frequencies(masked, {1.0f, 3, 0.999f, 0.0f, 0}, {1, 3}, "masked, top_k");
-  for (const int32_t id : stratified_draws(masked, {1.0f, 0, 0.5f, 1.5f, 0}, 16)) bad += id != 3;
+  bad += check_frequencies(masked, {1.0f, 0, 1.0f, 0.0f, 0, 0}, {1, 3}, "masked");
+  bad += check_frequencies(masked, {1.0f, 3, 0.999f, 0.0f, 0, 0}, {1, 3}, "masked, top_k");
+  for (const int32_t id : stratified_draws(masked, {1.0f, 0, 0.5f, 1.5f, 0, 0}, 16)) bad += id != 3;
   // 128k: every draw inside top_p's nucleus computed plainly (sorted, in double), give or take
   // its edge; and the same row drawn alone gives the same token as among 512.
   const int n = 128256;
@@ -520,11 +521,12 @@ void test_sample_rows() {
     acc += w[edge];
   }
   if (edge < n) in[order[edge]] = 1;  // rounding may move the edge by one id
-  const cu::SampleRow p{0.7f, 0, 0.9f, 0.0f, 0};
+  const cu::SampleRow p{0.7f, 0, 0.9f, 0.0f, 0, 0};
   const auto draws = stratified_draws(big, p, 512);
   for (int32_t id : draws) bad += id < 0 || id >= n || !in[id];
   cu::SampleRow one = p;
   one.u = (17 + 0.5) / 512;
+  one.row = 0;
   const std::vector<int32_t> alone = [&] {
     auto dl = upload(big);
     cu::DeviceBuffer dp(sizeof(one)), scratch(size_t(n) * 8), out(4);

@@ -130,8 +130,10 @@ struct SampleRow {
   float top_p;  // 1: off
   float min_p;  // 0: off
   double u;
+  int row;  // the logits row drawn from, and out's entry written
 };
-// out[r] = the token drawn from logits row r (rows x n, f32) with params[r] (device memory):
+// out[params[i].row] = the token drawn from that logits row (of n f32) with params[i], i < rows
+// (params in device memory):
 // masses exp((logit - max) / T) x 2^40 as integers (0 below exp(-87), for NaN, or under min_p);
 // top_k's k best and top_p's fewest best reaching top_p of the mass, by (logit desc, id asc);
 // then the first id, in id order, whose running mass passes u x the kept total. The best id

@@ -130,8 +130,9 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
                                                           int32_t* __restrict__ out) {
   __shared__ Shared sh;
   const SampleRow p = rows[blockIdx.x];
-  const float* l = logits + static_cast<size_t>(blockIdx.x) * n;
+  const float* l = logits + static_cast<size_t>(p.row) * n;
   uint64_t* m = scratch + static_cast<size_t>(blockIdx.x) * n;
+  int32_t* token = out + p.row;
   float mx = -INFINITY;
   for (int i = threadIdx.x; i < n; i += kThreads) mx = fmaxf(mx, l[i]);
   mx = block_max(mx, sh);
@@ -170,7 +171,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
     const uint64_t mine = i < n ? m[i] : 0;
     uint64_t chunk = 0;
     const uint64_t before = base + block_exclusive(mine, sh, chunk);
-    if (mine > 0 && before <= u && u < before + mine) out[blockIdx.x] = i;
+    if (mine > 0 && before <= u && u < before + mine) *token = i;
     base += chunk;
     if (base > u) return;  // the same for every thread: the chunk held the draw
   }
@@ -185,7 +186,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
   if (threadIdx.x == 0) {
     int b = n;
     for (int w = 0; w < kWarps; ++w) b = min(b, sh.iwarp[w]);
-    out[blockIdx.x] = b < n ? b : 0;
+    *token = b < n ? b : 0;
   }
 }
 

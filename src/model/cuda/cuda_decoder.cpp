@@ -307,6 +307,7 @@ class CudaDecoder final : public Model {
   const checkpoint::ModelConfig& config() const override { return cfg_; }
   size_t weight_bytes() const override { return weight_bytes_; }
   ThreadPool* host_pool() override { return cpu_->host_pool(); }
+  bool draws_on_device() const override { return true; }
   float* logits_buffer(size_t floats) override {
     if (pinned_floats_ < floats) {
       if (pinned_) cudaFreeHost(pinned_);
@@ -468,6 +469,7 @@ class CudaDecoder final : public Model {
   cuda::Stream upload_, download_;
   DeviceBuffer attn_scratch_;
   DeviceBuffer attn_counters_;   // zeroed when allocated; attention leaves it zeroed
+  DeviceBuffer draw_rows_, draw_scratch_;  // the device draws' parameters and masses
   DeviceBuffer argmax_scratch_;  // likewise, for the argmax's blocks per row
   DeviceBuffer x_, x2_, h_, qkv_f32_, q_, att_, o_, gu_, act_, down_, xg_, hg_, logits_;
   // Overlapped steps queued, oldest first.
@@ -590,6 +592,16 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   const int n = static_cast<int>(tokens.size()), n_out = static_cast<int>(out_rows.size());
   q.n_out = n_out;
   if (n == 0) return {};
+  // The rows drawn here (SeqChunk::draw): their tokens replace their argmaxes.
+  std::vector<cuda::SampleRow> draws;
+  for (int s = 0, out_row = 0; s < static_cast<int>(batch.size()); ++s) {
+    const SeqChunk& c = batch[s];
+    if (argmax && c.draw && c.n_logits == 1) {
+      draws.push_back({c.draw->temperature, c.draw->top_k, c.draw->top_p, c.draw->min_p,
+                       c.draw->u, out_row});
+    }
+    out_row += static_cast<int>(c.n_logits);
+  }
   const int n_run = decode ? static_cast<int>(std::bit_ceil(static_cast<unsigned>(n))) : n;
   for (int r = n; r < n_run; ++r) {  // padding rows: token 0 at position 0 in the spare block
     tokens.push_back(0);
@@ -696,6 +708,14 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   in_.split_rows = reinterpret_cast<int32_t*>(base + at_split);
   in_.tiles = reinterpret_cast<cuda::AttentionTile*>(base + at_tiles);
   TF_RETURN_IF_ERROR(size_buffers(n_run, n_out_run, std::max(splits_bound, 1)));
+  if (!draws.empty()) {
+    TF_RETURN_IF_ERROR(grow(draw_rows_, draws.size() * sizeof(cuda::SampleRow)));
+    TF_RETURN_IF_ERROR(
+        grow(draw_scratch_, draws.size() * static_cast<size_t>(cfg_.vocab_size) * 8));
+    // From pageable memory: the call returns once the bytes are staged, before draws goes.
+    TF_CUDA_TRY(cudaMemcpyAsync(draw_rows_.get(), draws.data(),
+                                draws.size() * sizeof(cuda::SampleRow), cudaMemcpyHostToDevice, s));
+  }
 
   // Each row's argmax; a decode step's also become the other slot's tokens (a following step's).
   auto queue_argmax = [&](int rows) {
@@ -736,6 +756,11 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
       it = graphs_.emplace(key, std::move(g)).first;
     }
     TF_CUDA_TRY(cudaGraphLaunch(it->second.exec, s));
+  }
+  if (!draws.empty()) {
+    TF_CUDA_TRY(cuda::sample_rows(logits_.get<float>(), static_cast<int>(draws.size()),
+                                  cfg_.vocab_size, draw_rows_.get<cuda::SampleRow>(),
+                                  draw_scratch_.get<uint64_t>(), sl.argmax.get<int32_t>(), s));
   }
   TF_CUDA_TRY(cudaEventRecord(sl.ran.get(), s));
   return {};
