@@ -222,7 +222,8 @@ TEST_P(CudaFixture, DeviceDrawsMatchSolo) {
     step.push_back({std::span<const int32_t>(&next, 1), static_cast<int64_t>(prompts[s].size()),
                     tbl[s], 1, draw_of(s)});
   }
-  std::vector<int32_t> together(kStreams, -1);
+  std::vector<int32_t> together(kStreams, -1), solo_ids(kStreams, -1);
+  std::vector<std::vector<float>> solo_logits(kStreams);
   ASSERT_TRUE(m->forward_argmax(step, kv, scratch.data(), together.data(), false).ok());
   for (int s = 0; s < kStreams; ++s) {
     std::vector<int32_t> with_next = prompts[s];
@@ -234,6 +235,8 @@ TEST_P(CudaFixture, DeviceDrawsMatchSolo) {
     int32_t id = -1;
     ASSERT_TRUE(m->forward_argmax(alone, solo_kv, logits.data(), &id, true).ok());
     EXPECT_EQ(id, together[s]) << GetParam() << " stream " << s;
+    solo_ids[s] = id;
+    solo_logits[s] = logits;
     if (draw_of(s).top_k == 3) {
       int better = 0;  // ids ahead of the drawn one in (logit desc, id asc) order
       for (int v = 0; v < vocab; ++v) {
@@ -242,6 +245,23 @@ TEST_P(CudaFixture, DeviceDrawsMatchSolo) {
       EXPECT_LT(better, 3) << GetParam() << " stream " << s << " drew " << id;
     }
   }
+  // One eager step mixing a prefill chunk without logits, a drawn row and a greedy row: each
+  // row's value is its own (the draw's logits row is found past the rows without logits).
+  model::KvCache mixed_kv(m->config(), 3 * per_seq);
+  std::vector<std::vector<int32_t>> with_next(3), mixed_tbl(3);
+  std::vector<model::SeqChunk> mixed;
+  for (int s = 0; s < 3; ++s) {
+    with_next[s] = prompts[s];
+    with_next[s].push_back(next);
+    for (int b = 0; b < per_seq; ++b) mixed_tbl[s].push_back(s * per_seq + b);
+    mixed.push_back({with_next[s], 0, mixed_tbl[s], s == 0 ? 0 : 1});
+  }
+  mixed[1].draw = draw_of(1);
+  std::vector<int32_t> ids(3, -1);
+  ASSERT_TRUE(m->forward_argmax(mixed, mixed_kv, scratch.data(), ids.data(), false).ok());
+  EXPECT_EQ(ids[0], solo_ids[1]) << GetParam() << " mixed step, the drawn row";
+  EXPECT_EQ(ids[1], backend::cpu::argmax(solo_logits[2].data(), vocab))
+      << GetParam() << " mixed step, the greedy row";
 }
 
 // Overlapped decode (launch_decode, each step's tokens the argmaxes of the step before, read on

@@ -433,9 +433,6 @@ void test_rope(bool interleaved, int rope_dim) {
 
 }  // namespace
 
-// argmax_rows against the host's first maximum, with ties planted: one block a row, and a few rows
-// spread over blocks, twice, with one scratch buffer across every row count (each launch leaves
-// its counts at zero, whatever the rows), also writing the second output.
 // sample_rows over `rows` copies of one logits row, row i drawing with u = (i + 0.5) / rows: the
 // draws then land on each id in proportion to its share of the kept mass, within 1 / rows.
 std::vector<int32_t> stratified_draws(const std::vector<float>& logits, cu::SampleRow p, int rows) {
@@ -539,6 +536,9 @@ void test_sample_rows() {
   expect(bad == 0, "sample_rows: " + std::to_string(bad) + " mismatches");
 }
 
+// argmax_rows against the host's first maximum, with ties planted: one block a row, and a few rows
+// spread over blocks, twice, with one scratch buffer across every row count (each launch leaves
+// its counts at zero, whatever the rows), also writing the second output.
 void test_argmax() {
   std::printf("argmax_rows vs host (lowest index of the maximum)\n");
   std::mt19937 rng(11);

@@ -12,9 +12,10 @@ namespace {
 constexpr int kThreads = 1024, kWarps = kThreads / 32;
 constexpr double kMassOne = 0x1p40;  // the best id's mass
 
-// A float's order as an unsigned key: a > b exactly when key(a) > key(b) (NaN-free).
+// A float's order as an unsigned key: a > b exactly when key(a) > key(b) (NaN-free; -0 is +0).
 __device__ __forceinline__ uint32_t order_key(float f) {
-  const uint32_t b = __float_as_uint(f);
+  uint32_t b = __float_as_uint(f);
+  if (b == 0x80000000u) b = 0;
   return b & 0x80000000u ? ~b : b | 0x80000000u;
 }
 
@@ -137,10 +138,11 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
   for (int i = threadIdx.x; i < n; i += kThreads) mx = fmaxf(mx, l[i]);
   mx = block_max(mx, sh);
   const float inv_t = 1.0f / p.temperature;
+  const bool draws = p.temperature > 0.0f;  // otherwise no mass: the best id, below
   // Masses: exp((l - max) / T) x 2^40, 0 below exp(-87), NaN, or under min_p (the best is 1).
   for (int i = threadIdx.x; i < n; i += kThreads) {
     const float arg = (l[i] - mx) * inv_t;
-    const float w = arg >= -87.0f ? expf(arg) : 0.0f;
+    const float w = draws && arg >= -87.0f ? expf(arg) : 0.0f;
     m[i] = w >= p.min_p ? static_cast<uint64_t>(static_cast<double>(w) * kMassOne) : 0;
   }
   __syncthreads();
@@ -153,7 +155,9 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
   for (int i = threadIdx.x; i < n; i += kThreads) local += m[i];
   uint64_t total = block_sum(local, sh);
   if (p.top_p < 1.0f && total > 0) {
-    uint64_t want = static_cast<uint64_t>(static_cast<double>(p.top_p) * static_cast<double>(total));
+    // A running mass reaches top_p x total exactly when it reaches the ceiling.
+    uint64_t want =
+        static_cast<uint64_t>(ceil(static_cast<double>(p.top_p) * static_cast<double>(total)));
     if (want == 0) want = 1;
     const uint32_t t = select_key(l, m, n, want, true, sh, above);
     cut_at(l, m, n, t, above, want, true, sh);

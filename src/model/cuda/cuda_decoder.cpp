@@ -709,9 +709,14 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   in_.tiles = reinterpret_cast<cuda::AttentionTile*>(base + at_tiles);
   TF_RETURN_IF_ERROR(size_buffers(n_run, n_out_run, std::max(splits_bound, 1)));
   if (!draws.empty()) {
-    TF_RETURN_IF_ERROR(grow(draw_rows_, draws.size() * sizeof(cuda::SampleRow)));
-    TF_RETURN_IF_ERROR(
-        grow(draw_scratch_, draws.size() * static_cast<size_t>(cfg_.vocab_size) * 8));
+    // Powers of two of rows, and no move for the graphs (none refers to these buffers).
+    const size_t draw_rows = std::bit_ceil(draws.size());
+    for (auto [buf, bytes] : {std::pair{&draw_rows_, draw_rows * sizeof(cuda::SampleRow)},
+                              std::pair{&draw_scratch_, draw_rows * cfg_.vocab_size * 8}}) {
+      if (buf->bytes() >= bytes) continue;
+      TF_CUDA_TRY(sync_all());
+      TF_CUDA_TRY(buf->allocate(bytes));
+    }
     // From pageable memory: the call returns once the bytes are staged, before draws goes.
     TF_CUDA_TRY(cudaMemcpyAsync(draw_rows_.get(), draws.data(),
                                 draws.size() * sizeof(cuda::SampleRow), cudaMemcpyHostToDevice, s));
