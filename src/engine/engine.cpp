@@ -280,29 +280,38 @@ void Engine::step() {
   argmax_.resize(plan.chunks.size());
   std::vector<Status> status = run_chunks(plan.chunks, logits, argmax_.data(), logits_needed);
   profile_.lap("forward");
-  // Each row's logits row (nullptr: none), and the sampled rows' tokens, drawn on the model's
-  // host threads at once (a draw is a function of its row alone), then emitted in order.
+  // Each row's logits row (nullptr: none), and the host's work on the rows that need it (a draw
+  // from the logits, logprobs), done on the model's host threads at once (each a function of its
+  // row alone), then emitted in order.
   std::vector<const float*> rows(plan.chunks.size(), nullptr);
-  std::vector<int32_t> best(plan.chunks.size(), -1), drawn(plan.chunks.size(), -1);
-  std::vector<size_t> sampled;
+  std::vector<int32_t> best(plan.chunks.size(), -1);
+  std::vector<Drawn> drawn(plan.chunks.size());
+  std::vector<size_t> host_rows;
   int64_t offset = 0;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     if (!plan.chunks[i].wants_logits()) continue;
     rows[i] = logits + offset * vocab;
     best[i] = argmax_[offset++];
     const Sequence& s = *plan.chunks[i].seq;
-    if (status[i].ok() && !greedy_from_argmax(s) && !draws_in_model(s)) sampled.push_back(i);
+    const bool host_draw = !greedy_from_argmax(s) && !draws_in_model(s);
+    if (status[i].ok() && (host_draw || s.req.logprobs >= 0)) host_rows.push_back(i);
   }
-  auto draw_rows = [&](size_t b, size_t e) {
+  auto work = [&](size_t b, size_t e) {
     for (size_t k = b; k < e; ++k) {
-      const size_t i = sampled[k];
-      drawn[i] = draw(*plan.chunks[i].seq, rows[i], best[i]);
+      const size_t i = host_rows[k];
+      const Sequence& s = *plan.chunks[i].seq;
+      Drawn& d = drawn[i];
+      d.id = draw(s, rows[i], best[i]);
+      if (s.req.logprobs >= 0) {
+        d.logprob = chosen_logprob({rows[i], static_cast<size_t>(vocab)}, d.id, &d.top,
+                                   s.req.logprobs);
+      }
     }
   };
-  if (ThreadPool* pool = model_->host_pool(); pool != nullptr && sampled.size() > 1) {
-    pool->parallel_for(sampled.size(), 1, draw_rows);
+  if (ThreadPool* pool = model_->host_pool(); pool != nullptr && host_rows.size() > 1) {
+    pool->parallel_for(host_rows.size(), 1, work);
   } else {
-    draw_rows(0, sampled.size());
+    work(0, host_rows.size());
   }
   profile_.lap("sample");
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
@@ -312,7 +321,7 @@ void Engine::step() {
       continue;
     }
     advance(s, plan.chunks[i].n);
-    if (rows[i] != nullptr) emit_token(s, rows[i], best[i], drawn[i]);
+    if (rows[i] != nullptr) emit_token(s, rows[i], best[i], &drawn[i]);
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -458,13 +467,13 @@ int32_t Engine::draw(const Sequence& s, const float* row, int32_t argmax) const 
   return sample(logits, sp, static_cast<uint64_t>(s.tokens.size()));
 }
 
-void Engine::emit_token(Sequence& s, const float* row, int32_t argmax, int32_t drawn) {
+void Engine::emit_token(Sequence& s, const float* row, int32_t argmax, Drawn* drawn) {
   const int64_t vocab = model_->config().vocab_size;
   if (!s.prefilled_sent) {
     s.prefilled_sent = true;
     s.channel->push(Prefilled{std::max<int64_t>(s.cached_tokens, 0)});
   }
-  const int32_t id = drawn >= 0 ? drawn : draw(s, row, argmax);
+  const int32_t id = drawn != nullptr && drawn->id >= 0 ? drawn->id : draw(s, row, argmax);
   s.tokens.push_back(id);
   if (s.generated() == 1) s.first_token = Clock::now();
 
@@ -472,8 +481,11 @@ void Engine::emit_token(Sequence& s, const float* row, int32_t argmax, int32_t d
   ev.ids = {id};
   if (s.req.logprobs >= 0) {
     std::vector<Logprob> top;
-    ev.logprobs.push_back(
-        chosen_logprob({row, static_cast<size_t>(vocab)}, id, &top, s.req.logprobs));
+    ev.logprobs.push_back(drawn != nullptr && drawn->logprob
+                              ? *drawn->logprob
+                              : chosen_logprob({row, static_cast<size_t>(vocab)}, id, &top,
+                                               s.req.logprobs));
+    if (drawn != nullptr && drawn->logprob) top = std::move(drawn->top);
     ev.top_logprobs.push_back(std::move(top));
   }
   s.channel->push(std::move(ev));

@@ -94,8 +94,15 @@ class Engine final : public EngineClient {
   // After a step's row of `s` ran: advances it, records new whole blocks in the prefix cache.
   void advance(Sequence& s, int64_t n);
   void erase_finished();
-  // Emits the row's next token: `drawn` where given, else draw()'s.
-  void emit_token(Sequence& s, const float* logits, int32_t argmax, int32_t drawn = -1);
+  // A row's token and logprobs worked out ahead of emit_token (on the host threads); id -1 and
+  // no logprob: not worked out.
+  struct Drawn {
+    int32_t id = -1;
+    std::optional<Logprob> logprob;
+    std::vector<Logprob> top;
+  };
+  // Emits the row's next token and logprobs: `drawn`'s where it has them, else its own.
+  void emit_token(Sequence& s, const float* logits, int32_t argmax, Drawn* drawn = nullptr);
   // The row's next token from its logits (penalties applied to a copy) or its argmax.
   int32_t draw(const Sequence& s, const float* logits, int32_t argmax) const;
   static bool greedy_from_argmax(const Sequence& s);
