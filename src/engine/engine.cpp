@@ -280,31 +280,29 @@ void Engine::step() {
   argmax_.resize(plan.chunks.size());
   std::vector<Status> status = run_chunks(plan.chunks, logits, argmax_.data(), logits_needed);
   profile_.lap("forward");
-  // Each row's logits row (nullptr: none), and the host's work on the rows that need it (a draw
-  // from the logits, logprobs), done on the model's host threads at once (each a function of its
-  // row alone), then emitted in order.
-  std::vector<const float*> rows(plan.chunks.size(), nullptr);
-  std::vector<int32_t> best(plan.chunks.size(), -1);
+  // Each row's token: the model's value (its argmax, or its own draw), or the host's work on its
+  // logits row (a draw, logprobs), done on the model's host threads at once (each a function of
+  // its row alone); then emitted in order. id -1: the chunk emits no token.
   std::vector<Drawn> drawn(plan.chunks.size());
-  std::vector<size_t> host_rows;
+  std::vector<std::pair<size_t, const float*>> host_rows;  // (chunk, its logits row)
   int64_t offset = 0;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     if (!plan.chunks[i].wants_logits()) continue;
-    rows[i] = logits + offset * vocab;
-    best[i] = argmax_[offset++];
+    const float* row = logits + offset * vocab;
+    drawn[i].id = argmax_[offset++];
     const Sequence& s = *plan.chunks[i].seq;
     const bool host_draw = !greedy_from_argmax(s) && !draws_in_model(s);
-    if (status[i].ok() && (host_draw || s.req.logprobs >= 0)) host_rows.push_back(i);
+    if (status[i].ok() && (host_draw || s.req.logprobs >= 0)) host_rows.emplace_back(i, row);
   }
   auto work = [&](size_t b, size_t e) {
     for (size_t k = b; k < e; ++k) {
-      const size_t i = host_rows[k];
+      const auto [i, row] = host_rows[k];
       const Sequence& s = *plan.chunks[i].seq;
       Drawn& d = drawn[i];
-      d.id = draw(s, rows[i], best[i]);
+      d.id = draw(s, row, d.id);
       if (s.req.logprobs >= 0) {
-        d.logprob = chosen_logprob({rows[i], static_cast<size_t>(vocab)}, d.id, &d.top,
-                                   s.req.logprobs);
+        d.logprob =
+            chosen_logprob({row, static_cast<size_t>(vocab)}, d.id, &d.top, s.req.logprobs);
       }
     }
   };
@@ -321,7 +319,7 @@ void Engine::step() {
       continue;
     }
     advance(s, plan.chunks[i].n);
-    if (rows[i] != nullptr) emit_token(s, rows[i], best[i], &drawn[i]);
+    if (drawn[i].id >= 0) emit_token(s, std::move(drawn[i]));
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -420,7 +418,7 @@ void Engine::step_overlapped() {
     Sequence& s = *rows[i];
     if (s.state != SeqState::kRunning) continue;  // ended while its step ran (cancel, deadline)
     advance(s, 1);
-    emit_token(s, nullptr, argmax[i]);
+    emit_token(s, Drawn{argmax[i]});  // greedy rows only: the argmax is the token
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -452,8 +450,7 @@ bool Engine::draws_in_model(const Sequence& s) const {
 }
 
 int32_t Engine::draw(const Sequence& s, const float* row, int32_t argmax) const {
-  // The model's value is the token (row may be null here: overlapped steps).
-  if (greedy_from_argmax(s) || draws_in_model(s)) return argmax;
+  if (greedy_from_argmax(s) || draws_in_model(s)) return argmax;  // the model's value is the token
   const int64_t vocab = model_->config().vocab_size;
   std::span<const float> logits(row, static_cast<size_t>(vocab));
   std::vector<float> adjusted;
@@ -467,26 +464,20 @@ int32_t Engine::draw(const Sequence& s, const float* row, int32_t argmax) const 
   return sample(logits, sp, static_cast<uint64_t>(s.tokens.size()));
 }
 
-void Engine::emit_token(Sequence& s, const float* row, int32_t argmax, Drawn* drawn) {
-  const int64_t vocab = model_->config().vocab_size;
+void Engine::emit_token(Sequence& s, Drawn drawn) {
   if (!s.prefilled_sent) {
     s.prefilled_sent = true;
     s.channel->push(Prefilled{std::max<int64_t>(s.cached_tokens, 0)});
   }
-  const int32_t id = drawn != nullptr && drawn->id >= 0 ? drawn->id : draw(s, row, argmax);
+  const int32_t id = drawn.id;
   s.tokens.push_back(id);
   if (s.generated() == 1) s.first_token = Clock::now();
 
   Tokens ev;
   ev.ids = {id};
-  if (s.req.logprobs >= 0) {
-    std::vector<Logprob> top;
-    ev.logprobs.push_back(drawn != nullptr && drawn->logprob
-                              ? *drawn->logprob
-                              : chosen_logprob({row, static_cast<size_t>(vocab)}, id, &top,
-                                               s.req.logprobs));
-    if (drawn != nullptr && drawn->logprob) top = std::move(drawn->top);
-    ev.top_logprobs.push_back(std::move(top));
+  if (s.req.logprobs >= 0) {  // such rows always go through the host's work in step()
+    ev.logprobs.push_back(drawn.logprob.value());
+    ev.top_logprobs.push_back(std::move(drawn.top));
   }
   s.channel->push(std::move(ev));
   {

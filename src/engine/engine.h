@@ -94,15 +94,13 @@ class Engine final : public EngineClient {
   // After a step's row of `s` ran: advances it, records new whole blocks in the prefix cache.
   void advance(Sequence& s, int64_t n);
   void erase_finished();
-  // A row's token and logprobs worked out ahead of emit_token (on the host threads); id -1 and
-  // no logprob: not worked out.
+  // A row's next token, and its logprobs where the request asks for them.
   struct Drawn {
     int32_t id = -1;
-    std::optional<Logprob> logprob;
-    std::vector<Logprob> top;
+    std::optional<Logprob> logprob = std::nullopt;
+    std::vector<Logprob> top = {};
   };
-  // Emits the row's next token and logprobs: `drawn`'s where it has them, else its own.
-  void emit_token(Sequence& s, const float* logits, int32_t argmax, Drawn* drawn = nullptr);
+  void emit_token(Sequence& s, Drawn drawn);
   // The row's next token from its logits (penalties applied to a copy) or its argmax.
   int32_t draw(const Sequence& s, const float* logits, int32_t argmax) const;
   static bool greedy_from_argmax(const Sequence& s);
