@@ -207,23 +207,16 @@ bool cut_band(const std::vector<int32_t>& ids, float lo, float hi, const Weights
                   kept);
 }
 
-// The weights of the candidates (w >= floor) summed in id order, 4 lanes then ((0 + 1) + (2 + 3)),
-// and with `ids`, the candidates listed in id order and their largest scaled distance below the
-// best logit.
-double kept_sum(const std::vector<float>& w, float floor, std::vector<int32_t>* ids = nullptr,
-                std::span<const float> logits = {}, float mx = 0, float inv_t = 0,
-                float* far = nullptr) {
+// The weights of the candidates (w >= floor) summed in id order, 4 lanes then ((0 + 1) + (2 + 3));
+// each candidate's id also goes to on_kept, in id order.
+template <class OnKept>
+double kept_sum(const std::vector<float>& w, float floor, OnKept&& on_kept) {
   double a[4] = {0, 0, 0, 0};
-  float d_max = 0.0f;
   for (size_t i = 0; i < w.size(); ++i) {
     const bool in = w[i] >= floor;
     a[i % 4] += in ? w[i] : 0.0f;
-    if (ids != nullptr && in) {
-      ids->push_back(static_cast<int32_t>(i));
-      d_max = std::max(d_max, (mx - logits[i]) * inv_t);
-    }
+    if (in) on_kept(static_cast<int32_t>(i));
   }
-  if (far != nullptr) *far = d_max;
   return (a[0] + a[1]) + (a[2] + a[3]);
 }
 
@@ -241,10 +234,15 @@ int32_t sample_all(std::span<const float> logits, const SamplingParams& params, 
   // and at least min_p times the best.
   const float floor = std::max(params.min_p * w[best], std::numeric_limits<float>::min());
   const bool top_p = params.top_p < 1.0f;
+  const Weights c{logits, w, mx, inv_t};
   float far = 0.0f;  // the candidates' largest scaled distance below the best: the bands' span
   ids.clear();
-  const double total =
-      top_p ? kept_sum(w, floor, &ids, logits, mx, inv_t, &far) : kept_sum(w, floor);
+  const double total = top_p ? kept_sum(w, floor,
+                                        [&](int32_t i) {
+                                          ids.push_back(i);
+                                          far = std::max(far, c.distance(i));
+                                        })
+                             : kept_sum(w, floor, [](int32_t) {});
   const double u0 = keyed_uniform(params.seed, position);
   if (!top_p) {
     double u = u0 * total;
@@ -259,7 +257,6 @@ int32_t sample_all(std::span<const float> logits, const SamplingParams& params, 
   if (ids.empty()) return best;  // min_p above 1
   kept.clear();
   double acc = 0.0;
-  const Weights c{logits, w, mx, inv_t};
   // false: rounding left the target just out of reach of the kept ids' sum; they stay, every id
   // down to the end of the band that should have crossed it.
   cut_band(ids, 0.0f, far, c, params.top_p * total, acc, kept);
