@@ -12,7 +12,8 @@ find_package(CUDAToolkit REQUIRED)
 add_subdirectory(${PROJECT_SOURCE_DIR}/src/backend/cuda ${PROJECT_BINARY_DIR}/backend_cuda)
 
 # The GPU decoder (model/cuda/) joins tf_model, which then runs on either backend.
-target_sources(tf_model PRIVATE ${PROJECT_SOURCE_DIR}/src/model/cuda/cuda_decoder.cpp)
+file(GLOB model_cuda_srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/model/cuda/*.cpp)
+target_sources(tf_model PRIVATE ${model_cuda_srcs})
 target_link_libraries(tf_model PUBLIC tf_backend_cuda)
 target_compile_definitions(tf_model PUBLIC TF_HAVE_CUDA=1)
 

@@ -13,18 +13,11 @@ namespace tf::model {
 
 namespace cpu = backend::cpu;
 
-size_t moe_forward(const MoeWeights& w, const MoeParams& p, const float* h, int64_t n, int64_t d,
-                   float* out, ThreadPool* pool) {
-  const int64_t n_experts = w.router.dim(0);
+// Softmax in f32, the k largest (ties to the lower index, as torch.topk), optionally renormalized
+// to sum to one.
+void route(float* logits, int64_t n, int64_t n_experts, const MoeParams& p, int32_t* chosen,
+           float* weight) {
   const int k = p.top_k;
-  std::vector<float> logits(static_cast<size_t>(n * n_experts));
-  cpu::matmul(w.router, h, n, logits.data(), pool);
-  size_t bytes = w.router.nbytes();
-
-  // Routing: softmax in f32, the k largest (ties to the lower index, as torch.topk), optionally
-  // renormalized to sum to one.
-  std::vector<int32_t> chosen(static_cast<size_t>(n * k));
-  std::vector<float> weight(static_cast<size_t>(n * k));
   std::vector<int32_t> order(static_cast<size_t>(n_experts));
   for (int64_t r = 0; r < n; ++r) {
     float* l = &logits[r * n_experts];
@@ -44,6 +37,24 @@ size_t moe_forward(const MoeWeights& w, const MoeParams& p, const float* h, int6
       weight[r * k + j] = p.norm_topk_prob ? l[order[j]] / top_sum : l[order[j]];
     }
   }
+}
+
+void ascending_experts(const int32_t* chosen, int k, int* js) {
+  std::iota(js, js + k, 0);
+  std::sort(js, js + k, [&](int a, int b) { return chosen[a] < chosen[b]; });
+}
+
+size_t moe_forward(const MoeWeights& w, const MoeParams& p, const float* h, int64_t n, int64_t d,
+                   float* out, ThreadPool* pool) {
+  const int64_t n_experts = w.router.dim(0);
+  const int k = p.top_k;
+  std::vector<float> logits(static_cast<size_t>(n * n_experts));
+  cpu::matmul(w.router, h, n, logits.data(), pool);
+  size_t bytes = w.router.nbytes();
+
+  std::vector<int32_t> chosen(static_cast<size_t>(n * k));
+  std::vector<float> weight(static_cast<size_t>(n * k));
+  route(logits.data(), n, n_experts, p, chosen.data(), weight.data());
 
   // Each hit expert runs once over the rows that chose it.
   const int64_t inter = w.gate.empty() ? 0 : w.gate[0].dim(0);
@@ -76,9 +87,7 @@ size_t moe_forward(const MoeWeights& w, const MoeParams& p, const float* h, int6
   // Combine in ascending expert order per row.
   std::vector<int> js(static_cast<size_t>(k));
   for (int64_t r = 0; r < n; ++r) {
-    std::iota(js.begin(), js.end(), 0);
-    std::sort(js.begin(), js.end(),
-              [&](int a, int b) { return chosen[r * k + a] < chosen[r * k + b]; });
+    ascending_experts(&chosen[r * k], k, js.data());
     float* o = out + r * d;
     std::fill(o, o + d, 0.0f);
     for (int j : js) {

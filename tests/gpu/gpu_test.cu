@@ -264,8 +264,8 @@ void test_norm_matmul(int n, int k) {
 }
 
 // norm_matmul_swiglu (gate_up's weight rows interleaved, SwiGLU as the store) against norm_matmul
-// into the f32 projection then swiglu_interleaved, bitwise (act and the summed residual); and
-// swiglu_interleaved, over 2 rows, against swiglu on the same values in [gate; up] order.
+// into the f32 projection then glu_interleaved, bitwise (act and the summed residual); and
+// glu_interleaved, over 2 rows, against swiglu on the same values in [gate; up] order.
 void test_norm_matmul_swiglu(int ffn, int k) {
   std::printf("norm_matmul_swiglu ffn=%d k=%d (bitwise against norm_matmul + swiglu)\n", ffn, k);
   const NormCase c(size_t(2) * ffn, k, 9);
@@ -278,7 +278,7 @@ void test_norm_matmul_swiglu(int ffn, int k) {
   poison(got_r);
   CHECK_CUDA(cu::norm_matmul(dr.get<float>(), dd.get<float>(), dnw.get<bf16>(), 1e-5f,
                              want_r.get<float>(), dw.get<bf16>(), gu.get<float>(), 2 * ffn, k, 0));
-  CHECK_CUDA(cu::swiglu_interleaved(gu.get<float>(), want_act.get<bf16>(), 1, ffn, 0));
+  CHECK_CUDA(cu::glu_interleaved(gu.get<float>(), want_act.get<bf16>(), 1, ffn, 0));
   CHECK_CUDA(cu::norm_matmul_swiglu(dr.get<float>(), dd.get<float>(), dnw.get<bf16>(), 1e-5f,
                                     got_r.get<float>(), dw.get<bf16>(), act.get<bf16>(), ffn, k,
                                     0));
@@ -295,7 +295,7 @@ void test_norm_matmul_swiglu(int ffn, int k) {
           inter[size_t(row) * 2 * ffn + c];
   auto di = upload(inter), dp = upload(plain);
   cu::DeviceBuffer a1(size_t(2) * ffn * 2), a2(size_t(2) * ffn * 2);
-  CHECK_CUDA(cu::swiglu_interleaved(di.get<float>(), a1.get<bf16>(), 2, ffn, 0));
+  CHECK_CUDA(cu::glu_interleaved(di.get<float>(), a1.get<bf16>(), 2, ffn, 0));
   CHECK_CUDA(cu::swiglu(dp.get<float>(), a2.get<bf16>(), 2, ffn, 0));
   bad += std::memcmp(download<uint16_t>(a1, 2 * ffn).data(), download<uint16_t>(a2, 2 * ffn).data(),
                      size_t(4) * ffn) != 0;
@@ -577,6 +577,119 @@ void test_argmax() {
   expect(bad == 0, "argmax_rows: " + std::to_string(bad) + " runs differ from the host");
 }
 
+// The ops Gemma and MoE layers add, against CPU references: add_rms_norm with f32 weights (the
+// bits of bf16 weights holding the same values), rms_norm_f32, GeGLU, a scaled embedding,
+// soft-capping, a bf16 gather and the experts' weighted sum.
+void test_gemma_moe_ops() {
+  std::printf("f32-weight norms, GeGLU, scaled embedding, softcap, weighted row sum\n");
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const int rows = 9, n = 640;
+  std::vector<float> r(size_t(rows) * n), dl(r.size());
+  for (auto& v : r) v = nd(rng);
+  for (auto& v : dl) v = nd(rng);
+  auto wb = random_bf16(n, rng);
+  std::vector<float> wf(n);
+  for (int i = 0; i < n; ++i) wf[i] = f(wb[i]);
+  auto dr1 = upload(r), dr2 = upload(r), dd = upload(dl), dwb = upload(wb), dwf = upload(wf);
+  cu::DeviceBuffer o1(r.size() * 2), o2(r.size() * 2), o3(r.size() * 4);
+  CHECK_CUDA(cu::add_rms_norm(dr1.get<float>(), dd.get<float>(), dwb.get<bf16>(), o1.get<bf16>(),
+                              rows, n, 1e-6f, 0));
+  CHECK_CUDA(cu::add_rms_norm(dr2.get<float>(), dd.get<float>(), dwf.get<float>(),
+                              o2.get<bf16>(), rows, n, 1e-6f, 0));
+  const auto n1 = download<bf16>(o1, r.size()), n2 = download<bf16>(o2, r.size());
+  expect(std::memcmp(n1.data(), n2.data(), n1.size() * sizeof(bf16)) == 0,
+         "add_rms_norm: f32 weights = the same bf16 weights, bitwise");
+  // rms_norm_f32 of the summed residual: against a double reference.
+  for (auto& v : wf) v = 1.0f + v * 0.1f;  // Gemma-like 1 + w, not bf16-representable
+  auto dwg = upload(wf);
+  CHECK_CUDA(cu::rms_norm_f32(dr1.get<float>(), dwg.get<float>(), o3.get<float>(), rows, n, 1e-6f,
+                              0));
+  const auto summed = download<float>(dr1, r.size()), normed = download<float>(o3, r.size());
+  int bad = 0;
+  for (int i = 0; i < rows; ++i) {
+    double ss = 0;
+    for (int j = 0; j < n; ++j) ss += double(summed[size_t(i) * n + j]) * summed[size_t(i) * n + j];
+    const double inv = 1.0 / std::sqrt(ss / n + 1e-6);
+    for (int j = 0; j < n; ++j) {
+      const double want = summed[size_t(i) * n + j] * inv * wf[j];
+      bad += std::fabs(normed[size_t(i) * n + j] - want) > 1e-5 * (1 + std::fabs(want));
+    }
+  }
+  expect(bad == 0, "rms_norm_f32: " + std::to_string(bad) + " bad elements");
+
+  // GeGLU over an interleaved gate_up, against the CPU decoder's formula.
+  const int ffn = 96;
+  std::vector<float> gu(size_t(rows) * 2 * ffn);
+  for (auto& v : gu) v = f(__float2bfloat16(nd(rng) * 2.0f));
+  auto dgu = upload(gu);
+  cu::DeviceBuffer act(size_t(rows) * ffn * 2);
+  CHECK_CUDA(cu::glu_interleaved(dgu.get<float>(), act.get<bf16>(), rows, ffn, 0,
+                                 cu::GluAct::kGeluTanh));
+  const auto a = download<bf16>(act, size_t(rows) * ffn);
+  bad = 0;
+  for (int i = 0; i < rows; ++i)
+    for (int c = 0; c < ffn; ++c) {
+    const int at = c / 4 * 8 + c % 4;
+    const float g = gu[size_t(i) * 2 * ffn + at], u = gu[size_t(i) * 2 * ffn + at + 4];
+    const float want =
+        0.5f * g * (1.0f + std::tanh(0.7978845608028654f * (g + 0.044715f * g * g * g))) * u;
+    bad += !close_bf16(f(a[size_t(i) * ffn + c]), want);
+    }
+  expect(bad == 0, "geglu: " + std::to_string(bad) + " bad elements");
+
+  // Embedding times sqrt(hidden), then soft-capping at 30.
+  const int vocab = 50, hidden = 64;
+  auto table = random_bf16(size_t(vocab) * hidden, rng, 4.0f);
+  std::vector<int32_t> ids = {3, 49, 0};
+  auto dt = upload(table), di = upload(ids);
+  cu::DeviceBuffer de(ids.size() * hidden * 4);
+  CHECK_CUDA(cu::embedding(dt.get<bf16>(), di.get<int32_t>(), de.get<float>(), int(ids.size()),
+                           hidden, 0, 8.0f));
+  CHECK_CUDA(cu::softcap(de.get<float>(), ids.size() * hidden, 30.0f, 0));
+  const auto e = download<float>(de, ids.size() * hidden);
+  bad = 0;
+  for (size_t i = 0; i < ids.size(); ++i)
+    for (int j = 0; j < hidden; ++j) {
+    const float want = std::tanh(f(table[size_t(ids[i]) * hidden + j]) * 8.0f / 30.0f) * 30.0f;
+    bad += std::fabs(e[i * hidden + j] - want) > 1e-5f * (1 + std::fabs(want));
+    }
+  expect(bad == 0, "scaled embedding + softcap: " + std::to_string(bad) + " bad elements");
+
+  // Gathered bf16 rows, and a weighted sum of rows picked by position, in list order.
+  std::vector<int32_t> src = {2, 0, 2, 1};
+  auto ds = upload(src);
+  cu::DeviceBuffer g(src.size() * hidden * 2);
+  CHECK_CUDA(cu::gather_rows(dt.get<bf16>(), ds.get<int32_t>(), g.get<bf16>(), int(src.size()),
+                             hidden, 0));
+  const auto gathered = download<bf16>(g, src.size() * hidden);
+  bad = 0;
+  for (size_t i = 0; i < src.size(); ++i)
+    bad += std::memcmp(&gathered[i * hidden], &table[size_t(src[i]) * hidden], hidden * 2) != 0;
+  expect(bad == 0, "gather_rows bf16");
+  const int k = 2, out_rows = 2;
+  std::vector<float> y(4 * size_t(hidden));
+  for (auto& v : y) v = nd(rng);
+  std::vector<int32_t> pos = {3, 0, 1, 2};
+  std::vector<float> wts = {0.7f, 0.3f, 0.55f, 0.45f};
+  auto dy = upload(y), dp = upload(pos), dwt = upload(wts);
+  cu::DeviceBuffer dsum(size_t(out_rows) * hidden * 4);
+  CHECK_CUDA(cu::weighted_row_sum(dy.get<float>(), dp.get<int32_t>(), dwt.get<float>(), k,
+                                  dsum.get<float>(), out_rows, hidden, 0));
+  const auto sum = download<float>(dsum, size_t(out_rows) * hidden);
+  bad = 0;
+  for (int i = 0; i < out_rows; ++i)
+    for (int j = 0; j < hidden; ++j) {
+    float want = 0.0f;
+    for (int t = 0; t < k; ++t) {
+      volatile float term = y[size_t(pos[i * k + t]) * hidden + j] * wts[i * k + t];
+      want = want + term;
+    }
+    bad += sum[size_t(i) * hidden + j] != want;
+    }
+  expect(bad == 0, "weighted_row_sum: " + std::to_string(bad) + " elements differ from the CPU");
+}
+
 int main() {
   int dev = 0;
   cudaDeviceProp prop{};
@@ -594,23 +707,24 @@ int main() {
   test_lt_matches_kernels(1024, 1024);
   test_lt_matches_kernels(16384, 4096);  // wide: one part
   for (int n : {576, 4096, 5000}) test_rms_norm(n);
-  test_norm_matmul(6144, 4096);     // Llama-3.1-8B qkv: narrow, 2 parts
-  test_norm_matmul(28672, 4096);    // gate_up: wide, 1 part
-  test_norm_matmul(12288, 4096);    // wide, 2 parts
-  test_norm_matmul(1000, 5120);     // narrow, 3 parts, the last shorter
-  test_norm_matmul(3072, 576);      // SmolLM2's gate_up: one part of 576
-  test_norm_matmul(70000, 2048);    // a vocabulary-wide lm_head (its own launch shape)
+  test_norm_matmul(6144, 4096);          // Llama-3.1-8B qkv: narrow, 2 parts
+  test_norm_matmul(28672, 4096);         // gate_up: wide, 1 part
+  test_norm_matmul(12288, 4096);         // wide, 2 parts
+  test_norm_matmul(1000, 5120);          // narrow, 3 parts, the last shorter
+  test_norm_matmul(3072, 576);           // SmolLM2's gate_up: one part of 576
+  test_norm_matmul(70000, 2048);         // a vocabulary-wide lm_head (its own launch shape)
   test_norm_matmul_swiglu(14336, 4096);  // Llama-3.1-8B's gate_up: wide, 1 part
   test_norm_matmul_swiglu(1536, 576);    // SmolLM2's
   test_norm_matmul_swiglu(6144, 4096);   // wide, 2 parts
   test_norm_matmul_swiglu(500, 5120);    // narrow, 3 parts, the last shorter
-  test_matmul_row(4096, 14336);     // Llama-3.1-8B's down: 7 parts
-  test_matmul_row(576, 1536);       // SmolLM2's down: one part
-  test_matmul_row(4096, 4096);      // Llama-3.1-8B's o
-  test_matmul_row(28672, 4096);     // wide, one part
-  test_matmul_row(1000, 5120);      // 3 parts, the last shorter
-  test_matmul_row(70000, 2048);     // vocabulary-wide: more tiles than the GPU holds at once
+  test_matmul_row(4096, 14336);          // Llama-3.1-8B's down: 7 parts
+  test_matmul_row(576, 1536);            // SmolLM2's down: one part
+  test_matmul_row(4096, 4096);           // Llama-3.1-8B's o
+  test_matmul_row(28672, 4096);          // wide, one part
+  test_matmul_row(1000, 5120);           // 3 parts, the last shorter
+  test_matmul_row(70000, 2048);          // vocabulary-wide: more tiles than the GPU holds at once
   test_swiglu_embedding();
+  test_gemma_moe_ops();
   test_argmax();
   test_sample_rows();
   test_rope(false, 128);

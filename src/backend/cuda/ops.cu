@@ -23,9 +23,21 @@ namespace {
 // for the output pass, and its norm weights load while the block reduces.
 constexpr int kNormBatch = 16;
 
+__device__ __forceinline__ float widen(bf16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float widen(float v) { return v; }
+__device__ __forceinline__ void store_normed(bf16* o, float v, float inv_rms, float w) {
+  *o = norm_out(v, inv_rms, w);
+}
+__device__ __forceinline__ void store_normed(float* o, float v, float inv_rms, float w) {
+  *o = v * inv_rms * w;
+}
+
+// W: the norm weights' type (bf16, or f32 for Gemma's exact 1 + w); Out: bf16 for a matmul's
+// input, f32 for Gemma's sandwich norms (resid is then only read: delta is null).
+template <typename W, typename Out>
 __global__ void __launch_bounds__(kNormThreads)
     add_rms_norm_kernel(float* __restrict__ resid, const float* __restrict__ delta,
-                        const bf16* __restrict__ weight, bf16* __restrict__ out, int n, float eps) {
+                        const W* __restrict__ weight, Out* __restrict__ out, int n, float eps) {
   __shared__ float warp_sums[kNormThreads / 32];
   __shared__ float inv_rms;
   float* r = resid + static_cast<size_t>(blockIdx.x) * n;
@@ -56,7 +68,7 @@ __global__ void __launch_bounds__(kNormThreads)
 #pragma unroll
     for (int j = 0; j < kNormBatch; ++j) {
       const int i = threadIdx.x + j * kNormThreads;
-      wv[j] = i < n ? __bfloat162float(weight[i]) : 0.0f;
+      wv[j] = i < n ? widen(weight[i]) : 0.0f;
     }
   }
   sum = norm_warp_sum(sum);
@@ -64,46 +76,55 @@ __global__ void __launch_bounds__(kNormThreads)
   __syncthreads();
   if (threadIdx.x == 0) inv_rms = norm_inv_rms(warp_sums, n, eps);
   __syncthreads();
-  bf16* o = out + static_cast<size_t>(blockIdx.x) * n;
+  Out* o = out + static_cast<size_t>(blockIdx.x) * n;
   for (int i0 = threadIdx.x; i0 < n; i0 += kNormBatch * kNormThreads) {
     if (!one_batch) {
 #pragma unroll
       for (int j = 0; j < kNormBatch; ++j) {
         const int i = i0 + j * kNormThreads;
         v[j] = i < n ? r[i] : 0.0f;
-        wv[j] = i < n ? __bfloat162float(weight[i]) : 0.0f;
+        wv[j] = i < n ? widen(weight[i]) : 0.0f;
       }
     }
 #pragma unroll
     for (int j = 0; j < kNormBatch; ++j) {
       const int i = i0 + j * kNormThreads;
-      if (i < n) o[i] = norm_out(v[j], inv_rms, wv[j]);
+      if (i < n) store_normed(&o[i], v[j], inv_rms, wv[j]);
     }
   }
 }
 
-// One element a thread (row_math.cuh's swiglu_value). Grid: (column blocks, rows), so no index
-// division.
-template <typename In, bool kInterleaved>
+template <GluAct kAct, typename In>
+__device__ __forceinline__ bf16 glu_value(In gate, In up) {
+  if constexpr (kAct == GluAct::kSilu) {
+    return swiglu_value(gate, up);
+  } else {
+    return geglu_value(gate, up);
+  }
+}
+
+// One element a thread (row_math.cuh's swiglu_value, or geglu_value). Grid: (column blocks, rows),
+// so no index division.
+template <typename In, bool kInterleaved, GluAct kAct = GluAct::kSilu>
 __global__ void swiglu_kernel(const In* __restrict__ gu, bf16* __restrict__ out, int ffn) {
   const In* gate = gu + static_cast<int64_t>(blockIdx.y) * 2 * ffn;
   bf16* o = out + static_cast<int64_t>(blockIdx.y) * ffn;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < ffn; i += gridDim.x * blockDim.x) {
     if constexpr (kInterleaved) {
       const int at = i / 4 * 8 + i % 4;
-      o[i] = swiglu_value(gate[at], gate[at + 4]);
+      o[i] = glu_value<kAct>(gate[at], gate[at + 4]);
     } else {
-      o[i] = swiglu_value(gate[i], gate[ffn + i]);
+      o[i] = glu_value<kAct>(gate[i], gate[ffn + i]);
     }
   }
 }
 
 __global__ void embedding_kernel(const bf16* __restrict__ table, const int32_t* __restrict__ ids,
-                                 float* __restrict__ out, int hidden) {
+                                 float* __restrict__ out, int hidden, float scale) {
   pdl_release();  // the first qkv projection, launched early, copies its weights meanwhile
   const bf16* src = table + static_cast<size_t>(ids[blockIdx.x]) * hidden;
   float* dst = out + static_cast<size_t>(blockIdx.x) * hidden;
-  for (int i = threadIdx.x; i < hidden; i += blockDim.x) dst[i] = __bfloat162float(src[i]);
+  for (int i = threadIdx.x; i < hidden; i += blockDim.x) dst[i] = __bfloat162float(src[i]) * scale;
 }
 
 // One warp per (row, head): bias and RMSNorm over the head (fixed shuffle tree), the bf16
@@ -251,11 +272,35 @@ __global__ void __launch_bounds__(kArgmaxThreads)
   if (also != nullptr) also[r] = best;
 }
 
-__global__ void gather_rows_kernel(const float* __restrict__ src, const int32_t* __restrict__ idx,
-                                   float* __restrict__ dst, int n) {
-  const float* s = src + static_cast<int64_t>(idx[blockIdx.x]) * n;
-  float* d = dst + static_cast<int64_t>(blockIdx.x) * n;
+template <typename T>
+__global__ void gather_rows_kernel(const T* __restrict__ src, const int32_t* __restrict__ idx,
+                                   T* __restrict__ dst, int n) {
+  const T* s = src + static_cast<int64_t>(idx[blockIdx.x]) * n;
+  T* d = dst + static_cast<int64_t>(blockIdx.x) * n;
   for (int i = threadIdx.x; i < n; i += blockDim.x) d[i] = s[i];
+}
+
+// One block per output row; each element sums its k terms in list order, unfused.
+__global__ void weighted_row_sum_kernel(const float* __restrict__ y,
+                                        const int32_t* __restrict__ pos,
+                                        const float* __restrict__ w, int k, float* __restrict__ out,
+                                        int n) {
+  const int32_t* p = pos + static_cast<int64_t>(blockIdx.x) * k;
+  const float* wr = w + static_cast<int64_t>(blockIdx.x) * k;
+  float* o = out + static_cast<int64_t>(blockIdx.x) * n;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    float acc = 0.0f;
+    for (int j = 0; j < k; ++j)
+      acc = __fadd_rn(acc, __fmul_rn(y[static_cast<int64_t>(p[j]) * n + i], wr[j]));
+    o[i] = acc;
+  }
+}
+
+__global__ void softcap_kernel(float* __restrict__ x, size_t n, float cap) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    x[i] = tanhf(x[i] / cap) * cap;
+  }
 }
 
 }  // namespace
@@ -287,28 +332,68 @@ cudaError_t argmax_rows(const float* x, int rows, int n, int32_t* out, cudaStrea
   return cudaGetLastError();
 }
 
-cudaError_t gather_rows(const float* src, const int32_t* idx, float* dst, int rows, int n,
-                        cudaStream_t s) {
+template <typename T>
+cudaError_t launch_gather(const T* src, const int32_t* idx, T* dst, int rows, int n,
+                          cudaStream_t s) {
   if (rows <= 0) return cudaSuccess;
   gather_rows_kernel<<<rows, 256, 0, s>>>(src, idx, dst, n);
   return cudaGetLastError();
 }
+cudaError_t gather_rows(const float* src, const int32_t* idx, float* dst, int rows, int n,
+                        cudaStream_t s) {
+  return launch_gather(src, idx, dst, rows, n, s);
+}
+cudaError_t gather_rows(const bf16* src, const int32_t* idx, bf16* dst, int rows, int n,
+                        cudaStream_t s) {
+  return launch_gather(src, idx, dst, rows, n, s);
+}
 
-cudaError_t add_rms_norm(float* resid, const float* delta, const bf16* weight, bf16* out, int rows,
-                         int n, float eps, cudaStream_t s) {
+cudaError_t weighted_row_sum(const float* y, const int32_t* pos, const float* w, int k, float* out,
+                             int rows, int n, cudaStream_t s) {
+  if (rows <= 0) return cudaSuccess;
+  weighted_row_sum_kernel<<<rows, 256, 0, s>>>(y, pos, w, k, out, n);
+  return cudaGetLastError();
+}
+
+cudaError_t softcap(float* x, size_t n, float cap, cudaStream_t s) {
+  if (n == 0) return cudaSuccess;
+  if (!(cap > 0)) return cudaErrorInvalidValue;
+  const auto blocks = static_cast<unsigned>(std::min<size_t>((n + 255) / 256, 4096));
+  softcap_kernel<<<blocks, 256, 0, s>>>(x, n, cap);
+  return cudaGetLastError();
+}
+
+template <typename W, typename Out>
+cudaError_t launch_norm(float* resid, const float* delta, const W* weight, Out* out, int rows,
+                        int n, float eps, cudaStream_t s) {
   if (rows <= 0) return cudaSuccess;
   add_rms_norm_kernel<<<rows, kNormThreads, 0, s>>>(resid, delta, weight, out, n, eps);
   return cudaGetLastError();
 }
+cudaError_t add_rms_norm(float* resid, const float* delta, const bf16* weight, bf16* out, int rows,
+                         int n, float eps, cudaStream_t s) {
+  return launch_norm(resid, delta, weight, out, rows, n, eps, s);
+}
+cudaError_t add_rms_norm(float* resid, const float* delta, const float* weight, bf16* out, int rows,
+                         int n, float eps, cudaStream_t s) {
+  return launch_norm(resid, delta, weight, out, rows, n, eps, s);
+}
+cudaError_t rms_norm_f32(const float* in, const float* weight, float* out, int rows, int n,
+                         float eps, cudaStream_t s) {
+  if (in == out) return cudaErrorInvalidValue;
+  // Without a delta the kernel only reads its residual argument.
+  return launch_norm(const_cast<float*>(in), static_cast<const float*>(nullptr), weight, out, rows,
+                     n, eps, s);
+}
 
-template <typename In, bool kInterleaved = false>
+template <typename In, bool kInterleaved = false, GluAct kAct = GluAct::kSilu>
 cudaError_t launch_swiglu(const In* gate_up, bf16* out, int rows, int ffn, cudaStream_t s) {
   if (rows <= 0 || ffn <= 0) return cudaSuccess;
   const int blocks = (ffn + 255) / 256;  // one element a thread: no serial memory waits
   constexpr int kMaxGridRows = 65535;
   for (int r = 0; r < rows; r += kMaxGridRows) {
     const int n = rows - r < kMaxGridRows ? rows - r : kMaxGridRows;
-    swiglu_kernel<In, kInterleaved><<<dim3(blocks, n), 256, 0, s>>>(
+    swiglu_kernel<In, kInterleaved, kAct><<<dim3(blocks, n), 256, 0, s>>>(
         gate_up + static_cast<int64_t>(r) * 2 * ffn, out + static_cast<int64_t>(r) * ffn, ffn);
   }
   return cudaGetLastError();
@@ -320,16 +405,18 @@ cudaError_t swiglu(const bf16* gate_up, bf16* out, int rows, int ffn, cudaStream
 cudaError_t swiglu(const float* gate_up, bf16* out, int rows, int ffn, cudaStream_t s) {
   return launch_swiglu(gate_up, out, rows, ffn, s);
 }
-cudaError_t swiglu_interleaved(const float* gate_up, bf16* out, int rows, int ffn,
-                               cudaStream_t s) {
+cudaError_t glu_interleaved(const float* gate_up, bf16* out, int rows, int ffn, cudaStream_t s,
+                            GluAct act) {
   if (ffn % 4 != 0) return cudaErrorInvalidValue;
-  return launch_swiglu<float, true>(gate_up, out, rows, ffn, s);
+  return act == GluAct::kSilu
+             ? launch_swiglu<float, true>(gate_up, out, rows, ffn, s)
+             : launch_swiglu<float, true, GluAct::kGeluTanh>(gate_up, out, rows, ffn, s);
 }
 
 cudaError_t embedding(const bf16* table, const int32_t* ids, float* out, int rows, int hidden,
-                      cudaStream_t s) {
+                      cudaStream_t s, float scale) {
   if (rows <= 0) return cudaSuccess;
-  embedding_kernel<<<rows, 256, 0, s>>>(table, ids, out, hidden);
+  embedding_kernel<<<rows, 256, 0, s>>>(table, ids, out, hidden, scale);
   return cudaGetLastError();
 }
 

@@ -37,9 +37,16 @@ cudaError_t matmul_small_m_shape(const bf16* x, const bf16* w, bf16* y, int m, i
                                  cudaStream_t s, int shape);
 
 // resid[r] += delta[r] (delta may be null), then out[r] = bf16(resid[r] / rms(resid[r]) * w).
-// One block per row, fixed reduction tree: independent of `rows`.
+// One block per row, fixed reduction tree: independent of `rows`. f32 weights hold Gemma's
+// 1 + w exactly (rounded to bf16 it would lose bits transformers keeps).
 cudaError_t add_rms_norm(float* resid, const float* delta, const bf16* weight, bf16* out, int rows,
                          int n, float eps, cudaStream_t s);
+cudaError_t add_rms_norm(float* resid, const float* delta, const float* weight, bf16* out, int rows,
+                         int n, float eps, cudaStream_t s);
+// out[r] = in[r] / rms(in[r]) * w in f32, out != in (Gemma's norms of the attention and MLP
+// outputs, before they join the residual). add_rms_norm's reduction order.
+cudaError_t rms_norm_f32(const float* in, const float* weight, float* out, int rows, int n,
+                         float eps, cudaStream_t s);
 
 // One row's add_rms_norm fused into the matmul that reads it (a single sequence's decode step):
 // resid_out = resid + delta (delta may be null; resid_out must be another buffer), then
@@ -53,7 +60,7 @@ cudaError_t norm_matmul(const float* resid, const float* delta, const bf16* norm
                         bool early = false);
 // norm_matmul of a gate_up projection whose weight rows are interleaved in tiles of 8 (4 gate
 // rows, then the same 4 up rows: interleave_gate_up's order), with SwiGLU as its store:
-// act[ffn] = swiglu of the projection, bf16. The bits of norm_matmul then swiglu_interleaved.
+// act[ffn] = swiglu of the projection, bf16. The bits of norm_matmul then glu_interleaved.
 cudaError_t norm_matmul_swiglu(const float* resid, const float* delta, const bf16* norm_w,
                                float eps, float* resid_out, const bf16* w_gate_up, bf16* act,
                                int ffn, int k, cudaStream_t s, bool early = false);
@@ -61,8 +68,9 @@ cudaError_t norm_matmul_swiglu(const float* resid, const float* delta, const bf1
 // early: as norm_matmul's (a one-row attention launch releases it once its cache reads are done).
 cudaError_t matmul_row(const bf16* x, const bf16* w, float* y, int n, int k, cudaStream_t s,
                        bool early = false);
-// Whether matmul_row, norm_matmul and norm_matmul_swiglu (N = 2 ffn) take this shape: K % 32 == 0, N % 8 == 0, and
-// the part of K a block holds fits its shared memory (norm_matmul also needs K <= kNormMatmulMaxK).
+// Whether matmul_row, norm_matmul and norm_matmul_swiglu (N = 2 ffn) take this shape: K % 32 == 0,
+// N % 8 == 0, and the part of K a block holds fits its shared memory (norm_matmul also needs K <=
+// kNormMatmulMaxK).
 bool row_matmul_fits(int n, int k);
 // The row kernels' launch shapes (gpu_bench sweeps them): how many, a name each, and matmul_row
 // or norm_matmul with shape i. Every shape computes the same bits.
@@ -79,18 +87,18 @@ cudaError_t norm_matmul_shape(const float* resid, const float* delta, const bf16
 cudaError_t swiglu(const bf16* gate_up, bf16* out, int rows, int ffn, cudaStream_t s);
 cudaError_t swiglu(const float* gate_up, bf16* out, int rows, int ffn, cudaStream_t s);
 // The same over a projection whose weight rows were interleaved in tiles of 8 (4 gate, 4 up):
-// gate i at column 8 (i / 4) + i % 4, up i 4 columns after it.
-cudaError_t swiglu_interleaved(const float* gate_up, bf16* out, int rows, int ffn,
-                               cudaStream_t s);
-// The row order swiglu_interleaved and norm_matmul_swiglu expect: output row r of the
+// gate i at column 8 (i / 4) + i % 4, up i 4 columns after it; with SiLU (SwiGLU) or gelu_tanh
+// (GeGLU: 0.5 g (1 + tanh(sqrt(2 / pi) (g + 0.044715 g^3))) u) as the gate's activation.
+enum class GluAct { kSilu, kGeluTanh };
+cudaError_t glu_interleaved(const float* gate_up, bf16* out, int rows, int ffn, cudaStream_t s,
+                            GluAct act = GluAct::kSilu);
+// The row order glu_interleaved and norm_matmul_swiglu expect: output row r of the
 // interleaved [gate; up] (2 ffn rows, ffn % 4 == 0) is input row interleave_gate_up(r, ffn).
-inline int interleave_gate_up(int r, int ffn) {
-  return (r % 8 < 4 ? 0 : ffn) + r / 8 * 4 + r % 4;
-}
+inline int interleave_gate_up(int r, int ffn) { return (r % 8 < 4 ? 0 : ffn) + r / 8 * 4 + r % 4; }
 
-// out[r] = f32(table[ids[r]]), hidden columns.
+// out[r] = f32(table[ids[r]]) * scale, hidden columns (Gemma scales by sqrt(hidden)).
 cudaError_t embedding(const bf16* table, const int32_t* ids, float* out, int rows, int hidden,
-                      cudaStream_t s);
+                      cudaStream_t s, float scale = 1.0f);
 
 // The fused qkv projection's f32 output [rows, (n_heads + 2 n_kv_heads) * head_dim], to the
 // attention inputs. Per (row, head): add the bias (per column; may be null), RMSNorm each q and k
@@ -143,9 +151,17 @@ cudaError_t sample_rows(const float* logits, int rows, int n, const SampleRow* p
 cudaError_t argmax_rows(const float* x, int rows, int n, int32_t* out, cudaStream_t s,
                         int32_t* also = nullptr, void* scratch = nullptr);
 
-// dst[r] = src[idx[r]], rows of n floats.
+// dst[r] = src[idx[r]], rows of n elements.
 cudaError_t gather_rows(const float* src, const int32_t* idx, float* dst, int rows, int n,
                         cudaStream_t s);
+cudaError_t gather_rows(const bf16* src, const int32_t* idx, bf16* dst, int rows, int n,
+                        cudaStream_t s);
+// out[r] = sum over j < k, in j order, of y[pos[r k + j]] * w[r k + j] (rows of n floats; f32,
+// each product rounded, then added): a mixture of experts' weighted sum of its experts' outputs.
+cudaError_t weighted_row_sum(const float* y, const int32_t* pos, const float* w, int k, float* out,
+                             int rows, int n, cudaStream_t s);
+// x[i] = tanh(x[i] / cap) * cap over n floats (final logit soft-capping).
+cudaError_t softcap(float* x, size_t n, float cap, cudaStream_t s);
 
 // Causal attention over paged caches laid out as qkv_rope_kv_write writes them (q: [rows, n_heads *
 // head_dim], rotated; out likewise). Row r belongs to sequence row_seq[r], sits at position pos[r]

@@ -40,4 +40,13 @@ __device__ __forceinline__ __nv_bfloat16 swiglu_value(In gate, In up) {
   return __float2bfloat16(g / (1.0f + __expf(-g)) * u);
 }
 
+// GeGLU (gelu, tanh approximation, as Gemma's gelu_pytorch_tanh) with SwiGLU's roundings.
+template <typename In>
+__device__ __forceinline__ __nv_bfloat16 geglu_value(In gate, In up) {
+  const float g = __bfloat162float(__nv_bfloat16(gate));
+  const float u = __bfloat162float(__nv_bfloat16(up));
+  const float inner = 0.7978845608028654f * (g + 0.044715f * g * g * g);
+  return __float2bfloat16(0.5f * g * (1.0f + tanhf(inner)) * u);
+}
+
 }  // namespace tf::backend::cuda

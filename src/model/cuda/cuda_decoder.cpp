@@ -25,6 +25,8 @@
 #include "backend/cuda/gemm_lt.h"
 #include "backend/cuda/ops.h"
 #include "base/half.h"
+#include "model/cuda/cuda_moe.h"
+#include "model/cuda/uploader.h"
 #include "model/rope.h"
 
 namespace tf::model {
@@ -33,83 +35,6 @@ namespace {
 namespace cuda = backend::cuda;
 using cuda::bf16;
 using cuda::DeviceBuffer;
-
-#define TF_CUDA_TRY(expr)                                                                      \
-  do {                                                                                         \
-    if (cudaError_t e_ = (expr); e_ != cudaSuccess) {                                          \
-      return make_error(ErrorCode::kInternal, "CUDA: {} ({})", cudaGetErrorString(e_), #expr); \
-    }                                                                                          \
-  } while (0)
-
-template <typename T>
-Status upload(DeviceBuffer& dst, const std::vector<T>& host) {
-  TF_CUDA_TRY(dst.allocate(std::max<size_t>(host.size() * sizeof(T), 1)));
-  TF_CUDA_TRY(cudaMemcpy(dst.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return {};
-}
-
-std::vector<uint16_t> to_bf16(const std::vector<float>& v) {
-  std::vector<uint16_t> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = f32_to_bf16(v[i]);
-  return out;
-}
-
-// Weight upload with a progress line on stderr: matrices are widened row by row on the host (any
-// checkpoint dtype) and copied as bf16, concatenating the parts of fused projections.
-class Uploader {
- public:
-  // The progress line only for uploads that take a while (tests load tiny fixtures).
-  explicit Uploader(size_t total_bytes)
-      : total_(total_bytes), show_(total_bytes > (size_t{256} << 20)) {}
-
-  // dst = the parts' rows one after another; with `order`, dst row r is that stack's row
-  // order(r) (a permutation of it).
-  Status matrix(std::initializer_list<const Tensor*> parts, DeviceBuffer& dst,
-                const std::function<int64_t(int64_t)>& order = {}) {
-    std::vector<std::pair<const Tensor*, int64_t>> stack;  // (tensor, row) of each stacked row
-    const int64_t cols = (*parts.begin())->cols();
-    for (const Tensor* t : parts) {
-      for (int64_t r = 0; r < t->rows(); ++r) stack.emplace_back(t, r);
-    }
-    const auto rows = static_cast<int64_t>(stack.size());
-    TF_CUDA_TRY(dst.allocate(static_cast<size_t>(rows * cols) * sizeof(uint16_t)));
-    std::vector<float> f32(static_cast<size_t>(cols));
-    std::vector<uint16_t> staging;
-    constexpr int64_t kChunkRows = 1024;
-    for (int64_t r = 0; r < rows; r += kChunkRows) {
-      const int64_t n = std::min(kChunkRows, rows - r);
-      staging.resize(static_cast<size_t>(n * cols));
-      for (int64_t i = 0; i < n; ++i) {
-        const auto [t, row] = stack[order ? order(r + i) : r + i];
-        backend::cpu::dequantize_row(t->dtype, t->row(row), f32.data(), cols);
-        for (int64_t c = 0; c < cols; ++c) staging[i * cols + c] = f32_to_bf16(f32[c]);
-      }
-      TF_CUDA_TRY(cudaMemcpy(dst.get<uint16_t>() + r * cols, staging.data(),
-                             staging.size() * sizeof(uint16_t), cudaMemcpyHostToDevice));
-      progress(static_cast<size_t>(n * cols) * sizeof(uint16_t));
-    }
-    return {};
-  }
-
-  void done() const {
-    if (show_) std::fprintf(stderr, "\n");
-  }
-
- private:
-  void progress(size_t bytes) {
-    done_ += bytes;
-    if (!show_) return;
-    const int pct =
-        static_cast<int>(100.0 * static_cast<double>(done_) / static_cast<double>(total_));
-    if (pct == last_pct_) return;
-    last_pct_ = pct;
-    std::fprintf(stderr, "\ruploading weights to the GPU: %3d%% (%.2f / %.2f GB)", pct,
-                 static_cast<double>(done_) / 1e9, static_cast<double>(total_) / 1e9);
-  }
-  size_t total_, done_ = 0;
-  bool show_;
-  int last_pct_ = -1;
-};
 
 // TF_CUDA_PROFILE=1: GPU time per op kind over the model's life, printed at exit (cudaEvents
 // between ops; the extra sync per step makes it a diagnosis tool, not a default).
@@ -209,32 +134,33 @@ class StepTimer {
 };
 
 struct DeviceLayer {
-  DeviceBuffer attn_norm, ffn_norm;  // bf16 [d]
-  DeviceBuffer q_norm, k_norm;       // f32 [head_dim], or empty
-  DeviceBuffer qkv_bias;             // f32 [q_dim + 2 kv_dim], or empty
-  DeviceBuffer wqkv, wo, w_gate_up, w_down;
+  DeviceBuffer attn_norm, ffn_norm;          // bf16 [d] (f32 with Gemma's 1 + w: norms_f32_)
+  DeviceBuffer attn_out_norm, ffn_out_norm;  // f32 [d], or empty (Gemma's sandwich norms)
+  DeviceBuffer q_norm, k_norm;               // f32 [head_dim], or empty
+  DeviceBuffer qkv_bias;                     // f32 [q_dim + 2 kv_dim], or empty
+  DeviceBuffer wqkv, wo, w_gate_up, w_down;  // w_gate_up and w_down empty on MoE layers
 };
 
 class CudaDecoder final : public Model {
  public:
   explicit CudaDecoder(std::unique_ptr<DecoderModel> cpu)
-      : cpu_(std::move(cpu)), cfg_(cpu_->config()), spec_(cpu_->spec()) {}
+      : cpu_(std::move(cpu)),
+        cfg_(cpu_->config()),
+        spec_(cpu_->spec()),
+        moe_(cfg_, spec_.act),
+        has_moe_(std::find(spec_.moe.begin(), spec_.moe.end(), true) != spec_.moe.end()),
+        norms_f32_(spec_.norm_offset) {
+    // MoE layers wait on the host for their routing, which a captured graph cannot.
+    if (has_moe_) graphs_enabled_ = false;
+  }
 
   Status check() const {
     auto unsupported = [&](const char* what) {
       return make_error(ErrorCode::kUnsupported, "the CUDA backend does not support {} yet ({})",
                         what, cfg_.family);
     };
-    const DecoderWeights& w = cpu_->weights();
-    for (size_t i = 0; i < w.layers.size(); ++i) {
-      if (spec_.moe[i]) return unsupported("mixture-of-experts layers");
-      if (!w.layers[i].attn_out_norm.empty() || !w.layers[i].ffn_out_norm.empty())
-        return unsupported("sandwich norms");
-      if (spec_.local_rope[i]) return unsupported("per-layer rope bases");
-    }
-    if (spec_.act != Activation::kSilu) return unsupported("GeGLU");
-    if (spec_.embed_scale != 1.0f || spec_.norm_offset) return unsupported("Gemma's scalings");
-    if (spec_.final_softcap > 0) return unsupported("final logit soft-capping");
+    if (has_moe_) TF_RETURN_IF_ERROR(moe_.check());
+    const bool dense = std::find(spec_.moe.begin(), spec_.moe.end(), false) != spec_.moe.end();
     const int64_t hd = cfg_.head_dim, q_dim = cfg_.num_heads * hd;
     if (hd > 128 || hd % 8 != 0) return unsupported("head_dim above 128 or not a multiple of 8");
     if (cfg_.num_heads / cfg_.num_kv_heads > 64) {
@@ -242,8 +168,8 @@ class CudaDecoder final : public Model {
     }
     // matmul needs K % 32 and N % 8: K is hidden, q_dim or ffn; N is every output width, all
     // multiples of 8 once these hold (head_dim % 8 above).
-    if (cfg_.hidden_size % 32 != 0 || q_dim % 32 != 0 || cfg_.intermediate_size % 32 != 0 ||
-        cfg_.vocab_size % 8 != 0) {
+    if (cfg_.hidden_size % 32 != 0 || q_dim % 32 != 0 ||
+        (dense && cfg_.intermediate_size % 32 != 0) || cfg_.vocab_size % 8 != 0) {
       return unsupported("dimensions that are not multiples of 32 (K) and 8 (N)");
     }
     return {};
@@ -253,23 +179,31 @@ class CudaDecoder final : public Model {
     if (!cuda_device_present()) return make_error(ErrorCode::kUnsupported, "no CUDA device");
     TF_CUDA_TRY(cuda::tune_device());
     const DecoderWeights& w = cpu_->weights();
-    size_t total = w.embed.rows() * w.embed.cols() * 2;
-    if (w.output.data != w.embed.data) total += w.output.rows() * w.output.cols() * 2;
-    for (const auto& L : w.layers) {
-      for (const Tensor* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
-        total += static_cast<size_t>(t->rows() * t->cols()) * 2;
+    tied_ = w.output.data == w.embed.data;
+    size_t total = Uploader::bytes({&w.embed}) + (tied_ ? 0 : Uploader::bytes({&w.output}));
+    for (size_t i = 0; i < w.layers.size(); ++i) {
+      const LayerWeights& L = w.layers[i];
+      total += Uploader::bytes({&L.wq, &L.wk, &L.wv, &L.wo});
+      total +=
+          spec_.moe[i] ? CudaMoe::bytes(L.moe) : Uploader::bytes({&L.w_gate, &L.w_up, &L.w_down});
     }
     Uploader up(total);
     TF_RETURN_IF_ERROR(up.matrix({&w.embed}, embed_));
-    tied_ = w.output.data == w.embed.data;
     if (!tied_) TF_RETURN_IF_ERROR(up.matrix({&w.output}, output_));
-    TF_RETURN_IF_ERROR(upload(out_norm_, to_bf16(w.out_norm)));
+    // Norm weights as bf16 (what the fused one-row kernels read), or f32 where they hold
+    // Gemma's 1 + w, which bf16 would round.
+    auto upload_norm = [&](DeviceBuffer& dst, const std::vector<float>& v) {
+      return norms_f32_ ? upload(dst, v) : upload(dst, to_bf16(v));
+    };
+    TF_RETURN_IF_ERROR(upload_norm(out_norm_, w.out_norm));
     layers_.resize(w.layers.size());
     for (size_t i = 0; i < w.layers.size(); ++i) {
       const LayerWeights& L = w.layers[i];
       DeviceLayer& D = layers_[i];
-      TF_RETURN_IF_ERROR(upload(D.attn_norm, to_bf16(L.attn_norm)));
-      TF_RETURN_IF_ERROR(upload(D.ffn_norm, to_bf16(L.ffn_norm)));
+      TF_RETURN_IF_ERROR(upload_norm(D.attn_norm, L.attn_norm));
+      TF_RETURN_IF_ERROR(upload_norm(D.ffn_norm, L.ffn_norm));
+      if (!L.attn_out_norm.empty()) TF_RETURN_IF_ERROR(upload(D.attn_out_norm, L.attn_out_norm));
+      if (!L.ffn_out_norm.empty()) TF_RETURN_IF_ERROR(upload(D.ffn_out_norm, L.ffn_out_norm));
       if (!L.q_norm.empty()) {
         TF_RETURN_IF_ERROR(upload(D.q_norm, L.q_norm));
         TF_RETURN_IF_ERROR(upload(D.k_norm, L.k_norm));
@@ -282,6 +216,10 @@ class CudaDecoder final : public Model {
       }
       TF_RETURN_IF_ERROR(up.matrix({&L.wq, &L.wk, &L.wv}, D.wqkv));
       TF_RETURN_IF_ERROR(up.matrix({&L.wo}, D.wo));
+      if (spec_.moe[i]) {
+        TF_RETURN_IF_ERROR(moe_.upload(static_cast<int>(i), L.moe, up));
+        continue;
+      }
       // gate and up interleaved in tiles of 8 rows, so a one-row step's gate_up kernel holds
       // each gate next to its up and stores SwiGLU itself (cuda::norm_matmul_swiglu).
       const int ffn = static_cast<int>(cfg_.intermediate_size);
@@ -293,15 +231,22 @@ class CudaDecoder final : public Model {
     up.done();
     weight_bytes_ = total;
     TF_CUDA_TRY(gemm_.init());
-    // RoPE tables for every position the model was trained for (at least 4096).
-    Rope rope(cfg_);
+    // RoPE tables for every position the model was trained for (at least 4096), and for the
+    // layers with a base of their own (Gemma 3's sliding ones) as the CPU decoder builds them.
     max_pos_ = std::max(cfg_.max_position, 4096);
+    TF_RETURN_IF_ERROR(upload_rope(Rope(cfg_), cos_, sin_));
+    if (spec_.local_theta > 0) {
+      TF_RETURN_IF_ERROR(upload_rope(Rope(cfg_, spec_.local_theta), local_cos_, local_sin_));
+    }
+    return {};
+  }
+
+  Status upload_rope(const Rope& rope, DeviceBuffer& cos_dst, DeviceBuffer& sin_dst) const {
     const int half = rope.half();
     std::vector<float> cos(static_cast<size_t>(max_pos_) * half), sin(cos.size());
     for (int64_t p = 0; p < max_pos_; ++p) rope.at(p, &cos[p * half], &sin[p * half]);
-    TF_RETURN_IF_ERROR(upload(cos_, cos));
-    TF_RETURN_IF_ERROR(upload(sin_, sin));
-    return {};
+    TF_RETURN_IF_ERROR(upload(cos_dst, cos));
+    return upload(sin_dst, sin);
   }
 
   const checkpoint::ModelConfig& config() const override { return cfg_; }
@@ -420,6 +365,9 @@ class CudaDecoder final : public Model {
   std::unique_ptr<DecoderModel> cpu_;  // the checkpoint mapping, spec and host weight views
   checkpoint::ModelConfig cfg_;
   DecoderSpec spec_;
+  CudaMoe moe_;  // the MoE layers' weights and step buffers
+  bool has_moe_;
+  bool norms_f32_;  // the norm weights are f32 (Gemma), so the fused one-row kernels are off
   cuda::Stream stream_;
   cuda::LtGemm gemm_;  // every matmul: decode kernels for few rows, cuBLASLt for many
   PhaseTimer timer_;
@@ -433,7 +381,7 @@ class CudaDecoder final : public Model {
   }();
   std::map<int64_t, Graph> graphs_;
   uint64_t gen_ = 0, graphs_gen_ = 0;
-  DeviceBuffer embed_, output_, out_norm_, cos_, sin_;
+  DeviceBuffer embed_, output_, out_norm_, cos_, sin_, local_cos_, local_sin_;
   bool tied_ = false;
   int64_t max_pos_ = 0;
   std::vector<DeviceLayer> layers_;
@@ -468,10 +416,11 @@ class CudaDecoder final : public Model {
   int slot_ = 0;  // the next step's
   cuda::Stream upload_, download_;
   DeviceBuffer attn_scratch_;
-  DeviceBuffer attn_counters_;   // zeroed when allocated; attention leaves it zeroed
+  DeviceBuffer attn_counters_;             // zeroed when allocated; attention leaves it zeroed
   DeviceBuffer draw_rows_, draw_scratch_;  // the device draws' parameters and masses
-  DeviceBuffer argmax_scratch_;  // likewise, for the argmax's blocks per row
+  DeviceBuffer argmax_scratch_;            // likewise, for the argmax's blocks per row
   DeviceBuffer x_, x2_, h_, qkv_f32_, q_, att_, o_, gu_, act_, down_, xg_, hg_, logits_;
+  DeviceBuffer normed_;  // a sandwich norm's output (Gemma)
   // Overlapped steps queued, oldest first.
   struct Pending {
     int slot = 0;
@@ -597,8 +546,8 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   for (int s = 0, out_row = 0; s < static_cast<int>(batch.size()); ++s) {
     const SeqChunk& c = batch[s];
     if (argmax && c.draw && c.n_logits == 1) {
-      draws.push_back({c.draw->temperature, c.draw->top_k, c.draw->top_p, c.draw->min_p,
-                       c.draw->u, out_row});
+      draws.push_back(
+          {c.draw->temperature, c.draw->top_k, c.draw->top_p, c.draw->min_p, c.draw->u, out_row});
     }
     out_row += static_cast<int>(c.n_logits);
   }
@@ -785,6 +734,8 @@ Status CudaDecoder::size_buffers(int n, int n_out, int max_splits) {
   TF_RETURN_IF_ERROR(grow(gu_, rows * 2 * f * 4));
   TF_RETURN_IF_ERROR(grow(act_, rows * f * 2));
   TF_RETURN_IF_ERROR(grow(down_, rows * d * 4));
+  if (!layers_.empty() && (layers_[0].attn_out_norm.bytes() || layers_[0].ffn_out_norm.bytes()))
+    TF_RETURN_IF_ERROR(grow(normed_, rows * d * 4));
   TF_RETURN_IF_ERROR(
       grow(attn_scratch_, cuda::attention_scratch_bytes(n, cfg_.num_heads, hd, max_splits)));
   const size_t counter_bytes = cuda::attention_counter_bytes(n, cfg_.num_kv_heads);
@@ -814,7 +765,7 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
   auto* h = h_.get<bf16>();
   auto* down = down_.get<float>();
   timer_.mark("start", s);
-  TF_CUDA_TRY(cuda::embedding(embed_.get<bf16>(), in_.tokens, x, n, d, s));
+  TF_CUDA_TRY(cuda::embedding(embed_.get<bf16>(), in_.tokens, x, n, d, s, spec_.embed_scale));
   timer_.mark("embed", s);
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
   const float scale =
@@ -827,8 +778,6 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
                            eps};
   // The qkv kernel's step-wide inputs; the per-layer ones are set in the loop.
   cuda::QkvTensors qt;
-  qt.cos = cos_.get<float>();
-  qt.sin = sin_.get<float>();
   qt.pos = in_.pos;
   qt.slots = in_.slots;
   qt.q_out = q_.get<bf16>();
@@ -849,11 +798,13 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
   // (cuda::norm_matmul, same bits), and the residual moves between x_ and x2_ (the fused kernel
   // reads one and writes the other). A matrix the row kernels cannot take (N % 8 != 0, say a
   // vocabulary) keeps the norm apart, which leaves the residual in x as well.
+  // Not with f32 norm weights (Gemma's), which those kernels do not read.
   auto fuse_norm = [&](int cols) {
-    return n == 1 && d <= cuda::kNormMatmulMaxK && cuda::row_matmul_fits(cols, d);
+    return n == 1 && !norms_f32_ && d <= cuda::kNormMatmulMaxK && cuda::row_matmul_fits(cols, d);
   };
   // Likewise SwiGLU runs inside gate_up (its store), and down reads its row as o does.
-  const bool fuse_swiglu = fuse_norm(2 * f), row_down = n == 1 && cuda::row_matmul_fits(d, f);
+  const bool fuse_swiglu = spec_.act == Activation::kSilu && fuse_norm(2 * f),
+             row_down = n == 1 && cuda::row_matmul_fits(d, f);
   // and the o projection stages its input row in shared memory the same way.
   const bool row_o = n == 1 && cuda::row_matmul_fits(d, q_dim);
   float* x_other = x2_.get<float>();
@@ -866,6 +817,12 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
   // after the embedding, is early. Not for more rows: rope's rows x heads blocks
   // would sit through a prefill GEMM.
   const bool early = n == 1;
+  // resid (+ delta) -> RMSNorm into `out` (rows of the residual `resid`), with either weights.
+  auto add_norm = [&](float* resid, const float* delta, const DeviceBuffer& norm_w, bf16* out,
+                      int rows) {
+    return norms_f32_ ? cuda::add_rms_norm(resid, delta, norm_w.get<float>(), out, rows, d, eps, s)
+                      : cuda::add_rms_norm(resid, delta, norm_w.get<bf16>(), out, rows, d, eps, s);
+  };
   auto norm_then_matmul = [&](const float* delta, const DeviceBuffer& norm_w, const DeviceBuffer& w,
                               float* y, int cols, bool early_mm) -> Status {
     if (fuse_norm(cols)) {
@@ -874,15 +831,23 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
       std::swap(x, x_other);
       return {};
     }
-    TF_CUDA_TRY(cuda::add_rms_norm(x, delta, norm_w.get<bf16>(), h, n, d, eps, s));
+    TF_CUDA_TRY(add_norm(x, delta, norm_w, h, n));
     TF_CUDA_TRY(gemm_.matmul(h, w.get<bf16>(), y, n, cols, d, s));
     return {};
   };
+  // A sandwich norm (Gemma) of a block's output before it joins the residual: the output, or its
+  // norm in normed_.
+  auto out_normed = [&](float* y, const DeviceBuffer& norm_w) -> Result<const float*> {
+    if (norm_w.bytes() == 0) return static_cast<const float*>(y);
+    TF_CUDA_TRY(cuda::rms_norm_f32(y, norm_w.get<float>(), normed_.get<float>(), n, d, eps, s));
+    return static_cast<const float*>(normed_.get<float>());
+  };
+  const float* mlp_out = nullptr;  // the previous layer's MLP output, joining the residual next
   for (int l = 0; l < cfg_.num_layers; ++l) {
     const DeviceLayer& L = layers_[l];
     // The previous layer's MLP output joins the residual here, with this layer's norm.
-    TF_RETURN_IF_ERROR(norm_then_matmul(l == 0 ? nullptr : down, L.attn_norm, L.wqkv,
-                                        qkv_f32_.get<float>(), qkv_dim, early && l == 0));
+    TF_RETURN_IF_ERROR(norm_then_matmul(mlp_out, L.attn_norm, L.wqkv, qkv_f32_.get<float>(),
+                                        qkv_dim, early && l == 0));
     timer_.mark("norm_qkv", s);
     bf16* kc = k_cache_.get<bf16>() + kv_layer_elems_ * l;
     bf16* vc = v_cache_.get<bf16>() + kv_layer_elems_ * l;
@@ -891,6 +856,9 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     qt.k_norm = L.k_norm.get<float>();
     qt.k_cache = kc;
     qt.v_cache = vc;
+    const bool local_rope = spec_.local_rope[l] && spec_.local_theta > 0;
+    qt.cos = (local_rope ? local_cos_ : cos_).get<float>();
+    qt.sin = (local_rope ? local_sin_ : sin_).get<float>();
     TF_CUDA_TRY(cuda::qkv_rope_kv_write(qkv_f32_.get<float>(), qp, qt, n, s, early));
     timer_.mark("qkv_rope_kv", s);
     cuda::AttentionParams ap{cfg_.num_heads, cfg_.num_kv_heads, hd, bs, width, scale};
@@ -917,41 +885,54 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
           gemm_.matmul(att_.get<bf16>(), L.wo.get<bf16>(), o_.get<float>(), n, d, q_dim, s));
     }
     timer_.mark("o_proj", s);
-    if (fuse_swiglu) {
-      TF_CUDA_TRY(cuda::norm_matmul_swiglu(x, o_.get<float>(), L.ffn_norm.get<bf16>(), eps,
-                                           x_other, L.w_gate_up.get<bf16>(), act_.get<bf16>(), f,
-                                           d, s, early));
+    TF_ASSIGN_OR_RETURN(const float* attn_out, out_normed(o_.get<float>(), L.attn_out_norm));
+    if (spec_.moe[l]) {
+      TF_CUDA_TRY(add_norm(x, attn_out, L.ffn_norm, h, n));
+      TF_RETURN_IF_ERROR(moe_.run(l, n, h, down, gemm_, stream_));
+      timer_.mark("moe", s);
+    } else if (fuse_swiglu) {
+      TF_CUDA_TRY(cuda::norm_matmul_swiglu(x, attn_out, L.ffn_norm.get<bf16>(), eps, x_other,
+                                           L.w_gate_up.get<bf16>(), act_.get<bf16>(), f, d, s,
+                                           early));
       std::swap(x, x_other);
     } else {
-      TF_RETURN_IF_ERROR(norm_then_matmul(o_.get<float>(), L.ffn_norm, L.w_gate_up,
-                                          gu_.get<float>(), 2 * f, early));
-      TF_CUDA_TRY(cuda::swiglu_interleaved(gu_.get<float>(), act_.get<bf16>(), n, f, s));
+      TF_RETURN_IF_ERROR(
+          norm_then_matmul(attn_out, L.ffn_norm, L.w_gate_up, gu_.get<float>(), 2 * f, early));
+      TF_CUDA_TRY(cuda::glu_interleaved(
+          gu_.get<float>(), act_.get<bf16>(), n, f, s,
+          spec_.act == Activation::kGeluTanh ? cuda::GluAct::kGeluTanh : cuda::GluAct::kSilu));
     }
-    timer_.mark("norm_gate_up_swiglu", s);
-    if (row_down) {
-      TF_CUDA_TRY(cuda::matmul_row(act_.get<bf16>(), L.w_down.get<bf16>(), down, d, f, s, early));
-    } else {
-      TF_CUDA_TRY(gemm_.matmul(act_.get<bf16>(), L.w_down.get<bf16>(), down, n, d, f, s));
+    if (!spec_.moe[l]) {
+      timer_.mark("norm_gate_up_swiglu", s);
+      if (row_down) {
+        TF_CUDA_TRY(cuda::matmul_row(act_.get<bf16>(), L.w_down.get<bf16>(), down, d, f, s, early));
+      } else {
+        TF_CUDA_TRY(gemm_.matmul(act_.get<bf16>(), L.w_down.get<bf16>(), down, n, d, f, s));
+      }
+      timer_.mark("down", s);
     }
-    timer_.mark("down", s);
+    TF_ASSIGN_OR_RETURN(mlp_out, out_normed(down, L.ffn_out_norm));
   }
   const bf16* out_w = tied_ ? embed_.get<bf16>() : output_.get<bf16>();
   if (n_out == 1 && fuse_norm(vocab)) {
     // One row: the last MLP output joins the residual inside the lm_head matmul, with the final
     // norm (the same bits as the gather and norm below: the row's values are the same floats).
-    TF_CUDA_TRY(cuda::norm_matmul(x, down, out_norm_.get<bf16>(), eps, x_other, out_w,
+    TF_CUDA_TRY(cuda::norm_matmul(x, mlp_out, out_norm_.get<bf16>(), eps, x_other, out_w,
                                   logits_.get<float>(), vocab, d, s, early));
     timer_.mark("final_norm_lm_head", s);
   } else if (n_out > 0) {
     // The last MLP output joins the residual (the norm written to h is not used), then the rows
     // that want logits are gathered, normalized and projected.
-    TF_CUDA_TRY(cuda::add_rms_norm(x, down, out_norm_.get<bf16>(), h, n, d, eps, s));
+    TF_CUDA_TRY(add_norm(x, mlp_out, out_norm_, h, n));
     TF_CUDA_TRY(cuda::gather_rows(x, in_.out_rows, xg_.get<float>(), n_out, d, s));
-    TF_CUDA_TRY(cuda::add_rms_norm(xg_.get<float>(), nullptr, out_norm_.get<bf16>(),
-                                   hg_.get<bf16>(), n_out, d, eps, s));
+    TF_CUDA_TRY(add_norm(xg_.get<float>(), nullptr, out_norm_, hg_.get<bf16>(), n_out));
     timer_.mark("final_norm", s);
     TF_CUDA_TRY(gemm_.matmul(hg_.get<bf16>(), out_w, logits_.get<float>(), n_out, vocab, d, s));
     timer_.mark("lm_head", s);
+  }
+  if (n_out > 0 && spec_.final_softcap > 0) {
+    TF_CUDA_TRY(cuda::softcap(logits_.get<float>(), static_cast<size_t>(n_out) * vocab,
+                              spec_.final_softcap, s));
   }
   return {};
 }
