@@ -47,6 +47,7 @@ inline std::vector<float> prefill_chunked(model::Model& m, std::span<const int32
 // greedy steps teacher-forced (the reference token is fed on, so one miss hides nothing).
 struct ReferenceRun {
   float worst_prompt = 0.0f, worst_step = 0.0f;  // max-abs logit error
+  int positions = 0;                             // prompt positions compared
   int steps = 0, agree = 0;                      // greedy steps, and those whose argmax agrees
   std::vector<std::string> over;                 // positions and steps past the tolerance
 };
@@ -70,6 +71,7 @@ inline ReferenceRun run_reference(model::Model& m, const Reference& ref, float t
     for (int64_t r = 0; r < len; ++r) {
       const float e = max_abs_diff(&logits[r * vocab], want + r * vocab, vocab);
       run.worst_prompt = std::max(run.worst_prompt, e);
+      ++run.positions;
       if (e > tolerance) {
         run.over.push_back("prompt of " + std::to_string(len) + ", position " + std::to_string(r));
       }
