@@ -5,6 +5,7 @@ transformers-style directory (config.json + model.safetensors) that `tensorfold`
 load like any checkpoint.
 
 Usage: python3 tools/make_random_checkpoint.py --shape llama31-8b --out /tmp/llama31-8b
+       [--layers N]   (fewer layers than the model has: same per-layer shapes, a smaller file)
 """
 import argparse
 import json
@@ -28,6 +29,14 @@ SHAPES = {
         num_key_value_heads=8, head_dim=128, vocab_size=151936, max_position_embeddings=40960,
         rms_norm_eps=1e-6, tie_word_embeddings=False, bos_token_id=151643, eos_token_id=151645,
         rope_parameters=dict(rope_type="default", rope_theta=1000000.0)),
+    "qwen3-30b-a3b": dict(
+        architectures=["Qwen3MoeForCausalLM"], model_type="qwen3_moe", hidden_size=2048,
+        intermediate_size=6144, num_hidden_layers=48, num_attention_heads=32,
+        num_key_value_heads=4, head_dim=128, vocab_size=151936, max_position_embeddings=40960,
+        rms_norm_eps=1e-6, tie_word_embeddings=False, bos_token_id=151643, eos_token_id=151645,
+        num_experts=128, num_experts_per_tok=8, moe_intermediate_size=768, norm_topk_prob=True,
+        decoder_sparse_step=1, mlp_only_layers=[],
+        rope_parameters=dict(rope_type="default", rope_theta=1000000.0)),
 }
 
 
@@ -35,8 +44,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shape", choices=sorted(SHAPES), required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--layers", type=int, default=0)
     args = ap.parse_args()
     cfg = dict(SHAPES[args.shape], torch_dtype="bfloat16", hidden_act="silu")
+    if args.layers > 0:
+        cfg["num_hidden_layers"] = args.layers
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "config.json"), "w") as f:
         json.dump(cfg, f, indent=1)
@@ -59,9 +71,17 @@ def main():
         t[p + "self_attn.k_proj.weight"] = rand(kv, h)
         t[p + "self_attn.v_proj.weight"] = rand(kv, h)
         t[p + "self_attn.o_proj.weight"] = rand(h, q)
-        if cfg["model_type"] == "qwen3":
+        if cfg["model_type"] in ("qwen3", "qwen3_moe"):
             t[p + "self_attn.q_norm.weight"] = torch.ones(hd, dtype=torch.bfloat16)
             t[p + "self_attn.k_norm.weight"] = torch.ones(hd, dtype=torch.bfloat16)
+        if cfg["model_type"] == "qwen3_moe":
+            fe = cfg["moe_intermediate_size"]
+            t[p + "mlp.gate.weight"] = rand(cfg["num_experts"], h)
+            for e in range(cfg["num_experts"]):
+                t[p + f"mlp.experts.{e}.gate_proj.weight"] = rand(fe, h)
+                t[p + f"mlp.experts.{e}.up_proj.weight"] = rand(fe, h)
+                t[p + f"mlp.experts.{e}.down_proj.weight"] = rand(h, fe)
+            continue
         t[p + "mlp.gate_proj.weight"] = rand(f_, h)
         t[p + "mlp.up_proj.weight"] = rand(f_, h)
         t[p + "mlp.down_proj.weight"] = rand(h, f_)
