@@ -1,6 +1,7 @@
 // CudaMoe against the CPU's moe_forward on the same bf16-representable inputs (the two routers then
 // see the same logits up to f32 summation order, so they pick the same experts), and its batch
-// invariance: each row alone gives the bits it gives among all rows. Run on the H200.
+// invariance: each row alone gives the bits it gives among all rows, and the host-planned
+// per-expert matmuls give the grouped kernel's bits. Run on the H200.
 #include "model/cuda/cuda_moe.h"
 
 #include <gtest/gtest.h>
@@ -42,7 +43,7 @@ TEST(CudaMoe, MatchesCpuAndIsBatchInvariant) {
   cfg.num_experts_per_tok = 4;
   cfg.moe_intermediate_size = 64;
   cfg.norm_topk_prob = true;
-  const int d = 256, n = 37, e_n = 16, inter = 64;
+  const int d = 256, n = 300, e_n = 16, inter = 64;  // 1,200 routed rows: the host plan
   std::mt19937 rng(5);
   Experts ex;
   ex.data.reserve(1 + 3 * e_n);
@@ -71,17 +72,28 @@ TEST(CudaMoe, MatchesCpuAndIsBatchInvariant) {
     ASSERT_TRUE(model::upload(dh, h16).ok());
     ASSERT_EQ(dout.allocate(h.size() * sizeof(float)), cudaSuccess);
     const auto* hp = dh.get<cuda::bf16>();
-    ASSERT_TRUE(moe.run(0, n, hp, dout.get<float>(), gemm, stream).ok());
-    std::vector<float> all(h.size()), solo(h.size());
-    ASSERT_EQ(stream.sync(), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(all.data(), dout.get(), all.size() * 4, cudaMemcpyDeviceToHost),
-              cudaSuccess);
-    for (int r = 0; r < n; ++r) {
-      ASSERT_TRUE(moe.run(0, 1, hp + r * d, dout.get<float>() + r * d, gemm, stream).ok());
-    }
-    ASSERT_EQ(stream.sync(), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(solo.data(), dout.get(), solo.size() * 4, cudaMemcpyDeviceToHost),
-              cudaSuccess);
+    auto reserved = moe.reserve(n, stream);
+    ASSERT_TRUE(reserved.ok());
+    auto run = [&](int rows, int row0, bool may_wait) {
+      ASSERT_TRUE(
+          moe.run(0, rows, hp + row0 * d, dout.get<float>() + row0 * d, gemm, stream, may_wait)
+              .ok());
+    };
+    auto result = [&] {
+      std::vector<float> v(h.size());
+      EXPECT_EQ(stream.sync(), cudaSuccess);
+      EXPECT_EQ(cudaMemcpy(v.data(), dout.get(), v.size() * 4, cudaMemcpyDeviceToHost),
+                cudaSuccess);
+      return v;
+    };
+    run(n, 0, true);  // groups of about 75 rows: planned on the host
+    const std::vector<float> all = result();
+    run(n, 0, false);  // the grouped kernel
+    const std::vector<float> grouped = result();
+    EXPECT_EQ(std::memcmp(all.data(), grouped.data(), all.size() * 4), 0)
+        << "the host-planned expert matmuls differ from the grouped kernel";
+    for (int r = 0; r < n; ++r) run(1, r, true);
+    const std::vector<float> solo = result();
     EXPECT_EQ(std::memcmp(all.data(), solo.data(), all.size() * 4), 0)
         << "a row alone differs from the same row among " << n;
 

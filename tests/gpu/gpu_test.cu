@@ -595,16 +595,16 @@ void test_gemma_moe_ops() {
   cu::DeviceBuffer o1(r.size() * 2), o2(r.size() * 2), o3(r.size() * 4);
   CHECK_CUDA(cu::add_rms_norm(dr1.get<float>(), dd.get<float>(), dwb.get<bf16>(), o1.get<bf16>(),
                               rows, n, 1e-6f, 0));
-  CHECK_CUDA(cu::add_rms_norm(dr2.get<float>(), dd.get<float>(), dwf.get<float>(),
-                              o2.get<bf16>(), rows, n, 1e-6f, 0));
+  CHECK_CUDA(cu::add_rms_norm(dr2.get<float>(), dd.get<float>(), dwf.get<float>(), o2.get<bf16>(),
+                              rows, n, 1e-6f, 0));
   const auto n1 = download<bf16>(o1, r.size()), n2 = download<bf16>(o2, r.size());
   expect(std::memcmp(n1.data(), n2.data(), n1.size() * sizeof(bf16)) == 0,
          "add_rms_norm: f32 weights = the same bf16 weights, bitwise");
   // rms_norm_f32 of the summed residual: against a double reference.
   for (auto& v : wf) v = 1.0f + v * 0.1f;  // Gemma-like 1 + w, not bf16-representable
   auto dwg = upload(wf);
-  CHECK_CUDA(cu::rms_norm_f32(dr1.get<float>(), dwg.get<float>(), o3.get<float>(), rows, n, 1e-6f,
-                              0));
+  CHECK_CUDA(
+      cu::rms_norm_f32(dr1.get<float>(), dwg.get<float>(), o3.get<float>(), rows, n, 1e-6f, 0));
   const auto summed = download<float>(dr1, r.size()), normed = download<float>(o3, r.size());
   int bad = 0;
   for (int i = 0; i < rows; ++i) {
@@ -624,17 +624,17 @@ void test_gemma_moe_ops() {
   for (auto& v : gu) v = f(__float2bfloat16(nd(rng) * 2.0f));
   auto dgu = upload(gu);
   cu::DeviceBuffer act(size_t(rows) * ffn * 2);
-  CHECK_CUDA(cu::glu_interleaved(dgu.get<float>(), act.get<bf16>(), rows, ffn, 0,
-                                 cu::GluAct::kGeluTanh));
+  CHECK_CUDA(
+      cu::glu_interleaved(dgu.get<float>(), act.get<bf16>(), rows, ffn, 0, cu::GluAct::kGeluTanh));
   const auto a = download<bf16>(act, size_t(rows) * ffn);
   bad = 0;
   for (int i = 0; i < rows; ++i)
     for (int c = 0; c < ffn; ++c) {
-    const int at = c / 4 * 8 + c % 4;
-    const float g = gu[size_t(i) * 2 * ffn + at], u = gu[size_t(i) * 2 * ffn + at + 4];
-    const float want =
-        0.5f * g * (1.0f + std::tanh(0.7978845608028654f * (g + 0.044715f * g * g * g))) * u;
-    bad += !close_bf16(f(a[size_t(i) * ffn + c]), want);
+      const int at = c / 4 * 8 + c % 4;
+      const float g = gu[size_t(i) * 2 * ffn + at], u = gu[size_t(i) * 2 * ffn + at + 4];
+      const float want =
+          0.5f * g * (1.0f + std::tanh(0.7978845608028654f * (g + 0.044715f * g * g * g))) * u;
+      bad += !close_bf16(f(a[size_t(i) * ffn + c]), want);
     }
   expect(bad == 0, "geglu: " + std::to_string(bad) + " bad elements");
 
@@ -651,8 +651,8 @@ void test_gemma_moe_ops() {
   bad = 0;
   for (size_t i = 0; i < ids.size(); ++i)
     for (int j = 0; j < hidden; ++j) {
-    const float want = std::tanh(f(table[size_t(ids[i]) * hidden + j]) * 8.0f / 30.0f) * 30.0f;
-    bad += std::fabs(e[i * hidden + j] - want) > 1e-5f * (1 + std::fabs(want));
+      const float want = std::tanh(f(table[size_t(ids[i]) * hidden + j]) * 8.0f / 30.0f) * 30.0f;
+      bad += std::fabs(e[i * hidden + j] - want) > 1e-5f * (1 + std::fabs(want));
     }
   expect(bad == 0, "scaled embedding + softcap: " + std::to_string(bad) + " bad elements");
 
@@ -680,14 +680,59 @@ void test_gemma_moe_ops() {
   bad = 0;
   for (int i = 0; i < out_rows; ++i)
     for (int j = 0; j < hidden; ++j) {
-    float want = 0.0f;
-    for (int t = 0; t < k; ++t) {
-      volatile float term = y[size_t(pos[i * k + t]) * hidden + j] * wts[i * k + t];
-      want = want + term;
-    }
-    bad += sum[size_t(i) * hidden + j] != want;
+      float want = 0.0f;
+      for (int t = 0; t < k; ++t) {
+        volatile float term = y[size_t(pos[i * k + t]) * hidden + j] * wts[i * k + t];
+        want = want + term;
+      }
+      bad += sum[size_t(i) * hidden + j] != want;
     }
   expect(bad == 0, "weighted_row_sum: " + std::to_string(bad) + " elements differ from the CPU");
+}
+
+// grouped_matmul against matmul of each group on its own, bitwise: groups of 0 to 40 rows (more
+// than one 16-row pass), K of one and of two parts.
+void test_grouped_matmul(int n, int k) {
+  std::printf("grouped_matmul n=%d k=%d (bitwise against matmul per group)\n", n, k);
+  std::mt19937 rng(12);
+  const std::vector<int32_t> sizes = {0, 1, 5, 17, 40, 0, 3, 16};
+  std::vector<int32_t> first = {0};
+  for (int32_t m : sizes) first.push_back(first.back() + m);
+  const int rows = first.back(), groups = static_cast<int>(sizes.size());
+  auto x = random_bf16(size_t(rows) * k, rng), w = random_bf16(size_t(groups) * n * k, rng, 0.05f);
+  auto dx = upload(x), dw = upload(w), df = upload(first);
+  cu::DeviceBuffer got(size_t(rows) * n * 4), want(size_t(rows) * n * 4);
+  poison(got);
+  poison(want);
+  CHECK_CUDA(cu::grouped_matmul(dx.get<bf16>(), dw.get<bf16>(), got.get<float>(), df.get<int32_t>(),
+                                groups, n, k, 0));
+  for (int z = 0; z < groups; ++z) {
+    if (sizes[z] == 0) continue;
+    CHECK_CUDA(cu::matmul(dx.get<bf16>() + size_t(first[z]) * k, dw.get<bf16>() + size_t(z) * n * k,
+                          want.get<float>() + size_t(first[z]) * n, sizes[z], n, k, 0));
+  }
+  CHECK_CUDA(cudaDeviceSynchronize());
+  const auto a = download<float>(got, size_t(rows) * n),
+             b = download<float>(want, size_t(rows) * n);
+  expect(std::memcmp(a.data(), b.data(), a.size() * 4) == 0,
+         "grouped_matmul n=" + std::to_string(n) + " k=" + std::to_string(k) + " bitwise");
+  // Only the groups an order lists: theirs equal, the others' rows untouched.
+  const std::vector<int32_t> order = {1, 3, 7, -1};
+  auto dorder = upload(order);
+  poison(got);
+  const auto poisoned = download<float>(got, size_t(rows) * n);
+  CHECK_CUDA(cu::grouped_matmul(dx.get<bf16>(), dw.get<bf16>(), got.get<float>(), df.get<int32_t>(),
+                                groups, n, k, 0, dorder.get<int32_t>(),
+                                static_cast<int>(order.size())));
+  CHECK_CUDA(cudaDeviceSynchronize());
+  const auto c = download<float>(got, size_t(rows) * n);
+  int bad = 0;
+  for (int z = 0; z < groups; ++z) {
+    const bool listed = z == 1 || z == 3 || z == 7;
+    const size_t at = size_t(first[z]) * n, len = size_t(sizes[z]) * n;
+    bad += std::memcmp(&c[at], listed ? &b[at] : &poisoned[at], len * 4) != 0;
+  }
+  expect(bad == 0, "grouped_matmul with an order: " + std::to_string(bad) + " groups wrong");
 }
 
 int main() {
@@ -725,6 +770,9 @@ int main() {
   test_matmul_row(70000, 2048);          // vocabulary-wide: more tiles than the GPU holds at once
   test_swiglu_embedding();
   test_gemma_moe_ops();
+  test_grouped_matmul(1536, 2048);  // Qwen3-30B-A3B's expert gate_up: one part
+  test_grouped_matmul(2048, 768);   // and down
+  test_grouped_matmul(264, 4096);   // two parts (a cluster per tile)
   test_argmax();
   test_sample_rows();
   test_rope(false, 128);

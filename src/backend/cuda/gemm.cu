@@ -184,6 +184,14 @@ cudaError_t matmul(const bf16* x, const bf16* w, bf16* y, int m, int n, int k, c
 int matmul_part_len(int k, int n) { return gemm::part_len(k, n); }
 int matmul_parts(int k, int n) { return gemm::parts_of(k, n); }
 
+cudaError_t grouped_matmul(const bf16* x, const bf16* w, float* y, const int32_t* first, int groups,
+                           int n, int k, cudaStream_t s, const int32_t* order, int launched) {
+  if (k % 32 != 0 || n % 8 != 0) return cudaErrorInvalidValue;
+  if (order == nullptr) launched = groups;
+  if (launched <= 0) return cudaSuccess;
+  return gemm::grouped_small_m(x, w, y, first, order, launched, n, k, s);
+}
+
 int small_m_shapes(int m) { return gemm::small_m_shape_count(m); }
 
 const char* small_m_shape_name(int m, int shape) { return gemm::small_m_shape_label(m, shape); }

@@ -137,6 +137,36 @@ __global__ void __launch_bounds__(WARPS * 32)
   store_rows(acc, wr, y, m, n, n0, g, t);
 }
 
+// small_m_kernel over groups of rows, each against its own weight matrix (a mixture of experts:
+// group z's rows [first[z], first[z + 1]) of x and y, weights w + z n k); blockIdx.z is group
+// order[blockIdx.z] (none where negative) or, without `order`, group blockIdx.z. An empty group's
+// blocks leave at once (the whole cluster: its blocks share z); a larger one runs MF x 16 rows at
+// a time. A row's bits are small_m's: they depend on neither its group's size nor its place there.
+template <int MF, int WARPS, int STAGES, int UNROLL, int NT, typename OutT>
+__global__ void __launch_bounds__(WARPS * 32)
+    grouped_m_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w, OutT* __restrict__ y,
+                     const int32_t* __restrict__ first, const int32_t* __restrict__ order, int n,
+                     int k) {
+  constexpr int kRing = STAGES * UNROLL * NT * 32;  // uint4 per warp
+  __shared__ uint4 smem_ring[WARPS * kRing];
+  const int z = order ? order[blockIdx.z] : static_cast<int>(blockIdx.z);
+  if (z < 0) return;
+  const int r0 = first[z], m = first[z + 1] - r0;
+  if (m <= 0) return;
+  const int g = (threadIdx.x & 31) >> 2, warp = threadIdx.x >> 5;
+  const int n0 = (blockIdx.x * WARPS + warp) * 8 * NT;
+  const bf16* wz = w + static_cast<size_t>(z) * n * k;
+  const WeightRows<NT> wr(wz, n0, n, k, g);
+  // Each pass ends with the cluster's combine (its last barrier: rank 0 is done reading the
+  // others' rings), so the next pass may refill them.
+  for (int r = 0; r < m; r += MF * 16) {
+    const int rows = min(MF * 16, m - r);
+    const XRows<MF> xr(x + static_cast<size_t>(r0 + r) * k, rows, k, g);
+    ring_rows<MF, STAGES, UNROLL, NT, false, 0>(wr, xr, wz, y + static_cast<size_t>(r0 + r) * n,
+                                                rows, n, k, n0, smem_ring + warp * kRing);
+  }
+}
+
 // One cluster of parts_of(k, n) blocks per WARPS x 8 x NT rows of N.
 // kKind: kRing (small_m_kernel) or kStaged (staged_m_kernel).
 enum Kind { kRing, kStaged };
@@ -225,6 +255,22 @@ template cudaError_t small_m<float>(const bf16*, const bf16*, float*, int, int, 
                                     int);
 template cudaError_t small_m<bf16>(const bf16*, const bf16*, bf16*, int, int, int, cudaStream_t,
                                    int);
+
+cudaError_t grouped_small_m(const bf16* x, const bf16* w, float* y, const int32_t* first,
+                            const int32_t* order, int launched, int n, int k, cudaStream_t s) {
+  // Decode-sized groups (a few rows per expert): one fragment of rows, the narrow ring shape.
+  constexpr int kWarps = 4, kRowsPerBlock = kWarps * 8;
+  const int parts = parts_of(k, n);
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3((n + kRowsPerBlock - 1) / kRowsPerBlock, parts, launched);
+  cfg.blockDim = dim3(kWarps * 32);
+  cfg.stream = s;
+  cudaLaunchAttribute attrs[1] = {parts_cluster(parts)};
+  cfg.attrs = attrs;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, grouped_m_kernel<1, kWarps, 3, 4, 1, float>, x, w, y, first,
+                            order, n, k);
+}
 
 int small_m_shape_count(int m) { return static_cast<int>(shapes_for<bf16>(m).size()); }
 

@@ -20,6 +20,9 @@ template <typename OutT>
 cudaError_t small_m(const bf16* x, const bf16* w, OutT* y, int m, int n, int k, cudaStream_t s,
                     int shape);
 int small_m_shape_count(int m);
+// grouped_matmul's kernel (ops.h).
+cudaError_t grouped_small_m(const bf16* x, const bf16* w, float* y, const int32_t* first,
+                            const int32_t* order, int launched, int n, int k, cudaStream_t s);
 
 const char* small_m_shape_label(int m, int shape);
 

@@ -24,6 +24,16 @@ cudaError_t matmul(const bf16* x, const bf16* w, float* y, int m, int n, int k, 
 cudaError_t matmul(const bf16* x, const bf16* w, bf16* y, int m, int n, int k, cudaStream_t s,
                    GemmPath path = GemmPath::kAuto);
 
+// Groups of rows, each against its own weights (a mixture of experts' routed rows): for each group
+// z < groups, rows [first[z], first[z + 1]) of x and y (first in device memory, groups + 1
+// entries) and the weights w + z n k. Each row gets matmul's bits; the row counts stay on the
+// device, so a CUDA graph can capture it. Made for a few rows a group (decode steps). With `order`
+// (device, `launched` entries), only groups order[0 .. launched) run, -1 entries none: the hit
+// experts of a step that routes fewer rows than there are experts.
+cudaError_t grouped_matmul(const bf16* x, const bf16* w, float* y, const int32_t* first, int groups,
+                           int n, int k, cudaStream_t s, const int32_t* order = nullptr,
+                           int launched = 0);
+
 // The canonical order's cut of K for a K x N weight (gemm_order.cuh): the part length (the last
 // part may be shorter) and the number of parts.
 int matmul_part_len(int k, int n);
@@ -160,6 +170,19 @@ cudaError_t gather_rows(const bf16* src, const int32_t* idx, bf16* dst, int rows
 // each product rounded, then added): a mixture of experts' weighted sum of its experts' outputs.
 cudaError_t weighted_row_sum(const float* y, const int32_t* pos, const float* w, int k, float* out,
                              int rows, int n, cudaStream_t s);
+// A mixture of experts' routing of `rows` rows from their router logits [rows, n_experts] f32:
+// softmax, the top_k best (ties to the lower index), renormalized to sum to one when `renorm`;
+// each row's picks are stored in ascending expert order (chosen, weight: [rows, top_k]), the order
+// its expert outputs are added in. A function of the row alone. n_experts <= 256, top_k <= 16.
+cudaError_t moe_route(const float* logits, int rows, int n_experts, int top_k, bool renorm,
+                      int32_t* chosen, float* weight, cudaStream_t s);
+// The routed slots (row r's pick j is slot r top_k + j) grouped by expert: first[e] (n_experts + 1
+// entries) where expert e's rows start, src_row[p] the row whose slot sits at grouped position p,
+// and pos[slot] that position; hit[0 .. n_experts) the experts some slot chose, ascending, then
+// -1s (grouped_matmul's order). The order within a group is unspecified (grouped_matmul's bits do
+// not depend on it).
+cudaError_t moe_group(const int32_t* chosen, int slots, int top_k, int n_experts, int32_t* first,
+                      int32_t* src_row, int32_t* pos, int32_t* hit, cudaStream_t s);
 // x[i] = tanh(x[i] / cap) * cap over n floats (final logit soft-capping).
 cudaError_t softcap(float* x, size_t n, float cap, cudaStream_t s);
 

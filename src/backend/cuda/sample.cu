@@ -125,10 +125,9 @@ __device__ void cut_at(const float* l, uint64_t* m, int n, uint32_t t, uint64_t 
   __syncthreads();
 }
 
-__global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restrict__ logits, int n,
-                                                          const SampleRow* __restrict__ rows,
-                                                          uint64_t* __restrict__ scratch,
-                                                          int32_t* __restrict__ out) {
+__global__ void __launch_bounds__(kThreads)
+    sample_kernel(const float* __restrict__ logits, int n, const SampleRow* __restrict__ rows,
+                  uint64_t* __restrict__ scratch, int32_t* __restrict__ out) {
   __shared__ Shared sh;
   const SampleRow p = rows[blockIdx.x];
   const float* l = logits + static_cast<size_t>(p.row) * n;

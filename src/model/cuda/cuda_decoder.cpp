@@ -149,10 +149,7 @@ class CudaDecoder final : public Model {
         spec_(cpu_->spec()),
         moe_(cfg_, spec_.act),
         has_moe_(std::find(spec_.moe.begin(), spec_.moe.end(), true) != spec_.moe.end()),
-        norms_f32_(spec_.norm_offset) {
-    // MoE layers wait on the host for their routing, which a captured graph cannot.
-    if (has_moe_) graphs_enabled_ = false;
-  }
+        norms_f32_(spec_.norm_offset) {}
 
   Status check() const {
     auto unsupported = [&](const char* what) {
@@ -367,6 +364,7 @@ class CudaDecoder final : public Model {
   DecoderSpec spec_;
   CudaMoe moe_;  // the MoE layers' weights and step buffers
   bool has_moe_;
+  bool capturing_ = false;  // enqueue() is being captured into a graph: nothing may wait
   bool norms_f32_;  // the norm weights are f32 (Gemma), so the fused one-row kernels are off
   cuda::Stream stream_;
   cuda::LtGemm gemm_;  // every matmul: decode kernels for few rows, cuBLASLt for many
@@ -693,7 +691,9 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
     auto it = graphs_.find(key);
     if (it == graphs_.end()) {
       TF_CUDA_TRY(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+      capturing_ = true;
       Status st = enqueue(n_run, n_run, bs, width, plan);
+      capturing_ = false;
       if (st.ok()) {
         const cudaError_t e = queue_argmax(n_run);
         if (e != cudaSuccess)
@@ -734,6 +734,10 @@ Status CudaDecoder::size_buffers(int n, int n_out, int max_splits) {
   TF_RETURN_IF_ERROR(grow(gu_, rows * 2 * f * 4));
   TF_RETURN_IF_ERROR(grow(act_, rows * f * 2));
   TF_RETURN_IF_ERROR(grow(down_, rows * d * 4));
+  if (has_moe_) {
+    TF_ASSIGN_OR_RETURN(const bool moved, moe_.reserve(n, stream_));
+    if (moved) ++gen_;  // reserve() waited for the stream; graphs that used them are stale
+  }
   if (!layers_.empty() && (layers_[0].attn_out_norm.bytes() || layers_[0].ffn_out_norm.bytes()))
     TF_RETURN_IF_ERROR(grow(normed_, rows * d * 4));
   TF_RETURN_IF_ERROR(
@@ -888,7 +892,7 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     TF_ASSIGN_OR_RETURN(const float* attn_out, out_normed(o_.get<float>(), L.attn_out_norm));
     if (spec_.moe[l]) {
       TF_CUDA_TRY(add_norm(x, attn_out, L.ffn_norm, h, n));
-      TF_RETURN_IF_ERROR(moe_.run(l, n, h, down, gemm_, stream_));
+      TF_RETURN_IF_ERROR(moe_.run(l, n, h, down, gemm_, stream_, !capturing_));
       timer_.mark("moe", s);
     } else if (fuse_swiglu) {
       TF_CUDA_TRY(cuda::norm_matmul_swiglu(x, attn_out, L.ffn_norm.get<bf16>(), eps, x_other,

@@ -1,6 +1,7 @@
-// Mixture-of-experts MLP layers on the GPU: the router's logits come back to the host, which picks
-// each row's experts with the CPU decoder's own routing (model::route) and groups the rows by
-// expert, so each hit expert runs one matmul over its rows and experts no row chose are not read.
+// Mixture-of-experts MLP layers on the GPU, routed on the device: the router's matmul, a warp per
+// row for the softmax and top-k (cuda::moe_route), the routed rows grouped by expert
+// (cuda::moe_group), each group's gate_up and down against its expert's weights, and a per-row sum
+// of its experts' outputs in ascending expert order. Experts no row chose are not read.
 #pragma once
 
 #include <vector>
@@ -17,42 +18,42 @@ class CudaMoe {
  public:
   CudaMoe(const checkpoint::ModelConfig& cfg, Activation act);
 
-  // Fails (kUnsupported) for expert shapes the matmuls cannot take.
+  // Fails (kUnsupported) for expert shapes the kernels cannot take.
   Status check() const;
   // The bf16 bytes of a layer's router and experts.
   static size_t bytes(const MoeWeights& w);
-  // Uploads the router and experts of model layer `layer` (gate and up interleaved in tiles of 8,
-  // for glu_interleaved).
+  // Uploads the router and experts of model layer `layer`: every expert's gate and up rows
+  // (interleaved in tiles of 8, for glu_interleaved) in one matrix, their down rows in another.
   Status upload(int layer, const MoeWeights& w, Uploader& up);
 
-  // out[n, d] = layer's MoE of h[n, d] (bf16 rows). Waits on the host for the router: not for
-  // CUDA graph capture. Every output row is a function of its h row alone: an expert's matmul
-  // reduces each element in one order whatever its row count (cuda::matmul's contract), and a
-  // row's expert outputs are added in ascending expert order.
+  // Buffers for steps of up to n rows; whether one moved (a captured graph that used it is then
+  // stale). Waits for the stream before moving anything.
+  Result<bool> reserve(int n, const backend::cuda::Stream& stream);
+  // out[n, d] = layer's MoE of h[n, d] (bf16 rows), n within reserve(). With may_wait (not while
+  // a graph is captured) and many routed rows, the host reads the group sizes back and runs each
+  // hit expert's matmuls on their own (cuda::matmul); otherwise every step stays on
+  // the device (grouped_matmul). Both give the same bits: each output row is a function of its
+  // h row alone.
   Status run(int layer, int n, const backend::cuda::bf16* h, float* out,
-             backend::cuda::LtGemm& gemm, const backend::cuda::Stream& stream);
+             backend::cuda::LtGemm& gemm, const backend::cuda::Stream& stream, bool may_wait);
 
  private:
   struct Layer {
-    backend::cuda::DeviceBuffer router;                      // [E, d]
-    std::vector<backend::cuda::DeviceBuffer> gate_up, down;  // per expert: [2I, d], [d, I]
+    backend::cuda::DeviceBuffer router;   // [E, d]
+    backend::cuda::DeviceBuffer gate_up;  // [E x 2I, d], each expert's rows interleaved
+    backend::cuda::DeviceBuffer down;     // [E x d, I]
   };
-  // Grows the step buffers for n rows (after waiting for the stream: a queued kernel may read
-  // them). Never shrinks.
-  Status size_for(int n, const backend::cuda::Stream& stream);
 
   int d_, n_experts_, top_k_, inter_;
-  MoeParams params_;
+  bool renorm_;
+  backend::cuda::GluAct act_;
   std::vector<Layer> layers_;  // by model layer; dense layers' entries stay empty
-  // Router logits, rows gathered by expert, their projections and outputs, and the per-slot
-  // indices (gather source rows, each row's outputs in expert order, and their weights).
-  backend::cuda::DeviceBuffer logits_, x_, gu_, act_, y_, index_;
-  backend::cuda::PinnedBuffer host_logits_, host_index_;
+  // Router logits; the picks (chosen, weight); the grouping (first, hit, src_row, pos); the routed
+  // rows, their projections, activations and outputs.
+  backend::cuda::DeviceBuffer logits_, chosen_, weight_, first_, hit_, src_row_, pos_;
+  backend::cuda::DeviceBuffer x_, gu_, act_rows_, y_;
+  backend::cuda::PinnedBuffer host_first_;
   int rows_ = 0;  // the rows the buffers hold
-  // Host scratch, kept between steps.
-  std::vector<int32_t> chosen_, pos_of_, first_, fill_;
-  std::vector<float> weight_;
-  std::vector<int> js_;
 };
 
 }  // namespace tf::model

@@ -16,11 +16,10 @@ std::vector<uint16_t> to_bf16(const std::vector<float>& v) {
   return out;
 }
 
-Status Uploader::matrix(std::initializer_list<const Tensor*> parts,
-                        backend::cuda::DeviceBuffer& dst,
+Status Uploader::matrix(std::span<const Tensor* const> parts, backend::cuda::DeviceBuffer& dst,
                         const std::function<int64_t(int64_t)>& order) {
   std::vector<std::pair<const Tensor*, int64_t>> stack;  // (tensor, row) of each stacked row
-  const int64_t cols = (*parts.begin())->cols();
+  const int64_t cols = parts.front()->cols();
   for (const Tensor* t : parts) {
     for (int64_t r = 0; r < t->rows(); ++r) stack.emplace_back(t, r);
   }

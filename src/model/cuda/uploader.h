@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <span>
 #include <vector>
 
 #include "backend/cuda/device.h"
@@ -42,8 +43,12 @@ class Uploader {
 
   // dst = the parts' rows one after another; with `order`, dst row r is that stack's row
   // order(r) (a permutation of it).
-  Status matrix(std::initializer_list<const Tensor*> parts, backend::cuda::DeviceBuffer& dst,
+  Status matrix(std::span<const Tensor* const> parts, backend::cuda::DeviceBuffer& dst,
                 const std::function<int64_t(int64_t)>& order = {});
+  Status matrix(std::initializer_list<const Tensor*> parts, backend::cuda::DeviceBuffer& dst,
+                const std::function<int64_t(int64_t)>& order = {}) {
+    return matrix(std::span<const Tensor* const>(parts.begin(), parts.size()), dst, order);
+  }
   // Ends the progress line.
   void done() const;
 

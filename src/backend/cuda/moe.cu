@@ -1,0 +1,139 @@
+// A mixture of experts' routing on the device: a warp per row for the softmax and top-k (fixed
+// shuffle trees, so a row's picks and weights depend on that row alone), and one block that
+// groups the routed slots by expert (a count, a scan, then places taken by atomics: the order
+// within a group varies, the bits of each row's result do not).
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backend/cuda/ops.h"
+
+namespace tf::backend::cuda {
+namespace {
+
+constexpr int kMaxExperts = 256, kPerLane = kMaxExperts / 32, kMaxTopK = 16;
+
+__global__ void moe_route_kernel(const float* __restrict__ logits, int n_experts, int top_k,
+                                 bool renorm, int32_t* __restrict__ chosen,
+                                 float* __restrict__ weight) {
+  const int row = blockIdx.x, lane = threadIdx.x;
+  const float* l = logits + static_cast<size_t>(row) * n_experts;
+  float p[kPerLane];
+  float mx = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int e = lane + 32 * i;
+    p[i] = e < n_experts ? l[e] : -INFINITY;
+    mx = fmaxf(mx, p[i]);
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  float sum = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    p[i] = lane + 32 * i < n_experts ? expf(p[i] - mx) : 0.0f;
+    sum += p[i];
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) p[i] /= sum;
+  // top_k rounds of the best remaining (value desc, index asc); taken entries become -1.
+  int pick[kMaxTopK];
+  float prob[kMaxTopK];
+  for (int j = 0; j < top_k; ++j) {
+    float v = -1.0f;
+    int at = 0x7fffffff;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int e = lane + 32 * i;
+      if (e < n_experts && (p[i] > v || (p[i] == v && e < at))) {
+        v = p[i];
+        at = e;
+      }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      const float v2 = __shfl_xor_sync(0xffffffffu, v, o);
+      const int at2 = __shfl_xor_sync(0xffffffffu, at, o);
+      if (v2 > v || (v2 == v && at2 < at)) {
+        v = v2;
+        at = at2;
+      }
+    }
+    pick[j] = at;
+    prob[j] = v;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i)
+      if (lane + 32 * i == at) p[i] = -1.0f;
+  }
+  if (lane != 0) return;
+  float top = 0.0f;
+  for (int j = 0; j < top_k; ++j) top += prob[j];  // best first, as the CPU's route()
+  // Ascending expert order (insertion sort of at most kMaxTopK).
+  for (int j = 1; j < top_k; ++j) {
+    for (int i = j; i > 0 && pick[i - 1] > pick[i]; --i) {
+      const int e = pick[i];
+      pick[i] = pick[i - 1];
+      pick[i - 1] = e;
+      const float q = prob[i];
+      prob[i] = prob[i - 1];
+      prob[i - 1] = q;
+    }
+  }
+  for (int j = 0; j < top_k; ++j) {
+    chosen[static_cast<size_t>(row) * top_k + j] = pick[j];
+    weight[static_cast<size_t>(row) * top_k + j] = renorm ? prob[j] / top : prob[j];
+  }
+}
+
+constexpr int kGroupThreads = 1024;
+
+__global__ void __launch_bounds__(kGroupThreads)
+    moe_group_kernel(const int32_t* __restrict__ chosen, int slots, int top_k, int n_experts,
+                     int32_t* __restrict__ first, int32_t* __restrict__ src_row,
+                     int32_t* __restrict__ pos, int32_t* __restrict__ hit) {
+  __shared__ int count[kMaxExperts], fill[kMaxExperts];
+  for (int e = threadIdx.x; e < n_experts; e += blockDim.x) count[e] = 0;
+  __syncthreads();
+  for (int i = threadIdx.x; i < slots; i += blockDim.x) atomicAdd(&count[chosen[i]], 1);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int at = 0, hits = 0;
+    for (int e = 0; e < n_experts; ++e) {
+      first[e] = fill[e] = at;
+      at += count[e];
+      if (count[e] > 0) hit[hits++] = e;
+    }
+    first[n_experts] = at;
+    while (hits < n_experts) hit[hits++] = -1;
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < slots; i += blockDim.x) {
+    const int p = atomicAdd(&fill[chosen[i]], 1);
+    src_row[p] = i / top_k;
+    pos[i] = p;
+  }
+}
+
+}  // namespace
+
+cudaError_t moe_route(const float* logits, int rows, int n_experts, int top_k, bool renorm,
+                      int32_t* chosen, float* weight, cudaStream_t s) {
+  if (n_experts > kMaxExperts || top_k > kMaxTopK || top_k < 1 || top_k > n_experts) {
+    return cudaErrorInvalidValue;
+  }
+  if (rows <= 0) return cudaSuccess;
+  moe_route_kernel<<<rows, 32, 0, s>>>(logits, n_experts, top_k, renorm, chosen, weight);
+  return cudaGetLastError();
+}
+
+cudaError_t moe_group(const int32_t* chosen, int slots, int top_k, int n_experts, int32_t* first,
+                      int32_t* src_row, int32_t* pos, int32_t* hit, cudaStream_t s) {
+  if (n_experts > kMaxExperts || top_k < 1) return cudaErrorInvalidValue;
+  moe_group_kernel<<<1, kGroupThreads, 0, s>>>(chosen, slots, top_k, n_experts, first, src_row, pos,
+                                               hit);
+  return cudaGetLastError();
+}
+
+}  // namespace tf::backend::cuda
