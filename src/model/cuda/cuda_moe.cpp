@@ -18,9 +18,10 @@ namespace {
 // on the grouped decode kernel, which takes 16 rows a pass.
 constexpr int kHostPlanSlots = 1024;
 // Groups of this many rows and more go to cuBLASLt (LtGemm), in multiples of it. H200, 12 layers
-// of Qwen3-30B-A3B: prefill of 512 / 4,096 tokens at 47,400 / 103,300 tok/s this way, 25,900 /
-// 69,400 with every group on the kernels.
-constexpr int kLtRows = 64;
+// of Qwen3-30B-A3B, prefill of 512 / 4,096 tokens: 46,500-47,200 / 101,600-102,700 tok/s; in
+// multiples of 64 rows 39,000-40,000 / 97,800-98,800; every group on the kernels 25,700 /
+// 69,200. Each new row count costs a cuBLASLt heuristic query once (LtGemm keeps the plans).
+constexpr int kLtRows = 16;
 }  // namespace
 
 CudaMoe::CudaMoe(const checkpoint::ModelConfig& cfg, Activation act)
