@@ -74,6 +74,9 @@ TEST(CudaMoe, MatchesCpuAndIsBatchInvariant) {
     const auto* hp = dh.get<cuda::bf16>();
     auto reserved = moe.reserve(n, stream);
     ASSERT_TRUE(reserved.ok());
+    auto poison = [&] {  // NaN everywhere, so a row a path leaves unwritten cannot match
+      ASSERT_EQ(cudaMemset(dout.get(), 0xff, dout.bytes()), cudaSuccess);
+    };
     auto run = [&](int rows, int row0, bool may_wait) {
       ASSERT_TRUE(
           moe.run(0, rows, hp + row0 * d, dout.get<float>() + row0 * d, gemm, stream, may_wait)
@@ -86,12 +89,15 @@ TEST(CudaMoe, MatchesCpuAndIsBatchInvariant) {
                 cudaSuccess);
       return v;
     };
+    poison();
     run(n, 0, true);  // groups of about 75 rows: planned on the host
     const std::vector<float> all = result();
+    poison();
     run(n, 0, false);  // the grouped kernel
     const std::vector<float> grouped = result();
     EXPECT_EQ(std::memcmp(all.data(), grouped.data(), all.size() * 4), 0)
         << "the host-planned expert matmuls differ from the grouped kernel";
+    poison();
     for (int r = 0; r < n; ++r) run(1, r, true);
     const std::vector<float> solo = result();
     EXPECT_EQ(std::memcmp(all.data(), solo.data(), all.size() * 4), 0)
@@ -104,10 +110,13 @@ TEST(CudaMoe, MatchesCpuAndIsBatchInvariant) {
     model::MoeParams p{cfg.num_experts_per_tok, cfg.norm_topk_prob, act};
     model::moe_forward(ex.w, p, h.data(), n, d, want.data(), nullptr);
     double worst = 0, scale = 0;
+    int non_finite = 0;
     for (size_t i = 0; i < want.size(); ++i) {
+      non_finite += !std::isfinite(all[i]);
       worst = std::max(worst, std::fabs(double(all[i]) - want[i]));
       scale = std::max(scale, std::fabs(double(want[i])));
     }
+    EXPECT_EQ(non_finite, 0) << "outputs left unwritten (NaN) or not finite";
     std::printf("[ cuda moe ] %s: max-abs %.3g of outputs up to %.3g\n",
                 act == model::Activation::kSilu ? "silu" : "gelu_tanh", worst, scale);
     EXPECT_LT(worst, 0.02 * scale);

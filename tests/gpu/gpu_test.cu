@@ -735,6 +735,83 @@ void test_grouped_matmul(int n, int k) {
   expect(bad == 0, "grouped_matmul with an order: " + std::to_string(bad) + " groups wrong");
 }
 
+// moe_route against a CPU top-k (distinct logits 0.05 apart, so no near-ties; plus a row of equal
+// logits, one with +inf and one with NaN, which must still pick top_k distinct valid experts), and
+// moe_group's grouping of those picks checked entry by entry.
+void test_moe_route_group(int n_experts, int top_k) {
+  std::printf("moe_route + moe_group, %d experts, top %d\n", n_experts, top_k);
+  std::mt19937 rng(13);
+  const int rows = 40, slots = rows * top_k;
+  std::vector<float> logits(size_t(rows) * n_experts);
+  std::vector<int> perm(n_experts);
+  for (int r = 0; r < rows; ++r) {
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    for (int e = 0; e < n_experts; ++e)
+      logits[size_t(r) * n_experts + e] = 0.05f * float(perm[e]) - 2.0f;
+  }
+  std::fill_n(&logits[0], n_experts, 0.5f);  // row 0: all equal
+  logits[size_t(1) * n_experts + 3] = INFINITY;
+  logits[size_t(2) * n_experts + 5] = NAN;
+  auto dl = upload(logits);
+  cu::DeviceBuffer dc(slots * 4), dw(slots * 4), df((n_experts + 1) * 4), dsrc(slots * 4),
+      dpos(slots * 4), dhit(n_experts * 4);
+  CHECK_CUDA(cu::moe_route(dl.get<float>(), rows, n_experts, top_k, true, dc.get<int32_t>(),
+                           dw.get<float>(), 0));
+  CHECK_CUDA(cu::moe_group(dc.get<int32_t>(), slots, top_k, n_experts, df.get<int32_t>(),
+                           dsrc.get<int32_t>(), dpos.get<int32_t>(), dhit.get<int32_t>(), 0));
+  CHECK_CUDA(cudaDeviceSynchronize());
+  const auto chosen = download<int32_t>(dc, slots);
+  const auto weight = download<float>(dw, slots);
+  int bad = 0;
+  for (int r = 0; r < rows; ++r) {
+    const int32_t* c = &chosen[size_t(r) * top_k];
+    bool valid = true;
+    for (int j = 0; j < top_k; ++j)
+      valid &= c[j] >= 0 && c[j] < n_experts && (j == 0 || c[j] > c[j - 1]);
+    if (!valid) {
+      ++bad;
+      continue;
+    }
+    if (r == 1 || r == 2) continue;  // non-finite rows: valid distinct picks are all that is owed
+    // The reference: top_k of the logits (index ascending among equals), then ascending.
+    const float* l = &logits[size_t(r) * n_experts];
+    std::vector<int> order(n_experts);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return l[a] > l[b]; });
+    std::vector<int> want(order.begin(), order.begin() + top_k);
+    std::sort(want.begin(), want.end());
+    double mx = *std::max_element(l, l + n_experts), z = 0, top = 0;
+    for (int e = 0; e < n_experts; ++e) z += std::exp(double(l[e]) - mx);
+    for (int e : want) top += std::exp(double(l[e]) - mx) / z;
+    for (int j = 0; j < top_k; ++j) {
+      const double p = std::exp(double(l[want[j]]) - mx) / z / top;
+      bad += c[j] != want[j] || std::fabs(weight[size_t(r) * top_k + j] - p) > 1e-5 * p + 1e-7;
+    }
+  }
+  expect(bad == 0, "moe_route: " + std::to_string(bad) + " rows wrong");
+  const auto first = download<int32_t>(df, n_experts + 1);
+  const auto src = download<int32_t>(dsrc, slots), pos = download<int32_t>(dpos, slots);
+  const auto hit = download<int32_t>(dhit, n_experts);
+  std::vector<int> count(n_experts, 0), seen(slots, 0);
+  for (int32_t c : chosen) ++count[std::clamp(c, 0, n_experts - 1)];
+  bad = first[0] != 0 || first[n_experts] != slots;
+  for (int e = 0; e < n_experts; ++e) bad += first[e + 1] - first[e] != count[e];
+  for (int i = 0; i < slots; ++i) {
+    const int p = pos[i], e = chosen[i];
+    if (p < 0 || p >= slots || seen[p]++) {
+      ++bad;
+      continue;
+    }
+    bad += p < first[e] || p >= first[e + 1] || src[p] != i / top_k;
+  }
+  int h = 0;
+  for (int e = 0; e < n_experts; ++e)
+    if (count[e] > 0) bad += hit[h++] != e;
+  for (; h < n_experts; ++h) bad += hit[h] != -1;
+  expect(bad == 0, "moe_group: " + std::to_string(bad) + " entries wrong");
+}
+
 int main() {
   int dev = 0;
   cudaDeviceProp prop{};
@@ -770,6 +847,10 @@ int main() {
   test_matmul_row(70000, 2048);          // vocabulary-wide: more tiles than the GPU holds at once
   test_swiglu_embedding();
   test_gemma_moe_ops();
+  test_moe_route_group(128, 8);
+  test_moe_route_group(256, 16);
+  test_moe_route_group(200, 8);  // experts not a multiple of 32
+  test_moe_route_group(8, 2);
   test_grouped_matmul(1536, 2048);  // Qwen3-30B-A3B's expert gate_up: one part
   test_grouped_matmul(2048, 768);   // and down
   test_grouped_matmul(264, 4096);   // two parts (a cluster per tile)

@@ -38,16 +38,22 @@ __global__ void moe_route_kernel(const float* __restrict__ logits, int n_experts
   for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
 #pragma unroll
   for (int i = 0; i < kPerLane; ++i) p[i] /= sum;
-  // top_k rounds of the best remaining (value desc, index asc); taken entries become -1.
+    // top_k rounds of the best untaken entry (value desc, index asc). NaN ranks as -inf, so every
+    // round picks a valid, new expert even from a row of non-finite logits (whose output is then
+    // garbage, but only its own: moe_group never sees an index out of range).
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i)
+    if (isnan(p[i])) p[i] = -INFINITY;
+  unsigned taken = 0;  // bit i: this lane's entry i
   int pick[kMaxTopK];
   float prob[kMaxTopK];
   for (int j = 0; j < top_k; ++j) {
-    float v = -1.0f;
+    float v = -INFINITY;
     int at = 0x7fffffff;
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) {
       const int e = lane + 32 * i;
-      if (e < n_experts && (p[i] > v || (p[i] == v && e < at))) {
+      if (e < n_experts && !(taken >> i & 1u) && (p[i] > v || (p[i] == v && e < at))) {
         v = p[i];
         at = e;
       }
@@ -63,9 +69,7 @@ __global__ void moe_route_kernel(const float* __restrict__ logits, int n_experts
     }
     pick[j] = at;
     prob[j] = v;
-#pragma unroll
-    for (int i = 0; i < kPerLane; ++i)
-      if (lane + 32 * i == at) p[i] = -1.0f;
+    if (at % 32 == lane) taken |= 1u << (at / 32);
   }
   if (lane != 0) return;
   float top = 0.0f;
@@ -96,7 +100,9 @@ __global__ void __launch_bounds__(kGroupThreads)
   __shared__ int count[kMaxExperts], fill[kMaxExperts];
   for (int e = threadIdx.x; e < n_experts; e += blockDim.x) count[e] = 0;
   __syncthreads();
-  for (int i = threadIdx.x; i < slots; i += blockDim.x) atomicAdd(&count[chosen[i]], 1);
+  // Picks are in range (moe_route's guarantee); clamped anyway, so a bad one stays in its row.
+  auto expert = [&](int i) { return min(max(chosen[i], 0), n_experts - 1); };
+  for (int i = threadIdx.x; i < slots; i += blockDim.x) atomicAdd(&count[expert(i)], 1);
   __syncthreads();
   if (threadIdx.x == 0) {
     int at = 0, hits = 0;
@@ -110,7 +116,7 @@ __global__ void __launch_bounds__(kGroupThreads)
   }
   __syncthreads();
   for (int i = threadIdx.x; i < slots; i += blockDim.x) {
-    const int p = atomicAdd(&fill[chosen[i]], 1);
+    const int p = atomicAdd(&fill[expert(i)], 1);
     src_row[p] = i / top_k;
     pos[i] = p;
   }

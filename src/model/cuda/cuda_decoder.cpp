@@ -26,6 +26,7 @@
 #include "backend/cuda/ops.h"
 #include "base/half.h"
 #include "model/cuda/cuda_moe.h"
+#include "model/cuda/cuda_status.h"
 #include "model/cuda/uploader.h"
 #include "model/rope.h"
 
@@ -149,6 +150,11 @@ class CudaDecoder final : public Model {
         spec_(cpu_->spec()),
         moe_(cfg_, spec_.act),
         has_moe_(std::find(spec_.moe.begin(), spec_.moe.end(), true) != spec_.moe.end()),
+        has_dense_(std::find(spec_.moe.begin(), spec_.moe.end(), false) != spec_.moe.end()),
+        has_sandwich_(std::any_of(cpu_->weights().layers.begin(), cpu_->weights().layers.end(),
+                                  [](const LayerWeights& L) {
+                                    return !L.attn_out_norm.empty() || !L.ffn_out_norm.empty();
+                                  })),
         norms_f32_(spec_.norm_offset) {}
 
   Status check() const {
@@ -157,7 +163,6 @@ class CudaDecoder final : public Model {
                         what, cfg_.family);
     };
     if (has_moe_) TF_RETURN_IF_ERROR(moe_.check());
-    const bool dense = std::find(spec_.moe.begin(), spec_.moe.end(), false) != spec_.moe.end();
     const int64_t hd = cfg_.head_dim, q_dim = cfg_.num_heads * hd;
     if (hd > 128 || hd % 8 != 0) return unsupported("head_dim above 128 or not a multiple of 8");
     if (cfg_.num_heads / cfg_.num_kv_heads > 64) {
@@ -166,7 +171,7 @@ class CudaDecoder final : public Model {
     // matmul needs K % 32 and N % 8: K is hidden, q_dim or ffn; N is every output width, all
     // multiples of 8 once these hold (head_dim % 8 above).
     if (cfg_.hidden_size % 32 != 0 || q_dim % 32 != 0 ||
-        (dense && cfg_.intermediate_size % 32 != 0) || cfg_.vocab_size % 8 != 0) {
+        (has_dense_ && cfg_.intermediate_size % 32 != 0) || cfg_.vocab_size % 8 != 0) {
       return unsupported("dimensions that are not multiples of 32 (K) and 8 (N)");
     }
     return {};
@@ -362,9 +367,10 @@ class CudaDecoder final : public Model {
   std::unique_ptr<DecoderModel> cpu_;  // the checkpoint mapping, spec and host weight views
   checkpoint::ModelConfig cfg_;
   DecoderSpec spec_;
-  CudaMoe moe_;  // the MoE layers' weights and step buffers
-  bool has_moe_;
-  bool capturing_ = false;  // enqueue() is being captured into a graph: nothing may wait
+  CudaMoe moe_;               // the MoE layers' weights and step buffers
+  bool has_moe_, has_dense_;  // some layer has experts; some has a dense MLP
+  bool has_sandwich_;         // some layer norms its attention or MLP output (Gemma)
+  bool capturing_ = false;    // enqueue() is being captured into a graph: nothing may wait
   bool norms_f32_;  // the norm weights are f32 (Gemma), so the fused one-row kernels are off
   cuda::Stream stream_;
   cuda::LtGemm gemm_;  // every matmul: decode kernels for few rows, cuBLASLt for many
@@ -731,15 +737,16 @@ Status CudaDecoder::size_buffers(int n, int n_out, int max_splits) {
   TF_RETURN_IF_ERROR(grow(q_, rows * q_dim * 2));
   TF_RETURN_IF_ERROR(grow(att_, rows * q_dim * 2));
   TF_RETURN_IF_ERROR(grow(o_, rows * d * 4));
-  TF_RETURN_IF_ERROR(grow(gu_, rows * 2 * f * 4));
-  TF_RETURN_IF_ERROR(grow(act_, rows * f * 2));
+  if (has_dense_) {  // the dense MLP's (MoE layers have buffers of their own)
+    TF_RETURN_IF_ERROR(grow(gu_, rows * 2 * f * 4));
+    TF_RETURN_IF_ERROR(grow(act_, rows * f * 2));
+  }
   TF_RETURN_IF_ERROR(grow(down_, rows * d * 4));
   if (has_moe_) {
     TF_ASSIGN_OR_RETURN(const bool moved, moe_.reserve(n, stream_));
     if (moved) ++gen_;  // reserve() waited for the stream; graphs that used them are stale
   }
-  if (!layers_.empty() && (layers_[0].attn_out_norm.bytes() || layers_[0].ffn_out_norm.bytes()))
-    TF_RETURN_IF_ERROR(grow(normed_, rows * d * 4));
+  if (has_sandwich_) TF_RETURN_IF_ERROR(grow(normed_, rows * d * 4));
   TF_RETURN_IF_ERROR(
       grow(attn_scratch_, cuda::attention_scratch_bytes(n, cfg_.num_heads, hd, max_splits)));
   const size_t counter_bytes = cuda::attention_counter_bytes(n, cfg_.num_kv_heads);
@@ -902,9 +909,8 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     } else {
       TF_RETURN_IF_ERROR(
           norm_then_matmul(attn_out, L.ffn_norm, L.w_gate_up, gu_.get<float>(), 2 * f, early));
-      TF_CUDA_TRY(cuda::glu_interleaved(
-          gu_.get<float>(), act_.get<bf16>(), n, f, s,
-          spec_.act == Activation::kGeluTanh ? cuda::GluAct::kGeluTanh : cuda::GluAct::kSilu));
+      TF_CUDA_TRY(
+          cuda::glu_interleaved(gu_.get<float>(), act_.get<bf16>(), n, f, s, glu_act(spec_.act)));
     }
     if (!spec_.moe[l]) {
       timer_.mark("norm_gate_up_swiglu", s);

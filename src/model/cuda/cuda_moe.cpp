@@ -30,17 +30,20 @@ CudaMoe::CudaMoe(const checkpoint::ModelConfig& cfg, Activation act)
       top_k_(cfg.num_experts_per_tok),
       inter_(cfg.moe_intermediate_size),
       renorm_(cfg.norm_topk_prob),
-      act_(act == Activation::kGeluTanh ? cuda::GluAct::kGeluTanh : cuda::GluAct::kSilu),
+      act_(glu_act(act)),
       layers_(static_cast<size_t>(cfg.num_layers)) {}
 
 Status CudaMoe::check() const {
   // The matmuls take K % 32 and N % 8: K is hidden or the expert width, N is E, 2I or hidden;
   // moe_route takes up to 256 experts and 16 picks.
   if (inter_ % 32 != 0 || n_experts_ % 8 != 0 || d_ % 32 != 0 || n_experts_ > 256 || top_k_ > 16) {
-    return make_error(ErrorCode::kUnsupported,
-                      "the CUDA backend needs moe_intermediate_size % 32 == 0, num_experts % 8 == "
-                      "0, at most 256 experts and 16 per token (got {}, {}, {})",
-                      inter_, n_experts_, top_k_);
+    return make_error(
+        ErrorCode::kUnsupported,
+        "the CUDA backend needs hidden_size % 32 == 0, moe_intermediate_size % 32 == "
+        "0, num_experts % 8 == 0 and at most 256, num_experts_per_tok at most 16 (got "
+        "hidden_size {}, moe_intermediate_size {}, num_experts {}, "
+        "num_experts_per_tok {})",
+        d_, inter_, n_experts_, top_k_);
   }
   if (top_k_ < 1 || top_k_ > n_experts_) {
     return make_error(ErrorCode::kInvalidArgument, "num_experts_per_tok {} of {} experts", top_k_,
@@ -75,6 +78,7 @@ Status CudaMoe::upload(int layer, const MoeWeights& w, Uploader& up) {
 Result<bool> CudaMoe::reserve(int n, const cuda::Stream& stream) {
   if (n <= rows_) return false;
   TF_CUDA_TRY(stream.sync());
+  rows_ = 0;  // until every buffer below is in place (a failure leaves them unusable)
   const size_t rows = std::max(n, 2 * rows_), slots = rows * top_k_ + kLtRows;
   TF_CUDA_TRY(logits_.allocate(rows * n_experts_ * sizeof(float)));
   // Slots past rows x top_k: the spare rows the last group's rounded-up matmul may use.

@@ -8,11 +8,19 @@
 
 #include "backend/cuda/device.h"
 #include "backend/cuda/gemm_lt.h"
+#include "backend/cuda/ops.h"
 #include "checkpoint/model_config.h"
+#include "model/cuda/cuda_status.h"
 #include "model/cuda/uploader.h"
 #include "model/moe.h"
 
 namespace tf::model {
+
+// The gated MLP's activation as the CUDA ops name it.
+inline backend::cuda::GluAct glu_act(Activation a) {
+  return a == Activation::kGeluTanh ? backend::cuda::GluAct::kGeluTanh
+                                    : backend::cuda::GluAct::kSilu;
+}
 
 class CudaMoe {
  public:

@@ -12,16 +12,10 @@
 
 #include "backend/cuda/device.h"
 #include "base/result.h"
+#include "model/cuda/cuda_status.h"
 #include "tensor/tensor.h"
 
 namespace tf::model {
-
-#define TF_CUDA_TRY(expr)                                                                      \
-  do {                                                                                         \
-    if (cudaError_t e_ = (expr); e_ != cudaSuccess) {                                          \
-      return make_error(ErrorCode::kInternal, "CUDA: {} ({})", cudaGetErrorString(e_), #expr); \
-    }                                                                                          \
-  } while (0)
 
 // dst = the vector's bytes (at least one byte allocated).
 template <typename T>
