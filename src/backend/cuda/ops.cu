@@ -280,20 +280,20 @@ __global__ void gather_rows_kernel(const T* __restrict__ src, const int32_t* __r
   for (int i = threadIdx.x; i < n; i += blockDim.x) d[i] = s[i];
 }
 
-// One block per output row; each element sums its k terms in list order, unfused.
+// Each element sums its k terms in list order, unfused.
 __global__ void weighted_row_sum_kernel(const float* __restrict__ y,
                                         const int32_t* __restrict__ pos,
                                         const float* __restrict__ w, int k, float* __restrict__ out,
                                         int n) {
-  const int32_t* p = pos + static_cast<int64_t>(blockIdx.x) * k;
-  const float* wr = w + static_cast<int64_t>(blockIdx.x) * k;
-  float* o = out + static_cast<int64_t>(blockIdx.x) * n;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    float acc = 0.0f;
-    for (int j = 0; j < k; ++j)
-      acc = __fadd_rn(acc, __fmul_rn(y[static_cast<int64_t>(p[j]) * n + i], wr[j]));
-    o[i] = acc;
-  }
+  const int32_t* p = pos + static_cast<int64_t>(blockIdx.y) * k;
+  const float* wr = w + static_cast<int64_t>(blockIdx.y) * k;
+  float* o = out + static_cast<int64_t>(blockIdx.y) * n;
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float acc = 0.0f;
+  for (int j = 0; j < k; ++j)
+    acc = __fadd_rn(acc, __fmul_rn(y[static_cast<int64_t>(p[j]) * n + i], wr[j]));
+  o[i] = acc;
 }
 
 __global__ void softcap_kernel(float* __restrict__ x, size_t n, float cap) {
@@ -351,7 +351,15 @@ cudaError_t gather_rows(const bf16* src, const int32_t* idx, bf16* dst, int rows
 cudaError_t weighted_row_sum(const float* y, const int32_t* pos, const float* w, int k, float* out,
                              int rows, int n, cudaStream_t s) {
   if (rows <= 0) return cudaSuccess;
-  weighted_row_sum_kernel<<<rows, 256, 0, s>>>(y, pos, w, k, out, n);
+  // An element a thread (grid: column blocks x rows): a one-row step's k strided reads then
+  // overlap across the GPU instead of queuing in one block (ncu: 17.8 us for one 2,048-wide row).
+  constexpr int kMaxGridRows = 65535;
+  for (int r = 0; r < rows; r += kMaxGridRows) {
+    const int m = std::min(rows - r, kMaxGridRows);
+    weighted_row_sum_kernel<<<dim3((n + 255) / 256, m), 256, 0, s>>>(
+        y, pos + static_cast<int64_t>(r) * k, w + static_cast<int64_t>(r) * k, k,
+        out + static_cast<int64_t>(r) * n, n);
+  }
   return cudaGetLastError();
 }
 
