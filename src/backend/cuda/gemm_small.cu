@@ -258,7 +258,11 @@ template cudaError_t small_m<bf16>(const bf16*, const bf16*, bf16*, int, int, in
 
 cudaError_t grouped_small_m(const bf16* x, const bf16* w, float* y, const int32_t* first,
                             const int32_t* order, int launched, int n, int k, cudaStream_t s) {
-  // Decode-sized groups (a few rows per expert): one fragment of rows, the narrow ring shape.
+  // Decode-sized groups (a few rows per expert): one fragment of rows, 4 warps, a ring of 6
+  // batches of 4 chunks. H200, 12 layers of Qwen3-30B-A3B, decode tok/s at 1 / 8 streams: 833.4-
+  // 833.7 / 2,978-2,992; with 3 batches 756.3-763.7 / 2,883-2,923; with row-contiguous copies
+  // 795.7-802.6 / 2,761-2,790 (8 warps: 749.5-750.6 / 2,826-2,833; 2 warps and 8 chunks a
+  // batch: 767.6-769.0 / 2,582-2,594).
   constexpr int kWarps = 4, kRowsPerBlock = kWarps * 8;
   const int parts = parts_of(k, n);
   cudaLaunchConfig_t cfg{};
@@ -268,7 +272,7 @@ cudaError_t grouped_small_m(const bf16* x, const bf16* w, float* y, const int32_
   cudaLaunchAttribute attrs[1] = {parts_cluster(parts)};
   cfg.attrs = attrs;
   cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, grouped_m_kernel<1, kWarps, 3, 4, 1, float>, x, w, y, first,
+  return cudaLaunchKernelEx(&cfg, grouped_m_kernel<1, kWarps, 6, 4, 1, float>, x, w, y, first,
                             order, n, k);
 }
 
