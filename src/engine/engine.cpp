@@ -213,9 +213,9 @@ Status Engine::forward(std::span<const ScheduledChunk> chunks, float* logits, in
                      s.blocks, c.wants_logits() ? 1 : 0});
     if (c.wants_logits() && draws_in_model(s)) {
       const auto& sp = s.req.sampling;
-      batch.back().draw = model::DeviceDraw{
-          sp.temperature, sp.top_k, sp.top_p, sp.min_p,
-          keyed_uniform(sp.seed, static_cast<uint64_t>(s.tokens.size()))};
+      batch.back().draw =
+          model::DeviceDraw{sp.temperature, sp.top_k, sp.top_p, sp.min_p,
+                            keyed_uniform(sp.seed, static_cast<uint64_t>(s.tokens.size()))};
     }
   }
   try {
@@ -273,8 +273,8 @@ void Engine::step() {
       c.seq->scheduled_once = true;
       c.seq->first_scheduled = now;
     }
-    logits_needed = logits_needed || (c.wants_logits() && !greedy_from_argmax(*c.seq) &&
-                                      !draws_in_model(*c.seq));
+    logits_needed = logits_needed ||
+                    (c.wants_logits() && !greedy_from_argmax(*c.seq) && !draws_in_model(*c.seq));
   }
   if (overlap_ && launch_overlapped(plan.chunks)) return;
   argmax_.resize(plan.chunks.size());
@@ -301,8 +301,7 @@ void Engine::step() {
       Drawn& d = drawn[i];
       d.id = draw(s, row, d.id);
       if (s.req.logprobs >= 0) {
-        d.logprob =
-            chosen_logprob({row, static_cast<size_t>(vocab)}, d.id, &d.top, s.req.logprobs);
+        d.logprob = chosen_logprob({row, static_cast<size_t>(vocab)}, d.id, &d.top, s.req.logprobs);
       }
     }
   };
@@ -352,6 +351,11 @@ Status Engine::launch_rows(const std::vector<Sequence*>& seqs, bool follow) {
   for (const Sequence* s : seqs) {
     const int64_t pos = follow ? static_cast<int64_t>(s->tokens.size()) : s->computed;
     batch.push_back({std::span(s->tokens).last(1), pos, s->blocks, 1});
+    if (draws_in_model(*s)) {  // the token after pos, keyed by its index as forward() keys it
+      const auto& sp = s->req.sampling;
+      batch.back().draw = model::DeviceDraw{sp.temperature, sp.top_k, sp.top_p, sp.min_p,
+                                            keyed_uniform(sp.seed, static_cast<uint64_t>(pos + 1))};
+    }
   }
   try {
     return model_->launch_decode(batch, kv_, follow);
@@ -360,12 +364,16 @@ Status Engine::launch_rows(const std::vector<Sequence*>& seqs, bool follow) {
   }
 }
 
-// Only greedy decode rows: their token is the model's argmax, which a following step can read on
-// the device. Anything else, or a launch that fails, takes the plain path (which isolates faults).
+// Only decode rows whose token is the model's value (greedy's argmax, or its own draw), which a
+// following step can read on the device. Anything else, or a launch that fails, takes the plain
+// path (which isolates faults).
 bool Engine::launch_overlapped(std::span<const ScheduledChunk> chunks) {
   std::vector<Sequence*> seqs;
   for (const auto& c : chunks) {
-    if (c.n != 1 || !c.wants_logits() || !greedy_from_argmax(*c.seq)) return false;
+    const Sequence& s = *c.seq;
+    if (c.n != 1 || !c.wants_logits() || !(greedy_from_argmax(s) || draws_in_model(s))) {
+      return false;
+    }
     seqs.push_back(c.seq);
   }
   if (!launch_rows(seqs, false).ok()) {
@@ -418,7 +426,7 @@ void Engine::step_overlapped() {
     Sequence& s = *rows[i];
     if (s.state != SeqState::kRunning) continue;  // ended while its step ran (cancel, deadline)
     advance(s, 1);
-    emit_token(s, Drawn{argmax[i]});  // greedy rows only: the argmax is the token
+    emit_token(s, Drawn{argmax[i]});  // the model's value (argmax or draw) is the token
   }
   {
     std::lock_guard<std::mutex> lock(mu_);

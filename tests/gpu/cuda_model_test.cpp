@@ -5,6 +5,7 @@
 // GPU's greedy argmax equals the host's, and its sampled draws are each row's alone.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -279,9 +280,10 @@ TEST_P(CudaFixture, DeviceDrawsMatchSolo) {
       << GetParam() << " mixed step, the greedy row";
 }
 
-// Overlapped decode (launch_decode, each step's tokens the argmaxes of the step before, read on
-// the device) gives the tokens plain forward_argmax steps give, for three sequences at once (one
-// padding row in the graph), across a block boundary and a table-width change.
+// Overlapped decode (launch_decode, each step's tokens the argmaxes, or the device draws, of the
+// step before, read on the device) gives the tokens plain forward_argmax steps give, for three
+// sequences at once (one padding row in the graph), across a block boundary and a table-width
+// change; greedy, and with sequence 1 sampling on the device.
 TEST_P(CudaFixture, OverlappedDecodeMatchesPlainSteps) {
   std::string why;
   auto m = load_cuda(GetParam(), &why);
@@ -293,7 +295,16 @@ TEST_P(CudaFixture, OverlappedDecodeMatchesPlainSteps) {
   constexpr int kSeqs = 3, kSteps = 40;
   constexpr int64_t kBlocksPerSeq = 16;
   // Each sequence: the prompt cut at a different length, in its own range of blocks.
-  auto run = [&](bool overlapped) {
+  // Sequence 1's draw for the token after position pos (its uniform a function of pos, as the
+  // engine keys it).
+  auto draw_at = [](int64_t pos) {
+    model::DeviceDraw d;
+    d.temperature = 1.3f;
+    d.top_p = 0.95f;
+    d.u = std::fmod(0.37 + 0.618034 * static_cast<double>(pos + 1), 1.0);
+    return d;
+  };
+  auto run = [&](bool overlapped, bool sampled) {
     model::KvCache kv(m->config(), kSeqs * kBlocksPerSeq);
     std::vector<std::vector<int32_t>> tables(kSeqs), toks(kSeqs);
     std::vector<float> logits(static_cast<size_t>(vocab) * kSeqs);
@@ -311,6 +322,7 @@ TEST_P(CudaFixture, OverlappedDecodeMatchesPlainSteps) {
       for (int s = 0; s < kSeqs; ++s) {
         const int64_t pos = static_cast<int64_t>(toks[s].size()) - 1 + ahead;
         rows.push_back({std::span(toks[s]).last(1), pos, tables[s], 1});
+        if (sampled && s == 1) rows.back().draw = draw_at(pos);
       }
       return rows;
     };
@@ -331,11 +343,16 @@ TEST_P(CudaFixture, OverlappedDecodeMatchesPlainSteps) {
     }
     return toks;
   };
-  const auto plain = run(false);
-  const auto overlapped = run(true);
+  const auto plain = run(false, false);
+  const auto overlapped = run(true, false);
+  const auto plain_drawn = run(false, true);
+  const auto overlapped_drawn = run(true, true);
   for (int s = 0; s < kSeqs; ++s) {
     EXPECT_EQ(overlapped[s], plain[s]) << GetParam() << " sequence " << s;
+    EXPECT_EQ(overlapped_drawn[s], plain_drawn[s]) << GetParam() << " sampled, sequence " << s;
   }
+  EXPECT_NE(plain_drawn[1], plain[1]) << GetParam() << ": the draws never left the argmax";
+  EXPECT_EQ(plain_drawn[0], plain[0]) << GetParam() << ": a greedy row beside a sampled one";
 }
 
 INSTANTIATE_TEST_SUITE_P(All, CudaFixture, ::testing::ValuesIn(test::kModelFixtures),

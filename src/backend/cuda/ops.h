@@ -155,9 +155,10 @@ struct SampleRow {
 // masses exp((logit - max) / T) x 2^40 as integers (0 below exp(-87), for NaN, or under min_p);
 // top_k's k best and top_p's fewest best reaching top_p of the mass, by (logit desc, id asc);
 // then the first id, in id order, whose running mass passes u x the kept total. The best id
-// where no mass is left. A function of the row and its params alone. scratch: rows x n.
+// where no mass is left. A function of the row and its params alone. scratch: rows x n. `also`, if
+// set, gets the same tokens at the same rows (a following decode step's inputs, as argmax_rows').
 cudaError_t sample_rows(const float* logits, int rows, int n, const SampleRow* params,
-                        uint64_t* scratch, int32_t* out, cudaStream_t s);
+                        uint64_t* scratch, int32_t* out, cudaStream_t s, int32_t* also = nullptr);
 cudaError_t argmax_rows(const float* x, int rows, int n, int32_t* out, cudaStream_t s,
                         int32_t* also = nullptr, void* scratch = nullptr);
 

@@ -127,7 +127,8 @@ __device__ void cut_at(const float* l, uint64_t* m, int n, uint32_t t, uint64_t 
 
 __global__ void __launch_bounds__(kThreads)
     sample_kernel(const float* __restrict__ logits, int n, const SampleRow* __restrict__ rows,
-                  uint64_t* __restrict__ scratch, int32_t* __restrict__ out) {
+                  uint64_t* __restrict__ scratch, int32_t* __restrict__ out,
+                  int32_t* __restrict__ also) {
   __shared__ Shared sh;
   const SampleRow p = rows[blockIdx.x];
   const float* l = logits + static_cast<size_t>(p.row) * n;
@@ -174,7 +175,10 @@ __global__ void __launch_bounds__(kThreads)
     const uint64_t mine = i < n ? m[i] : 0;
     uint64_t chunk = 0;
     const uint64_t before = base + block_exclusive(mine, sh, chunk);
-    if (mine > 0 && before <= u && u < before + mine) *token = i;
+    if (mine > 0 && before <= u && u < before + mine) {
+      *token = i;
+      if (also != nullptr) also[p.row] = i;
+    }
     base += chunk;
     if (base > u) return;  // the same for every thread: the chunk held the draw
   }
@@ -190,16 +194,17 @@ __global__ void __launch_bounds__(kThreads)
     int b = n;
     for (int w = 0; w < kWarps; ++w) b = min(b, sh.iwarp[w]);
     *token = b < n ? b : 0;
+    if (also != nullptr) also[p.row] = *token;
   }
 }
 
 }  // namespace
 
 cudaError_t sample_rows(const float* logits, int rows, int n, const SampleRow* params,
-                        uint64_t* scratch, int32_t* out, cudaStream_t s) {
+                        uint64_t* scratch, int32_t* out, cudaStream_t s, int32_t* also) {
   if (rows <= 0) return cudaSuccess;
   if (n <= 0) return cudaErrorInvalidValue;
-  sample_kernel<<<rows, kThreads, 0, s>>>(logits, n, params, scratch, out);
+  sample_kernel<<<rows, kThreads, 0, s>>>(logits, n, params, scratch, out, also);
   return cudaGetLastError();
 }
 

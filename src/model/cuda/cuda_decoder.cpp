@@ -718,9 +718,11 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
     TF_CUDA_TRY(cudaGraphLaunch(it->second.exec, s));
   }
   if (!draws.empty()) {
+    // A decode step's draws become the other slot's tokens too, over the argmaxes written there.
     TF_CUDA_TRY(cuda::sample_rows(logits_.get<float>(), static_cast<int>(draws.size()),
                                   cfg_.vocab_size, draw_rows_.get<cuda::SampleRow>(),
-                                  draw_scratch_.get<uint64_t>(), sl.argmax.get<int32_t>(), s));
+                                  draw_scratch_.get<uint64_t>(), sl.argmax.get<int32_t>(), s,
+                                  decode_step ? other.inputs.get<int32_t>() : nullptr));
   }
   TF_CUDA_TRY(cudaEventRecord(sl.ran.get(), s));
   return {};
