@@ -235,11 +235,9 @@ TEST_P(MatmulTypes, DotRowMatchesReference) {
   }
 }
 
-TEST_P(MatmulTypes, MatmulBitIdenticalToDotRow) {
-  const DType t = GetParam();
+// matmul at M = 1..9 and 17 on 1 to 3 threads against dot_row, bit for bit.
+void check_matmul_against_dot_row(DType t, int64_t k) {
   std::mt19937 rng(3);
-  const int bs = dtype_info(t).block_size;
-  const int64_t k = bs == 1 ? 517 : bs == 32 ? 32 * 29 : 256 * 3;
   const int64_t n = 257;  // odd, and large enough that every pool size really splits the work
   const auto data = random_rows(t, n, k, rng);
   Tensor w{t, {n, k}, data.data()};
@@ -258,6 +256,21 @@ TEST_P(MatmulTypes, MatmulBitIdenticalToDotRow) {
         }
       }
     }
+  }
+}
+
+// Two widths per type: a short one, and for quantized types one whose 5 to 8 packed x rows
+// overflow L1, so batched decode runs K in chunks (3 to 5 of them: first, middle and last).
+TEST_P(MatmulTypes, MatmulBitIdenticalToDotRow) {
+  const DType t = GetParam();
+  const int bs = dtype_info(t).block_size;
+  for (const int64_t k : {bs == 1    ? int64_t{517}
+                          : bs == 32 ? 32 * 29
+                                     : 256 * 3,
+                          bs == 1    ? int64_t{1031}
+                          : bs == 32 ? 32 * 49
+                                     : 256 * 9}) {
+    check_matmul_against_dot_row(t, k);
   }
 }
 

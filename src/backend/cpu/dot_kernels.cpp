@@ -609,17 +609,20 @@ void small_m_rows(int64_t m, const uint8_t* w, size_t row_bytes, int64_t k, cons
     }
   }
   const int64_t group = m * k * 4 <= kL1Bytes ? m : 4;
-  float* xp = scratch(static_cast<size_t>(m * k));
+  // Each row's packed vectors take kp floats, a whole number of vectors, so every group's pack
+  // starts aligned for the kernels' aligned loads (k itself need not be a multiple of kN).
+  const int64_t kp = (k + kN - 1) / kN * kN;
+  float* xp = scratch(static_cast<size_t>(m * kp));
   for (int64_t i = 0; i < m; i += group) {
     const int rm = static_cast<int>(std::min(group, m - i));
-    with_rows(rm, [&](auto r) { pack_x<decltype(r)::value>(x + i * k, k, xp + i * k); });
+    with_rows(rm, [&](auto r) { pack_x<decltype(r)::value>(x + i * k, k, xp + i * kp); });
   }
   const int64_t tile = group == m ? n1 - n0 : kTileRows;
   for (int64_t nt = n0; nt < n1; nt += tile) {
     const int64_t ne = std::min(n1, nt + tile);
     for (int64_t i = 0; i < m; i += group) {
       const int rm = static_cast<int>(std::min(group, m - i));
-      reg_group<K>(rm, w, row_bytes, k, x + i * k, xp + i * k, y + i * ldy, ldy, nt, ne);
+      reg_group<K>(rm, w, row_bytes, k, x + i * k, xp + i * kp, y + i * ldy, ldy, nt, ne);
     }
   }
 }

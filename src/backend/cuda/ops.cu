@@ -350,7 +350,7 @@ cudaError_t gather_rows(const bf16* src, const int32_t* idx, bf16* dst, int rows
 
 cudaError_t weighted_row_sum(const float* y, const int32_t* pos, const float* w, int k, float* out,
                              int rows, int n, cudaStream_t s) {
-  if (rows <= 0) return cudaSuccess;
+  if (rows <= 0 || n <= 0) return cudaSuccess;
   // An element a thread (grid: column blocks x rows): a one-row step's k strided reads then
   // overlap across the GPU instead of queuing in one block (ncu: 17.8 us for one 2,048-wide row).
   constexpr int kMaxGridRows = 65535;
