@@ -13,8 +13,11 @@ namespace tf::model {
 
 namespace cpu = backend::cpu;
 
-// Softmax in f32, the k largest (ties to the lower index, as torch.topk), optionally renormalized
-// to sum to one.
+namespace {
+
+// Each of n rows' top_k experts and their weights (chosen, weight: [n, top_k], best first) from
+// its router logits [n, n_experts], which become the softmax: softmax in f32, the k largest (ties
+// to the lower index, as torch.topk), optionally renormalized to sum to one.
 void route(float* logits, int64_t n, int64_t n_experts, const MoeParams& p, int32_t* chosen,
            float* weight) {
   const int k = p.top_k;
@@ -39,10 +42,13 @@ void route(float* logits, int64_t n, int64_t n_experts, const MoeParams& p, int3
   }
 }
 
+// js[0, k) = 0 .. k - 1 ordered by chosen[j]: the order a row's expert outputs are summed in.
 void ascending_experts(const int32_t* chosen, int k, int* js) {
   std::iota(js, js + k, 0);
   std::sort(js, js + k, [&](int a, int b) { return chosen[a] < chosen[b]; });
 }
+
+}  // namespace
 
 size_t moe_forward(const MoeWeights& w, const MoeParams& p, const float* h, int64_t n, int64_t d,
                    float* out, ThreadPool* pool) {

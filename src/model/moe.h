@@ -22,13 +22,6 @@ struct MoeParams {
   Activation act = Activation::kSilu;
 };
 
-// Each of n rows' top_k experts and their weights (chosen, weight: [n, top_k], best first) from its
-// router logits [n, n_experts], which become the softmax. A function of the row alone.
-void route(float* logits, int64_t n, int64_t n_experts, const MoeParams& p, int32_t* chosen,
-           float* weight);
-// js[0, k) = 0 .. k - 1 ordered by chosen[j]: the order a row's expert outputs are summed in.
-void ascending_experts(const int32_t* chosen, int k, int* js);
-
 // out[n, d] = MoE(h[n, d]). Each row's result depends only on that row: the experts' outputs are
 // summed in ascending expert order (as transformers' index_add does), whatever else is in the
 // batch. Returns the weight bytes read (router plus the experts that were hit).

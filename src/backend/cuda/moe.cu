@@ -11,7 +11,7 @@
 namespace tf::backend::cuda {
 namespace {
 
-constexpr int kMaxExperts = 256, kPerLane = kMaxExperts / 32, kMaxTopK = 16;
+constexpr int kMaxExperts = kMoeMaxExperts, kPerLane = kMaxExperts / 32, kMaxTopK = kMoeMaxTopK;
 
 __global__ void moe_route_kernel(const float* __restrict__ logits, int n_experts, int top_k,
                                  bool renorm, int32_t* __restrict__ chosen,
@@ -73,7 +73,7 @@ __global__ void moe_route_kernel(const float* __restrict__ logits, int n_experts
   }
   if (lane != 0) return;
   float top = 0.0f;
-  for (int j = 0; j < top_k; ++j) top += prob[j];  // best first, as the CPU's route()
+  for (int j = 0; j < top_k; ++j) top += prob[j];  // best first, as the CPU's routing
   // Ascending expert order (insertion sort of at most kMaxTopK).
   for (int j = 1; j < top_k; ++j) {
     for (int i = j; i > 0 && pick[i - 1] > pick[i]; --i) {

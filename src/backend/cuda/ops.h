@@ -171,10 +171,12 @@ cudaError_t gather_rows(const bf16* src, const int32_t* idx, bf16* dst, int rows
 // each product rounded, then added): a mixture of experts' weighted sum of its experts' outputs.
 cudaError_t weighted_row_sum(const float* y, const int32_t* pos, const float* w, int k, float* out,
                              int rows, int n, cudaStream_t s);
+// The most experts and picks per row moe_route takes.
+constexpr int kMoeMaxExperts = 256, kMoeMaxTopK = 16;
 // A mixture of experts' routing of `rows` rows from their router logits [rows, n_experts] f32:
 // softmax, the top_k best (ties to the lower index), renormalized to sum to one when `renorm`;
 // each row's picks are stored in ascending expert order (chosen, weight: [rows, top_k]), the order
-// its expert outputs are added in. A function of the row alone. n_experts <= 256, top_k <= 16.
+// its expert outputs are added in. A function of the row alone.
 cudaError_t moe_route(const float* logits, int rows, int n_experts, int top_k, bool renorm,
                       int32_t* chosen, float* weight, cudaStream_t s);
 // The routed slots (row r's pick j is slot r top_k + j) grouped by expert: first[e] (n_experts + 1

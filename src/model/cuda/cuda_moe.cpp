@@ -35,15 +35,15 @@ CudaMoe::CudaMoe(const checkpoint::ModelConfig& cfg, Activation act)
 
 Status CudaMoe::check() const {
   // The matmuls take K % 32 and N % 8: K is hidden or the expert width, N is E, 2I or hidden;
-  // moe_route takes up to 256 experts and 16 picks.
-  if (inter_ % 32 != 0 || n_experts_ % 8 != 0 || d_ % 32 != 0 || n_experts_ > 256 || top_k_ > 16) {
-    return make_error(
-        ErrorCode::kUnsupported,
-        "the CUDA backend needs hidden_size % 32 == 0, moe_intermediate_size % 32 == "
-        "0, num_experts % 8 == 0 and at most 256, num_experts_per_tok at most 16 (got "
-        "hidden_size {}, moe_intermediate_size {}, num_experts {}, "
-        "num_experts_per_tok {})",
-        d_, inter_, n_experts_, top_k_);
+  // moe_route takes at most kMoeMaxExperts experts and kMoeMaxTopK picks.
+  if (inter_ % 32 != 0 || n_experts_ % 8 != 0 || d_ % 32 != 0 ||
+      n_experts_ > cuda::kMoeMaxExperts || top_k_ > cuda::kMoeMaxTopK) {
+    return make_error(ErrorCode::kUnsupported,
+                      "the CUDA backend needs hidden_size % 32 == 0, moe_intermediate_size % 32 == "
+                      "0, num_experts % 8 == 0 and at most {}, num_experts_per_tok at most {} (got "
+                      "hidden_size {}, moe_intermediate_size {}, num_experts {}, "
+                      "num_experts_per_tok {})",
+                      cuda::kMoeMaxExperts, cuda::kMoeMaxTopK, d_, inter_, n_experts_, top_k_);
   }
   if (top_k_ < 1 || top_k_ > n_experts_) {
     return make_error(ErrorCode::kInvalidArgument, "num_experts_per_tok {} of {} experts", top_k_,
