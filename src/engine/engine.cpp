@@ -212,10 +212,7 @@ Status Engine::forward(std::span<const ScheduledChunk> chunks, float* logits, in
     batch.push_back({std::span<const int32_t>(s.tokens).subspan(s.computed, c.n), s.computed,
                      s.blocks, c.wants_logits() ? 1 : 0});
     if (c.wants_logits() && draws_in_model(s)) {
-      const auto& sp = s.req.sampling;
-      batch.back().draw =
-          model::DeviceDraw{sp.temperature, sp.top_k, sp.top_p, sp.min_p,
-                            keyed_uniform(sp.seed, static_cast<uint64_t>(s.tokens.size()))};
+      batch.back().draw = device_draw(s, static_cast<uint64_t>(s.tokens.size()));
     }
   }
   try {
@@ -351,11 +348,9 @@ Status Engine::launch_rows(const std::vector<Sequence*>& seqs, bool follow) {
   for (const Sequence* s : seqs) {
     const int64_t pos = follow ? static_cast<int64_t>(s->tokens.size()) : s->computed;
     batch.push_back({std::span(s->tokens).last(1), pos, s->blocks, 1});
-    if (draws_in_model(*s)) {  // the token after pos, keyed by its index as forward() keys it
-      const auto& sp = s->req.sampling;
-      batch.back().draw = model::DeviceDraw{sp.temperature, sp.top_k, sp.top_p, sp.min_p,
-                                            keyed_uniform(sp.seed, static_cast<uint64_t>(pos + 1))};
-    }
+    // The token after pos: index pos + 1 (forward()'s rows draw index tokens.size(), one past
+    // their last position, alike).
+    if (draws_in_model(*s)) batch.back().draw = device_draw(*s, static_cast<uint64_t>(pos + 1));
   }
   try {
     return model_->launch_decode(batch, kv_, follow);
@@ -455,6 +450,13 @@ bool Engine::draws_in_model(const Sequence& s) const {
   const auto& sp = s.req.sampling;
   return model_->draws_on_device() && sp.temperature > 0.0f && sp.top_k != 1 &&
          !sp.has_penalties() && s.req.logprobs < 0;
+}
+
+// The model's draw of the token at `index` of s: the request's parameters and the keyed uniform
+// of that index, as sample() keys a host draw.
+model::DeviceDraw Engine::device_draw(const Sequence& s, uint64_t index) {
+  const auto& sp = s.req.sampling;
+  return {sp.temperature, sp.top_k, sp.top_p, sp.min_p, keyed_uniform(sp.seed, index)};
 }
 
 int32_t Engine::draw(const Sequence& s, const float* row, int32_t argmax) const {

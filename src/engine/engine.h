@@ -105,6 +105,7 @@ class Engine final : public EngineClient {
   int32_t draw(const Sequence& s, const float* logits, int32_t argmax) const;
   static bool greedy_from_argmax(const Sequence& s);
   bool draws_in_model(const Sequence& s) const;
+  static model::DeviceDraw device_draw(const Sequence& s, uint64_t index);
   void finish(Sequence& s, FinishReason reason, std::optional<Error> error = std::nullopt);
   void update_stats_locked();
 
