@@ -86,6 +86,7 @@ using V8 = float __attribute__((vector_size(32)));
 // dot_fixed of q with 8 K rows (stride apart) at once, bit for bit: the same 8 lane sums, then the
 // same pairwise combine, done for the 8 rows together after an 8 x 8 transpose (one horizontal
 // sum per row was most of attention's time).
+template <bool kTail>
 __attribute__((always_inline)) inline void dot_fixed8(const float* q, const float* k,
                                                       int64_t stride, int n, float* out) {
   V8 a[8] = {};
@@ -99,8 +100,12 @@ __attribute__((always_inline)) inline void dot_fixed8(const float* q, const floa
       a[p] += qv * kv;
     }
   }
-  for (; d < n; ++d) {
-    for (int p = 0; p < 8; ++p) a[p][d % 8] += q[d] * k[p * stride + d];
+  // The tail indexes lanes by a variable, which keeps the sums in memory (a zeroed stack array
+  // per call, a third of the scores' time): compiled in only for head sizes that need it.
+  if constexpr (kTail) {
+    for (; d < n; ++d) {
+      for (int p = 0; p < 8; ++p) a[p][d % 8] += q[d] * k[p * stride + d];
+    }
   }
   // Transpose: r[j] lane p = a[p][j].
   V8 t[8], u[8], r[8];
@@ -148,53 +153,82 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) void attend_heads(
       float* sc = scores + h * n_pos;
       int64_t p = lo;
       for (; p + 8 <= hi; p += 8) {
-        dot_fixed8(qv, base + (p - b * bs) * kv_stride, kv_stride, head_dim, sc + p);
+        const float* kp = base + (p - b * bs) * kv_stride;
+        if (head_dim % 8 == 0) {
+          dot_fixed8<false>(qv, kp, kv_stride, head_dim, sc + p);
+        } else {
+          dot_fixed8<true>(qv, kp, kv_stride, head_dim, sc + p);
+        }
       }
       for (; p < hi; ++p) sc[p] = dot_fixed(qv, base + (p - b * bs) * kv_stride, head_dim);
     }
   }
-  float inv[kGroupChunk];
+  // Softmax: scale (and soft-cap), max, then exp_shift_sum; the scores then become the weights
+  // sc[p] * inv, the same product the V sums used to form per position. The max is exact in any
+  // order, and a NaN score is skipped by both the scalar and the vector comparison.
   for (int h = 0; h < heads; ++h) {
     float* sc = scores + h * n_pos;
     float mx = -INFINITY;
-    for (int64_t p = first; p < n_pos; ++p) {
+    int64_t p = first;
+    if (params.softcap <= 0) {
+      const V8 scale = V8{} + params.scale;
+      V8 m8 = V8{} - INFINITY;
+      for (; p + 8 <= n_pos; p += 8) {
+        V8 s;
+        std::memcpy(&s, sc + p, sizeof(s));
+        s *= scale;
+        std::memcpy(sc + p, &s, sizeof(s));
+        m8 = m8 < s ? s : m8;
+      }
+      for (int j = 0; j < 8; ++j) mx = std::max(mx, m8[j]);
+    }
+    for (; p < n_pos; ++p) {
       float s = sc[p] * params.scale;
       if (params.softcap > 0) s = std::tanh(s / params.softcap) * params.softcap;
       sc[p] = s;
       mx = std::max(mx, s);
     }
-    inv[h] = 1.0f / exp_shift_sum(sc + first, n_pos - first, mx);
+    const float inv = 1.0f / exp_shift_sum(sc + first, n_pos - first, mx);
+    for (p = first; p < n_pos; ++p) sc[p] *= inv;
   }
-  // o[d] = sum over p in order of (scores[p] * inv) * v[p][d]. 64 dims at a time in 8 vector
-  // registers per head and block (accumulating into o in memory made every position wait on the
-  // previous one's store); between blocks the sums rest in o, unrounded.
+  // o[d] = sum over p in order of w[p] * v[p][d]: 64 dims at a time in 8 vector registers. Heads
+  // take turns over kVBlocks blocks at a time, so those V rows (16 KiB at head_dim 64) are read
+  // from memory once and from L1 by the group's other heads, while each head's sums stay in
+  // registers across the blocks (reloading them per 16-position block was half this loop's time).
+  constexpr int64_t kVBlocks = 4;
   for (int h = 0; h < heads; ++h) std::fill(o + h * head_dim, o + (h + 1) * head_dim, 0.0f);
-  for (int64_t b = first / bs; b * bs < n_pos; ++b) {
-    const float* base = kv.v_blocks[b] + kv_offset;
-    const int64_t lo = std::max(first, b * bs), hi = std::min(n_pos, (b + 1) * bs);
+  const int64_t b_end = (n_pos + bs - 1) / bs;
+  for (int64_t b0 = first / bs; b0 < b_end; b0 += kVBlocks) {
+    const int64_t b1 = std::min(b_end, b0 + kVBlocks);
     for (int h = 0; h < heads; ++h) {
       const float* sc = scores + h * n_pos;
       float* oh = o + static_cast<int64_t>(h) * head_dim;
       int d0 = 0;
       for (; d0 + 64 <= head_dim; d0 += 64) {
-        using V8 = float __attribute__((vector_size(32)));
         V8 acc[8];
-        std::memcpy(acc, oh + d0, sizeof(acc));
-        for (int64_t p = lo; p < hi; ++p) {
-          const float w = sc[p] * inv[h];
-          const float* vv = base + (p - b * bs) * kv_stride;
-          for (int j = 0; j < 8; ++j) {
-            V8 v;
-            std::memcpy(&v, vv + d0 + 8 * j, sizeof(v));
-            acc[j] += w * v;
+        for (int j = 0; j < 8; ++j) std::memcpy(&acc[j], oh + d0 + 8 * j, sizeof(V8));
+        for (int64_t b = b0; b < b1; ++b) {
+          const float* base = kv.v_blocks[b] + kv_offset + d0;
+          const int64_t lo = std::max(first, b * bs), hi = std::min(n_pos, (b + 1) * bs);
+          for (int64_t p = lo; p < hi; ++p) {
+            const float w = sc[p];
+            const float* vv = base + (p - b * bs) * kv_stride;
+            for (int j = 0; j < 8; ++j) {
+              V8 v;
+              std::memcpy(&v, vv + 8 * j, sizeof(v));
+              acc[j] += w * v;
+            }
           }
         }
-        std::memcpy(oh + d0, acc, sizeof(acc));
+        for (int j = 0; j < 8; ++j) std::memcpy(oh + d0 + 8 * j, &acc[j], sizeof(V8));
       }
-      for (int64_t p = lo; d0 < head_dim && p < hi; ++p) {
-        const float w = sc[p] * inv[h];
-        const float* vv = base + (p - b * bs) * kv_stride;
-        for (int d = d0; d < head_dim; ++d) oh[d] += w * vv[d];
+      for (int64_t b = b0; d0 < head_dim && b < b1; ++b) {
+        const float* base = kv.v_blocks[b] + kv_offset;
+        const int64_t lo = std::max(first, b * bs), hi = std::min(n_pos, (b + 1) * bs);
+        for (int64_t p = lo; p < hi; ++p) {
+          const float* vv = base + (p - b * bs) * kv_stride;
+          for (int d = d0; d < head_dim; ++d) oh[d] += sc[p] * vv[d];
+        }
       }
     }
   }
