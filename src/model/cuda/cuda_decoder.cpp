@@ -421,7 +421,7 @@ class CudaDecoder final : public Model {
   cuda::Stream upload_, download_;
   DeviceBuffer attn_scratch_;
   DeviceBuffer attn_counters_;             // zeroed when allocated; attention leaves it zeroed
-  DeviceBuffer draw_rows_, draw_scratch_;  // the device draws' parameters and masses
+  DeviceBuffer draw_scratch_;  // the device draws' masses
   DeviceBuffer argmax_scratch_;            // likewise, for the argmax's blocks per row
   DeviceBuffer x_, x2_, h_, qkv_f32_, q_, att_, o_, gu_, act_, down_, xg_, hg_, logits_;
   DeviceBuffer normed_;  // a sandwich norm's output (Gemma)
@@ -610,7 +610,7 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   };
   const size_t at_tokens = place(tokens), at_pos = place(pos), at_slots = place(slots),
                at_row_seq = place(row_seq), at_tables = place(tables), at_out = place(out_rows),
-               at_split = place(split_rows), at_tiles = place(tiles);
+               at_split = place(split_rows), at_tiles = place(tiles), at_draws = place(draws);
   const int j = slot_;
   slot_ ^= 1;
   q.slot = j;
@@ -630,6 +630,7 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   put(at_out, out_rows);
   put(at_split, split_rows);
   put(at_tiles, tiles);
+  put(at_draws, draws);
   const uint64_t gen_before = gen_;
   TF_RETURN_IF_ERROR(grow(sl.inputs, bytes));  // both alike: each slot's graph writes the other's
   const bool moved = gen_ != gen_before;
@@ -661,18 +662,14 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   in_.split_rows = reinterpret_cast<int32_t*>(base + at_split);
   in_.tiles = reinterpret_cast<cuda::AttentionTile*>(base + at_tiles);
   TF_RETURN_IF_ERROR(size_buffers(n_run, n_out_run, std::max(splits_bound, 1)));
-  if (!draws.empty()) {
-    // Powers of two of rows, and no move for the graphs (none refers to these buffers).
-    const size_t draw_rows = std::bit_ceil(draws.size());
-    for (auto [buf, bytes] : {std::pair{&draw_rows_, draw_rows * sizeof(cuda::SampleRow)},
-                              std::pair{&draw_scratch_, draw_rows * cfg_.vocab_size * 8}}) {
-      if (buf->bytes() >= bytes) continue;
-      TF_CUDA_TRY(sync_all());
-      TF_CUDA_TRY(buf->allocate(bytes));
-    }
-    // From pageable memory: the call returns once the bytes are staged, before draws goes.
-    TF_CUDA_TRY(cudaMemcpyAsync(draw_rows_.get(), draws.data(),
-                                draws.size() * sizeof(cuda::SampleRow), cudaMemcpyHostToDevice, s));
+  // The draws' parameters came up with the inputs (from pinned staging: a pageable copy on the
+  // compute stream could hold the host until the queued steps before it ran). Their masses'
+  // scratch grows in powers of two of rows; no graph refers to it.
+  const auto* draw_params = reinterpret_cast<const cuda::SampleRow*>(base + at_draws);
+  if (const size_t need = std::bit_ceil(draws.size()) * cfg_.vocab_size * 8;
+      !draws.empty() && draw_scratch_.bytes() < need) {
+    TF_CUDA_TRY(sync_all());
+    TF_CUDA_TRY(draw_scratch_.allocate(need));
   }
 
   // Each row's argmax; a decode step's also become the other slot's tokens (a following step's).
@@ -720,7 +717,7 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   if (!draws.empty()) {
     // A decode step's draws become the other slot's tokens too, over the argmaxes written there.
     TF_CUDA_TRY(cuda::sample_rows(logits_.get<float>(), static_cast<int>(draws.size()),
-                                  cfg_.vocab_size, draw_rows_.get<cuda::SampleRow>(),
+                                  cfg_.vocab_size, draw_params,
                                   draw_scratch_.get<uint64_t>(), sl.argmax.get<int32_t>(), s,
                                   decode_step ? other.inputs.get<int32_t>() : nullptr));
   }
