@@ -735,6 +735,52 @@ void test_grouped_matmul(int n, int k) {
   expect(bad == 0, "grouped_matmul with an order: " + std::to_string(bad) + " groups wrong");
 }
 
+// grouped_matmul_one (one-token steps: each listed group one row) against grouped_matmul,
+// bitwise, with the groups' rows gathered and with the token's shared row; and the SwiGLU store
+// against glu_interleaved on grouped_matmul's projection.
+void test_grouped_matmul_one(int n, int k) {
+  std::printf("grouped_matmul_one n=%d k=%d (bitwise against grouped_matmul)\n", n, k);
+  std::mt19937 rng(13);
+  const std::vector<int32_t> sizes = {1, 0, 1, 1, 0, 0, 1, 0};  // 4 experts hit
+  std::vector<int32_t> first = {0};
+  for (int32_t m : sizes) first.push_back(first.back() + m);
+  const int rows = first.back(), groups = static_cast<int>(sizes.size());
+  const std::vector<int32_t> order = {0, 2, 3, 6, -1};
+  auto row = random_bf16(size_t(k), rng), w = random_bf16(size_t(groups) * n * k, rng, 0.05f);
+  std::vector<bf16> x;  // the token's row, gathered once per hit expert
+  for (int r = 0; r < rows; ++r) x.insert(x.end(), row.begin(), row.end());
+  auto dx = upload(x), drow = upload(row), dw = upload(w), df = upload(first), dord = upload(order);
+  cu::DeviceBuffer want(size_t(rows) * n * 4), got(size_t(rows) * n * 4), shared(size_t(rows) * n * 4);
+  poison(want);
+  poison(got);
+  poison(shared);
+  const int launched = static_cast<int>(order.size());
+  CHECK_CUDA(cu::grouped_matmul(dx.get<bf16>(), dw.get<bf16>(), want.get<float>(), df.get<int32_t>(),
+                                groups, n, k, 0, dord.get<int32_t>(), launched));
+  CHECK_CUDA(cu::grouped_matmul_one(dx.get<bf16>(), false, dw.get<bf16>(), got.get<float>(),
+                                    df.get<int32_t>(), dord.get<int32_t>(), launched, n, k, 0));
+  CHECK_CUDA(cu::grouped_matmul_one(drow.get<bf16>(), true, dw.get<bf16>(), shared.get<float>(),
+                                    df.get<int32_t>(), dord.get<int32_t>(), launched, n, k, 0));
+  CHECK_CUDA(cudaDeviceSynchronize());
+  const auto a = download<float>(want, size_t(rows) * n), b = download<float>(got, size_t(rows) * n),
+             c = download<float>(shared, size_t(rows) * n);
+  expect(std::memcmp(a.data(), b.data(), a.size() * 4) == 0, "grouped_matmul_one gathered bitwise");
+  expect(std::memcmp(a.data(), c.data(), a.size() * 4) == 0, "grouped_matmul_one shared bitwise");
+  if (n % 8 != 0) return;
+  const int ffn = n / 2;
+  cu::DeviceBuffer act_want(size_t(rows) * ffn * 2), act_got(size_t(rows) * ffn * 2);
+  poison(act_want);
+  poison(act_got);
+  CHECK_CUDA(cu::glu_interleaved(want.get<float>(), act_want.get<bf16>(), rows, ffn, 0));
+  CHECK_CUDA(cu::grouped_matmul_one_swiglu(drow.get<bf16>(), true, dw.get<bf16>(),
+                                           act_got.get<bf16>(), df.get<int32_t>(),
+                                           dord.get<int32_t>(), launched, ffn, k, 0));
+  CHECK_CUDA(cudaDeviceSynchronize());
+  const auto d = download<bf16>(act_want, size_t(rows) * ffn),
+             e = download<bf16>(act_got, size_t(rows) * ffn);
+  expect(std::memcmp(d.data(), e.data(), d.size() * 2) == 0, "grouped_matmul_one_swiglu bitwise");
+}
+
 // moe_route against a CPU top-k (distinct logits 0.05 apart, so no near-ties; plus a row of equal
 // logits, one with +inf and one with NaN, which must still pick top_k distinct valid experts), and
 // moe_group's grouping of those picks checked entry by entry.
@@ -854,6 +900,9 @@ int main() {
   test_grouped_matmul(1536, 2048);  // Qwen3-30B-A3B's expert gate_up: one part
   test_grouped_matmul(2048, 768);   // and down
   test_grouped_matmul(264, 4096);   // two parts (a cluster per tile)
+  test_grouped_matmul_one(1536, 2048);  // Qwen3-30B-A3B's gate_up and down, one token
+  test_grouped_matmul_one(2048, 768);
+  test_grouped_matmul_one(264, 4096);  // two parts
   test_argmax();
   test_sample_rows();
   test_rope(false, 128);

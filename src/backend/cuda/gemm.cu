@@ -192,6 +192,21 @@ cudaError_t grouped_matmul(const bf16* x, const bf16* w, float* y, const int32_t
   return gemm::grouped_small_m(x, w, y, first, order, launched, n, k, s);
 }
 
+cudaError_t grouped_matmul_one(const bf16* x, bool shared_x, const bf16* w, float* y,
+                               const int32_t* first, const int32_t* order, int launched, int n,
+                               int k, cudaStream_t s) {
+  if (launched <= 0) return cudaSuccess;
+  return gemm::grouped_one_rows(x, shared_x, w, y, first, order, launched, n, k, s);
+}
+
+cudaError_t grouped_matmul_one_swiglu(const bf16* x, bool shared_x, const bf16* w_gate_up,
+                                      bf16* act, const int32_t* first, const int32_t* order,
+                                      int launched, int ffn, int k, cudaStream_t s) {
+  if (launched <= 0) return cudaSuccess;
+  if (ffn % 4 != 0) return cudaErrorInvalidValue;  // whole tiles of 8 interleaved rows
+  return gemm::grouped_one_swiglu(x, shared_x, w_gate_up, act, first, order, launched, ffn, k, s);
+}
+
 int small_m_shapes(int m) { return gemm::small_m_shape_count(m); }
 
 const char* small_m_shape_name(int m, int shape) { return gemm::small_m_shape_label(m, shape); }

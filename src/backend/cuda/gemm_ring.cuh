@@ -139,6 +139,26 @@ __device__ __forceinline__ void issue_batch(uint4* ring, const WeightRows<NT>& w
   cp_async_commit();
 }
 
+// One activation row (M = 1) from shared memory: the block's part of K as bf16, chunk c at
+// h + 32 (c - c0); mma rows past 0 read as zeros, as XRows's do.
+struct XShared {
+  const bf16* h;
+  int c0;
+  bool row0;  // g == 0
+  template <int NT>
+  __device__ void mma(float (&acc)[1][NT][4], int c, const uint4 (&wb)[NT], int t) const {
+    const uint4 zero4 = make_uint4(0, 0, 0, 0);
+    uint4 lo = zero4;
+    if (row0) {
+      const uint2* p = reinterpret_cast<const uint2*>(h + (c - c0) * 32);
+      const uint2 a = p[t], b = p[4 + t];
+      lo = make_uint4(a.x, a.y, b.x, b.y);
+    }
+#pragma unroll
+    for (int j = 0; j < NT; ++j) chunk_mma(acc[0][j], lo, zero4, wb[j]);
+  }
+};
+
 // small_m_kernel's work for one warp (its 8 x NT weight rows over the block's part of K, through
 // its ring) against the activations xr: XRows, or XShared in the fused-norm kernel. kIssued: the
 // first batches the caller has issued already (the row kernels copy the whole ring before their

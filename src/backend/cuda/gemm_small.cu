@@ -14,6 +14,7 @@
 // (gemm_row.cu runs the same ring with the input row's op fused in front.) All keep their rings in
 // static shared memory: the same code ran at half the bandwidth with a
 // dynamic ring on the H200 (gpu_bench's shape sweep; the PTX differed only in the base address).
+#include <cstdint>
 #include <span>
 #include <string_view>
 
@@ -137,6 +138,41 @@ __global__ void __launch_bounds__(WARPS * 32)
   store_rows(acc, wr, y, m, n, n0, g, t);
 }
 
+// One group's one row (x_row, part of K in shared memory) against its expert's weights wz, stored
+// by `out`: as gemm_row.cu's kernels run, the whole weight ring issued, then the block's part of
+// the row copied to shared memory while it lands, the mma steps reading the row from there (the
+// fragments XRows reads from L2, so the same bits).
+template <int WARPS, int STAGES, int UNROLL, typename Out>
+__device__ __forceinline__ void one_row_group(const bf16* x_row, const bf16* wz, Out out, int n,
+                                              int k, uint4* smem_ring) {
+  constexpr int kRing = STAGES * UNROLL * 32;  // uint4 per warp (NT = 1)
+  extern __shared__ __align__(16) unsigned char h_raw[];
+  bf16* h_part = reinterpret_cast<bf16*>(h_raw);
+  const int g = (threadIdx.x & 31) >> 2, warp = threadIdx.x >> 5;
+  const int n0 = (blockIdx.x * WARPS + warp) * 8;
+  uint4* ring = smem_ring + warp * kRing;
+  const WeightRows<1> wr(wz, n0, n, k, g);
+  const ChunkRange cr(k, n);
+  const int batches = wr.valid[0] ? (cr.end - cr.begin) / UNROLL : 0;
+#pragma unroll
+  for (int b = 0; b < STAGES; ++b)
+    issue_batch<STAGES, UNROLL, 1, false>(ring, wr, wz, k, n0, cr, b, batches);
+  const uint4* src = reinterpret_cast<const uint4*>(x_row + cr.begin * 32);
+  for (int i = threadIdx.x; i < (cr.end - cr.begin) * 4; i += WARPS * 32)
+    reinterpret_cast<uint4*>(h_part)[i] = src[i];
+  __syncthreads();  // the block's part of the row is in shared memory
+  const XShared xs{h_part, cr.begin, g == 0};
+  ring_rows<1, STAGES, UNROLL, 1, false, STAGES>(wr, xs, wz, out, 1, n, k, n0, ring);
+}
+
+// Row r of a grouped output: of y (n wide), or of the SwiGLU rows (n / 2 wide).
+__device__ __forceinline__ float* out_row(float* y, int r, int n) {
+  return y + static_cast<size_t>(r) * n;
+}
+__device__ __forceinline__ SwigluRowOut out_row(SwigluRowOut y, int r, int n) {
+  return {y.act + static_cast<size_t>(r) * (n / 2)};
+}
+
 // small_m_kernel over groups of rows, each against its own weight matrix (a mixture of experts:
 // group z's rows [first[z], first[z + 1]) of x and y, weights w + z n k); blockIdx.z is group
 // order[blockIdx.z] (none where negative) or, without `order`, group blockIdx.z. An empty group's
@@ -165,6 +201,23 @@ __global__ void __launch_bounds__(WARPS * 32)
     ring_rows<MF, STAGES, UNROLL, NT, false, 0>(wr, xr, wz, y + static_cast<size_t>(r0 + r) * n,
                                                 rows, n, k, n0, smem_ring + warp * kRing);
   }
+}
+
+// A one-token step's groups (each expert's one row, its row first[z] of y or of the SwiGLU rows),
+// with x's row 0 for every group (shared_x: the token's own row, no gather) or row first[z].
+template <int WARPS, int STAGES, int UNROLL, typename Out>
+__global__ void __launch_bounds__(WARPS * 32)
+    grouped_one_kernel(const bf16* __restrict__ x, bool shared_x, const bf16* __restrict__ w,
+                       Out y, const int32_t* __restrict__ first, const int32_t* __restrict__ order,
+                       int n, int k) {
+  __shared__ uint4 smem_ring[WARPS * STAGES * UNROLL * 32];
+  const int z = order[blockIdx.z];
+  if (z < 0) return;
+  const int r0 = first[z];
+  if (first[z + 1] - r0 != 1) return;  // not hit (the caller's contract: one row at most)
+  one_row_group<WARPS, STAGES, UNROLL>(x + static_cast<size_t>(shared_x ? 0 : r0) * k,
+                                       w + static_cast<size_t>(z) * n * k, out_row(y, r0, n), n, k,
+                                       smem_ring);
 }
 
 // One cluster of parts_of(k, n) blocks per WARPS x 8 x NT rows of N.
@@ -256,24 +309,74 @@ template cudaError_t small_m<float>(const bf16*, const bf16*, float*, int, int, 
 template cudaError_t small_m<bf16>(const bf16*, const bf16*, bf16*, int, int, int, cudaStream_t,
                                    int);
 
-cudaError_t grouped_small_m(const bf16* x, const bf16* w, float* y, const int32_t* first,
-                            const int32_t* order, int launched, int n, int k, cudaStream_t s) {
-  // Decode-sized groups (a few rows per expert): one fragment of rows, 4 warps, a ring of 6
-  // batches of 4 chunks. H200, 12 layers of Qwen3-30B-A3B, decode tok/s at 1 / 8 streams: 833.4-
-  // 833.7 / 2,978-2,992; with 3 batches 756.3-763.7 / 2,883-2,923; with row-contiguous copies
-  // 795.7-802.6 / 2,761-2,790 (8 warps: 749.5-750.6 / 2,826-2,833; 2 warps and 8 chunks a
-  // batch: 767.6-769.0 / 2,582-2,594).
-  constexpr int kWarps = 4, kRowsPerBlock = kWarps * 8;
+namespace {
+
+// The grouped kernels' shape: one fragment of rows, 4 warps, a ring of 6 batches of 4 chunks.
+// H200, 12 layers of Qwen3-30B-A3B, decode tok/s at 1 / 8 streams: 833.4-833.7 / 2,978-2,992;
+// with 3 batches 756.3-763.7 / 2,883-2,923; with row-contiguous copies 795.7-802.6 / 2,761-2,790
+// (8 warps: 749.5-750.6 / 2,826-2,833; 2 warps and 8 chunks a batch: 767.6-769.0 / 2,582-2,594).
+constexpr int kGroupWarps = 4, kGroupStages = 6, kGroupUnroll = 4;
+// grouped_one_kernel's part of its row in shared memory: 16 KB at most, beside the 48 KB ring (four
+// blocks an SM still fit).
+constexpr size_t kMaxRowBytes = 16 << 10;
+
+// Whether a launch of `kernel` may keep its row in shared memory: its part of K fits (the kernel's
+// limit raised once per kernel type; each caller passes a kernel of its own type) and x's rows
+// are 16-byte aligned.
+template <typename Kernel>
+bool row_in_smem(Kernel kernel, const bf16* x, int n, int k) {
+  static const cudaError_t attr =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxRowBytes);
+  return attr == cudaSuccess && static_cast<size_t>(part_len(k, n)) * sizeof(bf16) <= kMaxRowBytes &&
+         k % 32 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
+}
+
+// One cluster of parts_of(k, n) blocks per kGroupWarps x 8 rows of N, for each of `launched`
+// groups; row_smem: with the dynamic shared memory for a block's part of a row.
+template <typename Kernel, typename... Args>
+cudaError_t launch_grouped(Kernel kernel, bool row_smem, int launched, int n, int k,
+                           cudaStream_t s, Args... args) {
+  constexpr int kRowsPerBlock = kGroupWarps * 8;
   const int parts = parts_of(k, n);
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3((n + kRowsPerBlock - 1) / kRowsPerBlock, parts, launched);
-  cfg.blockDim = dim3(kWarps * 32);
+  cfg.blockDim = dim3(kGroupWarps * 32);
+  cfg.dynamicSmemBytes = row_smem ? static_cast<size_t>(part_len(k, n)) * sizeof(bf16) : 0;
   cfg.stream = s;
   cudaLaunchAttribute attrs[1] = {parts_cluster(parts)};
   cfg.attrs = attrs;
   cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, grouped_m_kernel<1, kWarps, 6, 4, 1, float>, x, w, y, first,
-                            order, n, k);
+  return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+
+}  // namespace
+
+cudaError_t grouped_small_m(const bf16* x, const bf16* w, float* y, const int32_t* first,
+                            const int32_t* order, int launched, int n, int k, cudaStream_t s) {
+  return launch_grouped(grouped_m_kernel<1, kGroupWarps, kGroupStages, kGroupUnroll, 1, float>,
+                        false, launched, n, k, s, x, w, y, first, order, n, k);
+}
+
+namespace {
+template <typename Out>
+cudaError_t grouped_one(const bf16* x, bool shared_x, const bf16* w, Out y, const int32_t* first,
+                        const int32_t* order, int launched, int n, int k, cudaStream_t s) {
+  auto* kernel = grouped_one_kernel<kGroupWarps, kGroupStages, kGroupUnroll, Out>;
+  // This kernel reads its rows from shared memory only.
+  if (!row_in_smem(kernel, x, n, k) || n % 8 != 0 || order == nullptr) return cudaErrorInvalidValue;
+  return launch_grouped(kernel, true, launched, n, k, s, x, shared_x, w, y, first, order, n, k);
+}
+}  // namespace
+cudaError_t grouped_one_rows(const bf16* x, bool shared_x, const bf16* w, float* y,
+                             const int32_t* first, const int32_t* order, int launched, int n, int k,
+                             cudaStream_t s) {
+  return grouped_one(x, shared_x, w, y, first, order, launched, n, k, s);
+}
+cudaError_t grouped_one_swiglu(const bf16* x, bool shared_x, const bf16* w_gate_up, bf16* act,
+                               const int32_t* first, const int32_t* order, int launched, int ffn,
+                               int k, cudaStream_t s) {
+  return grouped_one(x, shared_x, w_gate_up, SwigluRowOut{act}, first, order, launched, 2 * ffn, k,
+                     s);
 }
 
 int small_m_shape_count(int m) { return static_cast<int>(shapes_for<bf16>(m).size()); }

@@ -33,6 +33,19 @@ cudaError_t matmul(const bf16* x, const bf16* w, bf16* y, int m, int n, int k, c
 cudaError_t grouped_matmul(const bf16* x, const bf16* w, float* y, const int32_t* first, int groups,
                            int n, int k, cudaStream_t s, const int32_t* order = nullptr,
                            int launched = 0);
+// grouped_matmul for a one-token step, whose hit groups hold one row each (each expert is picked
+// at most once per row): for z = order[i], i < launched (negative: none), row first[z] of y = row
+// (shared_x ? 0 : first[z]) of x (16-byte aligned) times expert z's weights. shared_x reads the
+// token's own row, so the routed rows need no gather. The same bits as grouped_matmul's rows.
+cudaError_t grouped_matmul_one(const bf16* x, bool shared_x, const bf16* w, float* y,
+                               const int32_t* first, const int32_t* order, int launched, int n,
+                               int k, cudaStream_t s);
+// The same over gate_up weights interleaved in tiles of 8 (interleave_gate_up), storing each row's
+// SwiGLU (ffn wide, at row first[z] of act): glu_interleaved(kSilu)'s bits on grouped_matmul_one's
+// projection.
+cudaError_t grouped_matmul_one_swiglu(const bf16* x, bool shared_x, const bf16* w_gate_up,
+                                      bf16* act, const int32_t* first, const int32_t* order,
+                                      int launched, int ffn, int k, cudaStream_t s);
 
 // The canonical order's cut of K for a K x N weight (gemm_order.cuh): the part length (the last
 // part may be shorter) and the number of parts.

@@ -113,8 +113,30 @@ Status CudaMoe::run(int layer, int n, const bf16* h, float* out, cuda::LtGemm& g
   TF_CUDA_TRY(cuda::moe_group(chosen_.get<int32_t>(), slots, k, e_n, first_.get<int32_t>(),
                               src_row_.get<int32_t>(), pos_.get<int32_t>(), hit_.get<int32_t>(),
                               s));
-  TF_CUDA_TRY(cuda::gather_rows(h, src_row_.get<int32_t>(), x_.get<bf16>(), slots, d_, s));
   const bool host_plan = may_wait && slots >= kHostPlanSlots;
+  if (n == 1) {
+    // One token (batch-1 decode): each hit expert's group is the token's one row, which the
+    // expert kernels read from h itself (no gather) and keep in shared memory; gate_up stores its
+    // SwiGLU directly. The same bits as the grouped path below.
+    if (act_ == cuda::GluAct::kSilu) {
+      TF_CUDA_TRY(cuda::grouped_matmul_one_swiglu(h, true, L.gate_up.get<bf16>(),
+                                                  act_rows_.get<bf16>(), first_.get<int32_t>(),
+                                                  hit_.get<int32_t>(), k, inter, d_, s));
+    } else {
+      TF_CUDA_TRY(cuda::grouped_matmul_one(h, true, L.gate_up.get<bf16>(), gu_.get<float>(),
+                                           first_.get<int32_t>(), hit_.get<int32_t>(), k,
+                                           2 * inter, d_, s));
+      TF_CUDA_TRY(
+          cuda::glu_interleaved(gu_.get<float>(), act_rows_.get<bf16>(), k, inter, s, act_));
+    }
+    TF_CUDA_TRY(cuda::grouped_matmul_one(act_rows_.get<bf16>(), false, L.down.get<bf16>(),
+                                         y_.get<float>(), first_.get<int32_t>(),
+                                         hit_.get<int32_t>(), k, d_, inter, s));
+    TF_CUDA_TRY(cuda::weighted_row_sum(y_.get<float>(), pos_.get<int32_t>(),
+                                       weight_.get<float>(), k, out, n, d_, s));
+    return {};
+  }
+  TF_CUDA_TRY(cuda::gather_rows(h, src_row_.get<int32_t>(), x_.get<bf16>(), slots, d_, s));
   const int32_t* first = host_first_.get<int32_t>();
   if (host_plan) {
     TF_CUDA_TRY(cudaMemcpyAsync(host_first_.get(), first_.get(), (e_n + 1) * sizeof(int32_t),
