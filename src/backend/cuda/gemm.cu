@@ -189,7 +189,9 @@ cudaError_t grouped_matmul(const bf16* x, const bf16* w, float* y, const int32_t
   if (k % 32 != 0 || n % 8 != 0) return cudaErrorInvalidValue;
   if (order == nullptr) launched = groups;
   if (launched <= 0) return cudaSuccess;
-  return gemm::grouped_small_m(x, w, y, first, order, launched, n, k, s);
+  // Fewer groups launched than there are: a step routing fewer rows than experts, whose hit
+  // experts mostly get one row each.
+  return gemm::grouped_small_m(x, w, y, first, order, launched, n, k, launched < groups, s);
 }
 
 cudaError_t grouped_matmul_one(const bf16* x, bool shared_x, const bf16* w, float* y,

@@ -178,7 +178,9 @@ __device__ __forceinline__ SwigluRowOut out_row(SwigluRowOut y, int r, int n) {
 // order[blockIdx.z] (none where negative) or, without `order`, group blockIdx.z. An empty group's
 // blocks leave at once (the whole cluster: its blocks share z); a larger one runs MF x 16 rows at
 // a time. A row's bits are small_m's: they depend on neither its group's size nor its place there.
-template <int MF, int WARPS, int STAGES, int UNROLL, int NT, typename OutT>
+// kRowPath: one-row groups run as one_row_group (with dynamic shared memory for their row). It
+// pays where most groups are one row; the path's registers cost the grouped steps of many rows.
+template <int MF, int WARPS, int STAGES, int UNROLL, int NT, typename OutT, bool kRowPath>
 __global__ void __launch_bounds__(WARPS * 32)
     grouped_m_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w, OutT* __restrict__ y,
                      const int32_t* __restrict__ first, const int32_t* __restrict__ order, int n,
@@ -189,6 +191,13 @@ __global__ void __launch_bounds__(WARPS * 32)
   if (z < 0) return;
   const int r0 = first[z], m = first[z + 1] - r0;
   if (m <= 0) return;
+  if constexpr (kRowPath && NT == 1) {
+    if (m == 1) {  // uniform over the cluster: its blocks share z
+      one_row_group<WARPS, STAGES, UNROLL>(x + static_cast<size_t>(r0) * k, w + static_cast<size_t>(z) * n * k,
+                                           y + static_cast<size_t>(r0) * n, n, k, smem_ring);
+      return;
+    }
+  }
   const int g = (threadIdx.x & 31) >> 2, warp = threadIdx.x >> 5;
   const int n0 = (blockIdx.x * WARPS + warp) * 8 * NT;
   const bf16* wz = w + static_cast<size_t>(z) * n * k;
@@ -203,8 +212,9 @@ __global__ void __launch_bounds__(WARPS * 32)
   }
 }
 
-// A one-token step's groups (each expert's one row, its row first[z] of y or of the SwiGLU rows),
-// with x's row 0 for every group (shared_x: the token's own row, no gather) or row first[z].
+// The groups of exactly one row (all of a one-token step's), each row first[z] of y or of the
+// SwiGLU rows, from x's row 0 for every group (shared_x: the token's own row, no gather) or its
+// row first[z].
 template <int WARPS, int STAGES, int UNROLL, typename Out>
 __global__ void __launch_bounds__(WARPS * 32)
     grouped_one_kernel(const bf16* __restrict__ x, bool shared_x, const bf16* __restrict__ w,
@@ -214,7 +224,7 @@ __global__ void __launch_bounds__(WARPS * 32)
   const int z = order[blockIdx.z];
   if (z < 0) return;
   const int r0 = first[z];
-  if (first[z + 1] - r0 != 1) return;  // not hit (the caller's contract: one row at most)
+  if (first[z + 1] - r0 != 1) return;  // grouped_m_kernel's
   one_row_group<WARPS, STAGES, UNROLL>(x + static_cast<size_t>(shared_x ? 0 : r0) * k,
                                        w + static_cast<size_t>(z) * n * k, out_row(y, r0, n), n, k,
                                        smem_ring);
@@ -352,8 +362,15 @@ cudaError_t launch_grouped(Kernel kernel, bool row_smem, int launched, int n, in
 }  // namespace
 
 cudaError_t grouped_small_m(const bf16* x, const bf16* w, float* y, const int32_t* first,
-                            const int32_t* order, int launched, int n, int k, cudaStream_t s) {
-  return launch_grouped(grouped_m_kernel<1, kGroupWarps, kGroupStages, kGroupUnroll, 1, float>,
+                            const int32_t* order, int launched, int n, int k, bool sparse,
+                            cudaStream_t s) {
+  if (sparse) {
+    auto* kernel = grouped_m_kernel<1, kGroupWarps, kGroupStages, kGroupUnroll, 1, float, true>;
+    if (row_in_smem(kernel, x, n, k)) {
+      return launch_grouped(kernel, true, launched, n, k, s, x, w, y, first, order, n, k);
+    }
+  }
+  return launch_grouped(grouped_m_kernel<1, kGroupWarps, kGroupStages, kGroupUnroll, 1, float, false>,
                         false, launched, n, k, s, x, w, y, first, order, n, k);
 }
 

@@ -22,7 +22,8 @@ cudaError_t small_m(const bf16* x, const bf16* w, OutT* y, int m, int n, int k, 
 int small_m_shape_count(int m);
 // grouped_matmul's kernel (ops.h).
 cudaError_t grouped_small_m(const bf16* x, const bf16* w, float* y, const int32_t* first,
-                            const int32_t* order, int launched, int n, int k, cudaStream_t s);
+                            const int32_t* order, int launched, int n, int k, bool sparse,
+                            cudaStream_t s);
 // grouped_matmul_one's and grouped_matmul_one_swiglu's kernels (ops.h).
 cudaError_t grouped_one_rows(const bf16* x, bool shared_x, const bf16* w, float* y,
                              const int32_t* first, const int32_t* order, int launched, int n, int k,

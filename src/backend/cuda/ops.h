@@ -29,14 +29,16 @@ cudaError_t matmul(const bf16* x, const bf16* w, bf16* y, int m, int n, int k, c
 // entries) and the weights w + z n k. Each row gets matmul's bits; the row counts stay on the
 // device, so a CUDA graph can capture it. Made for a few rows a group (decode steps). With `order`
 // (device, `launched` entries), only groups order[0 .. launched) run, -1 entries none: the hit
-// experts of a step that routes fewer rows than there are experts.
+// experts of a step that routes fewer rows than there are experts (whose one-row groups then run
+// as grouped_matmul_one does, inside the same launch).
 cudaError_t grouped_matmul(const bf16* x, const bf16* w, float* y, const int32_t* first, int groups,
                            int n, int k, cudaStream_t s, const int32_t* order = nullptr,
                            int launched = 0);
-// grouped_matmul for a one-token step, whose hit groups hold one row each (each expert is picked
-// at most once per row): for z = order[i], i < launched (negative: none), row first[z] of y = row
-// (shared_x ? 0 : first[z]) of x (16-byte aligned) times expert z's weights. shared_x reads the
-// token's own row, so the routed rows need no gather. The same bits as grouped_matmul's rows.
+// grouped_matmul's groups of exactly one row (all of a one-token step's: each expert is picked
+// at most once per row), as the row kernels run: for z = order[i], i < launched (negative: none),
+// row first[z] of y = row (shared_x ? 0 : first[z]) of x (16-byte aligned) times expert z's
+// weights. shared_x reads a one-token step's own row, so its routed rows need no gather. The same
+// bits as grouped_matmul's rows.
 cudaError_t grouped_matmul_one(const bf16* x, bool shared_x, const bf16* w, float* y,
                                const int32_t* first, const int32_t* order, int launched, int n,
                                int k, cudaStream_t s);
