@@ -4,6 +4,7 @@
 // between layers, as a step's weights are), and the rate at which the cold step reads its KV.
 // Usage: cpu_attention [threads] (default 2).
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -88,13 +89,13 @@ double time_step(Setup& s, tf::ThreadPool* pool, bool cold, std::vector<char>& f
       if (cold) {
         // Read (not write: no write-backs to wait on) on the pool's threads, which keeps its
         // workers awake as a step's matmuls do.
-        std::vector<long> sums(static_cast<size_t>(pool->size()), 0);
+        std::atomic<long> sum{0};
         pool->parallel_for(flush.size() / 4096, 1, [&](size_t b, size_t e) {
           long acc = 0;
           for (size_t i = b * 4096; i < e * 4096; i += 64) acc += flush[i];
-          sums[b * sums.size() / (flush.size() / 4096)] += acc;
+          sum += acc;
         });
-        sink = sink + sums[0];
+        sink = sink + sum.load();
       } else {
         layer(s, l, pool);  // warm this layer's KV
       }

@@ -226,7 +226,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CpuAttention,
                          ::testing::Values(Case{9, 3, 64, 0, 0.0f},    // SmolLM2
                                            Case{32, 8, 128, 0, 0.0f},  // Llama-3.1-8B
                                            Case{12, 1, 72, 0, 0.0f},   // 12 heads a group, 72 dims
-                                           Case{8, 2, 64, 40, 30.0f}));  // window, soft-cap
+                                           Case{8, 2, 64, 40, 30.0f},  // window, soft-cap
+                                           Case{6, 2, 68, 37, 0.0f}));  // 68 dims, window only
 
 }  // namespace
 }  // namespace tf::backend::cpu

@@ -755,8 +755,9 @@ void test_grouped_matmul_one(int n, int k) {
   poison(got);
   poison(shared);
   const int launched = static_cast<int>(order.size());
+  // The reference launches every group (no order, so not the sparse steps' row path).
   CHECK_CUDA(cu::grouped_matmul(dx.get<bf16>(), dw.get<bf16>(), want.get<float>(), df.get<int32_t>(),
-                                groups, n, k, 0, dord.get<int32_t>(), launched));
+                                groups, n, k, 0));
   CHECK_CUDA(cu::grouped_matmul_one(dx.get<bf16>(), false, dw.get<bf16>(), got.get<float>(),
                                     df.get<int32_t>(), dord.get<int32_t>(), launched, n, k, 0));
   CHECK_CUDA(cu::grouped_matmul_one(drow.get<bf16>(), true, dw.get<bf16>(), shared.get<float>(),
@@ -779,6 +780,8 @@ void test_grouped_matmul_one(int n, int k) {
   const auto d = download<bf16>(act_want, size_t(rows) * ffn),
              e = download<bf16>(act_got, size_t(rows) * ffn);
   expect(std::memcmp(d.data(), e.data(), d.size() * 2) == 0, "grouped_matmul_one_swiglu bitwise");
+  expect(cu::grouped_matmul_one_fits(n, k) && !cu::grouped_matmul_one_fits(16384, 8224),
+         "grouped_matmul_one_fits");
 }
 
 // moe_route against a CPU top-k (distinct logits 0.05 apart, so no near-ties; plus a row of equal

@@ -201,6 +201,8 @@ cudaError_t grouped_matmul_one(const bf16* x, bool shared_x, const bf16* w, floa
   return gemm::grouped_one_rows(x, shared_x, w, y, first, order, launched, n, k, s);
 }
 
+bool grouped_matmul_one_fits(int n, int k) { return gemm::grouped_one_fits(n, k); }
+
 cudaError_t grouped_matmul_one_swiglu(const bf16* x, bool shared_x, const bf16* w_gate_up,
                                       bf16* act, const int32_t* first, const int32_t* order,
                                       int launched, int ffn, int k, cudaStream_t s) {

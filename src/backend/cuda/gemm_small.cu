@@ -330,15 +330,18 @@ constexpr int kGroupWarps = 4, kGroupStages = 6, kGroupUnroll = 4;
 // blocks an SM still fit).
 constexpr size_t kMaxRowBytes = 16 << 10;
 
-// Whether a launch of `kernel` may keep its row in shared memory: its part of K fits (the kernel's
-// limit raised once per kernel type; each caller passes a kernel of its own type) and x's rows
-// are 16-byte aligned.
+// Raises `kernel`'s dynamic shared memory limit to kMaxRowBytes; each call site keeps the result
+// in a static of its own (one per kernel).
 template <typename Kernel>
-bool row_in_smem(Kernel kernel, const bf16* x, int n, int k) {
-  static const cudaError_t attr =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxRowBytes);
-  return attr == cudaSuccess && static_cast<size_t>(part_len(k, n)) * sizeof(bf16) <= kMaxRowBytes &&
-         k % 32 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
+cudaError_t allow_row_smem(Kernel kernel) {
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxRowBytes);
+}
+
+// Whether a launch may keep its row in shared memory: the kernel's limit was raised, the block's
+// part of K fits, and x's rows are 16-byte aligned.
+bool row_fits(cudaError_t allowed, const bf16* x, int n, int k) {
+  return allowed == cudaSuccess && grouped_one_fits(n, k) &&
+         reinterpret_cast<uintptr_t>(x) % 16 == 0;
 }
 
 // One cluster of parts_of(k, n) blocks per kGroupWarps x 8 rows of N, for each of `launched`
@@ -366,7 +369,8 @@ cudaError_t grouped_small_m(const bf16* x, const bf16* w, float* y, const int32_
                             cudaStream_t s) {
   if (sparse) {
     auto* kernel = grouped_m_kernel<1, kGroupWarps, kGroupStages, kGroupUnroll, 1, float, true>;
-    if (row_in_smem(kernel, x, n, k)) {
+    static const cudaError_t allowed = allow_row_smem(kernel);
+    if (row_fits(allowed, x, n, k)) {
       return launch_grouped(kernel, true, launched, n, k, s, x, w, y, first, order, n, k);
     }
   }
@@ -379,11 +383,17 @@ template <typename Out>
 cudaError_t grouped_one(const bf16* x, bool shared_x, const bf16* w, Out y, const int32_t* first,
                         const int32_t* order, int launched, int n, int k, cudaStream_t s) {
   auto* kernel = grouped_one_kernel<kGroupWarps, kGroupStages, kGroupUnroll, Out>;
+  static const cudaError_t allowed = allow_row_smem(kernel);  // one per Out: one per kernel
   // This kernel reads its rows from shared memory only.
-  if (!row_in_smem(kernel, x, n, k) || n % 8 != 0 || order == nullptr) return cudaErrorInvalidValue;
+  if (!row_fits(allowed, x, n, k) || order == nullptr) return cudaErrorInvalidValue;
   return launch_grouped(kernel, true, launched, n, k, s, x, shared_x, w, y, first, order, n, k);
 }
 }  // namespace
+bool grouped_one_fits(int n, int k) {
+  return k % 32 == 0 && n % 8 == 0 &&
+         static_cast<size_t>(part_len(k, n)) * sizeof(bf16) <= kMaxRowBytes;
+}
+
 cudaError_t grouped_one_rows(const bf16* x, bool shared_x, const bf16* w, float* y,
                              const int32_t* first, const int32_t* order, int launched, int n, int k,
                              cudaStream_t s) {

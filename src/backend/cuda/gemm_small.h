@@ -24,13 +24,15 @@ int small_m_shape_count(int m);
 cudaError_t grouped_small_m(const bf16* x, const bf16* w, float* y, const int32_t* first,
                             const int32_t* order, int launched, int n, int k, bool sparse,
                             cudaStream_t s);
-// grouped_matmul_one's and grouped_matmul_one_swiglu's kernels (ops.h).
+// grouped_matmul_one's and grouped_matmul_one_swiglu's kernels (ops.h), and whether they take an
+// n x k matrix (grouped_matmul_one_fits).
 cudaError_t grouped_one_rows(const bf16* x, bool shared_x, const bf16* w, float* y,
                              const int32_t* first, const int32_t* order, int launched, int n, int k,
                              cudaStream_t s);
 cudaError_t grouped_one_swiglu(const bf16* x, bool shared_x, const bf16* w_gate_up, bf16* act,
                                const int32_t* first, const int32_t* order, int launched, int ffn,
                                int k, cudaStream_t s);
+bool grouped_one_fits(int n, int k);
 
 const char* small_m_shape_label(int m, int shape);
 

@@ -42,6 +42,9 @@ cudaError_t grouped_matmul(const bf16* x, const bf16* w, float* y, const int32_t
 cudaError_t grouped_matmul_one(const bf16* x, bool shared_x, const bf16* w, float* y,
                                const int32_t* first, const int32_t* order, int launched, int n,
                                int k, cudaStream_t s);
+// Whether grouped_matmul_one takes an n x k matrix (its kernel keeps a block's part of K of the row
+// in 16 KB of shared memory); otherwise it fails with cudaErrorInvalidValue.
+bool grouped_matmul_one_fits(int n, int k);
 // The same over gate_up weights interleaved in tiles of 8 (interleave_gate_up), storing each row's
 // SwiGLU (ffn wide, at row first[z] of act): glu_interleaved(kSilu)'s bits on grouped_matmul_one's
 // projection.

@@ -114,10 +114,12 @@ Status CudaMoe::run(int layer, int n, const bf16* h, float* out, cuda::LtGemm& g
                               src_row_.get<int32_t>(), pos_.get<int32_t>(), hit_.get<int32_t>(),
                               s));
   const bool host_plan = may_wait && slots >= kHostPlanSlots;
-  if (n == 1) {
-    // One token (batch-1 decode): each hit expert's group is the token's one row, which the
-    // expert kernels read from h itself (no gather) and keep in shared memory; gate_up stores its
-    // SwiGLU directly. The same bits as the grouped path below.
+  // One token (batch-1 decode): each hit expert's group is the token's one row, which the
+  // expert kernels read from h itself (no gather) and keep in shared memory; gate_up stores its
+  // SwiGLU directly. The same bits as the grouped path below, which takes the shapes whose part
+  // of a row would not fit. (h and act_rows_ are buffer bases, K % 32 == 0: 16-byte aligned rows.)
+  if (n == 1 && cuda::grouped_matmul_one_fits(2 * inter, d_) &&
+      cuda::grouped_matmul_one_fits(d_, inter)) {
     if (act_ == cuda::GluAct::kSilu) {
       TF_CUDA_TRY(cuda::grouped_matmul_one_swiglu(h, true, L.gate_up.get<bf16>(),
                                                   act_rows_.get<bf16>(), first_.get<int32_t>(),
