@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "backend/cpu/ops.h"
-#include "model/kv_cache.h"
 #include "base/thread_pool.h"
+#include "model/kv_cache.h"
 
 namespace {
 
@@ -75,8 +75,7 @@ void layer(Setup& s, int l, tf::ThreadPool* pool) {
   }
   tf::backend::cpu::AttentionParams p;
   p.scale = 0.125f;
-  tf::backend::cpu::attention_batch(seqs.data(), seqs.size(), kHeads, kKvHeads, kHeadDim, p,
-                                    pool);
+  tf::backend::cpu::attention_batch(seqs.data(), seqs.size(), kHeads, kKvHeads, kHeadDim, p, pool);
 }
 
 // Microseconds per step (all layers), median of 7; cold: a 100 MB stream before each layer.
@@ -123,8 +122,8 @@ int main(int argc, char** argv) {
       const double mb = 2.0 * streams * ctx * kRow * 4 * kLayers / 1e6;
       const double hot = time_step(s, &pool, false, flush);
       const double cold = time_step(s, &pool, true, flush);
-      std::printf("| %d | %ld | %.1f | %.0f | %.0f | %.1f |\n", streams, static_cast<long>(ctx),
-                  mb, hot, cold, mb / cold * 1e3);
+      std::printf("| %d | %ld | %.1f | %.0f | %.0f | %.1f |\n", streams, static_cast<long>(ctx), mb,
+                  hot, cold, mb / cold * 1e3);
     }
   }
   return 0;

@@ -196,7 +196,8 @@ TEST_P(CpuAttention, BitIdenticalToTheDocumentedOrder) {
     q[i].resize(rows_of[i] * width);
     out[i].resize(q[i].size());
     for (float& x : q[i]) x = normal(rng);
-    seqs.push_back({q[i].data(), caches[i].view(), out[i].data(), rows_of[i], lens[i] - rows_of[i]});
+    seqs.push_back(
+        {q[i].data(), caches[i].view(), out[i].data(), rows_of[i], lens[i] - rows_of[i]});
   }
   AttentionParams params;
   params.scale = 1.0f / std::sqrt(float(c.head_dim));
@@ -223,10 +224,10 @@ TEST_P(CpuAttention, BitIdenticalToTheDocumentedOrder) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CpuAttention,
-                         ::testing::Values(Case{9, 3, 64, 0, 0.0f},    // SmolLM2
-                                           Case{32, 8, 128, 0, 0.0f},  // Llama-3.1-8B
-                                           Case{12, 1, 72, 0, 0.0f},   // 12 heads a group, 72 dims
-                                           Case{8, 2, 64, 40, 30.0f},  // window, soft-cap
+                         ::testing::Values(Case{9, 3, 64, 0, 0.0f},     // SmolLM2
+                                           Case{32, 8, 128, 0, 0.0f},   // Llama-3.1-8B
+                                           Case{12, 1, 72, 0, 0.0f},    // 12 heads a group, 72 dims
+                                           Case{8, 2, 64, 40, 30.0f},   // window, soft-cap
                                            Case{6, 2, 68, 37, 0.0f}));  // 68 dims, window only
 
 }  // namespace

@@ -750,20 +750,22 @@ void test_grouped_matmul_one(int n, int k) {
   std::vector<bf16> x;  // the token's row, gathered once per hit expert
   for (int r = 0; r < rows; ++r) x.insert(x.end(), row.begin(), row.end());
   auto dx = upload(x), drow = upload(row), dw = upload(w), df = upload(first), dord = upload(order);
-  cu::DeviceBuffer want(size_t(rows) * n * 4), got(size_t(rows) * n * 4), shared(size_t(rows) * n * 4);
+  cu::DeviceBuffer want(size_t(rows) * n * 4), got(size_t(rows) * n * 4),
+      shared(size_t(rows) * n * 4);
   poison(want);
   poison(got);
   poison(shared);
   const int launched = static_cast<int>(order.size());
   // The reference launches every group (no order, so not the sparse steps' row path).
-  CHECK_CUDA(cu::grouped_matmul(dx.get<bf16>(), dw.get<bf16>(), want.get<float>(), df.get<int32_t>(),
-                                groups, n, k, 0));
+  CHECK_CUDA(cu::grouped_matmul(dx.get<bf16>(), dw.get<bf16>(), want.get<float>(),
+                                df.get<int32_t>(), groups, n, k, 0));
   CHECK_CUDA(cu::grouped_matmul_one(dx.get<bf16>(), false, dw.get<bf16>(), got.get<float>(),
                                     df.get<int32_t>(), dord.get<int32_t>(), launched, n, k, 0));
   CHECK_CUDA(cu::grouped_matmul_one(drow.get<bf16>(), true, dw.get<bf16>(), shared.get<float>(),
                                     df.get<int32_t>(), dord.get<int32_t>(), launched, n, k, 0));
   CHECK_CUDA(cudaDeviceSynchronize());
-  const auto a = download<float>(want, size_t(rows) * n), b = download<float>(got, size_t(rows) * n),
+  const auto a = download<float>(want, size_t(rows) * n),
+             b = download<float>(got, size_t(rows) * n),
              c = download<float>(shared, size_t(rows) * n);
   expect(std::memcmp(a.data(), b.data(), a.size() * 4) == 0, "grouped_matmul_one gathered bitwise");
   expect(std::memcmp(a.data(), c.data(), a.size() * 4) == 0, "grouped_matmul_one shared bitwise");

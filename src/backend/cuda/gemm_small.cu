@@ -193,7 +193,8 @@ __global__ void __launch_bounds__(WARPS * 32)
   if (m <= 0) return;
   if constexpr (kRowPath && NT == 1) {
     if (m == 1) {  // uniform over the cluster: its blocks share z
-      one_row_group<WARPS, STAGES, UNROLL>(x + static_cast<size_t>(r0) * k, w + static_cast<size_t>(z) * n * k,
+      one_row_group<WARPS, STAGES, UNROLL>(x + static_cast<size_t>(r0) * k,
+                                           w + static_cast<size_t>(z) * n * k,
                                            y + static_cast<size_t>(r0) * n, n, k, smem_ring);
       return;
     }
@@ -217,9 +218,9 @@ __global__ void __launch_bounds__(WARPS * 32)
 // row first[z].
 template <int WARPS, int STAGES, int UNROLL, typename Out>
 __global__ void __launch_bounds__(WARPS * 32)
-    grouped_one_kernel(const bf16* __restrict__ x, bool shared_x, const bf16* __restrict__ w,
-                       Out y, const int32_t* __restrict__ first, const int32_t* __restrict__ order,
-                       int n, int k) {
+    grouped_one_kernel(const bf16* __restrict__ x, bool shared_x, const bf16* __restrict__ w, Out y,
+                       const int32_t* __restrict__ first, const int32_t* __restrict__ order, int n,
+                       int k) {
   __shared__ uint4 smem_ring[WARPS * STAGES * UNROLL * 32];
   const int z = order[blockIdx.z];
   if (z < 0) return;
@@ -347,8 +348,8 @@ bool row_fits(cudaError_t allowed, const bf16* x, int n, int k) {
 // One cluster of parts_of(k, n) blocks per kGroupWarps x 8 rows of N, for each of `launched`
 // groups; row_smem: with the dynamic shared memory for a block's part of a row.
 template <typename Kernel, typename... Args>
-cudaError_t launch_grouped(Kernel kernel, bool row_smem, int launched, int n, int k,
-                           cudaStream_t s, Args... args) {
+cudaError_t launch_grouped(Kernel kernel, bool row_smem, int launched, int n, int k, cudaStream_t s,
+                           Args... args) {
   constexpr int kRowsPerBlock = kGroupWarps * 8;
   const int parts = parts_of(k, n);
   cudaLaunchConfig_t cfg{};
@@ -374,8 +375,9 @@ cudaError_t grouped_small_m(const bf16* x, const bf16* w, float* y, const int32_
       return launch_grouped(kernel, true, launched, n, k, s, x, w, y, first, order, n, k);
     }
   }
-  return launch_grouped(grouped_m_kernel<1, kGroupWarps, kGroupStages, kGroupUnroll, 1, float, false>,
-                        false, launched, n, k, s, x, w, y, first, order, n, k);
+  return launch_grouped(
+      grouped_m_kernel<1, kGroupWarps, kGroupStages, kGroupUnroll, 1, float, false>, false,
+      launched, n, k, s, x, w, y, first, order, n, k);
 }
 
 namespace {

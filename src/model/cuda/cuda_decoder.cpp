@@ -421,7 +421,7 @@ class CudaDecoder final : public Model {
   cuda::Stream upload_, download_;
   DeviceBuffer attn_scratch_;
   DeviceBuffer attn_counters_;             // zeroed when allocated; attention leaves it zeroed
-  DeviceBuffer draw_scratch_;  // the device draws' masses
+  DeviceBuffer draw_scratch_;              // the device draws' masses
   DeviceBuffer argmax_scratch_;            // likewise, for the argmax's blocks per row
   DeviceBuffer x_, x2_, h_, qkv_f32_, q_, att_, o_, gu_, act_, down_, xg_, hg_, logits_;
   DeviceBuffer normed_;  // a sandwich norm's output (Gemma)
@@ -717,8 +717,8 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   if (!draws.empty()) {
     // A decode step's draws become the other slot's tokens too, over the argmaxes written there.
     TF_CUDA_TRY(cuda::sample_rows(logits_.get<float>(), static_cast<int>(draws.size()),
-                                  cfg_.vocab_size, draw_params,
-                                  draw_scratch_.get<uint64_t>(), sl.argmax.get<int32_t>(), s,
+                                  cfg_.vocab_size, draw_params, draw_scratch_.get<uint64_t>(),
+                                  sl.argmax.get<int32_t>(), s,
                                   decode_step ? other.inputs.get<int32_t>() : nullptr));
   }
   TF_CUDA_TRY(cudaEventRecord(sl.ran.get(), s));

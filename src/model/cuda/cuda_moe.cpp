@@ -126,16 +126,16 @@ Status CudaMoe::run(int layer, int n, const bf16* h, float* out, cuda::LtGemm& g
                                                   hit_.get<int32_t>(), k, inter, d_, s));
     } else {
       TF_CUDA_TRY(cuda::grouped_matmul_one(h, true, L.gate_up.get<bf16>(), gu_.get<float>(),
-                                           first_.get<int32_t>(), hit_.get<int32_t>(), k,
-                                           2 * inter, d_, s));
+                                           first_.get<int32_t>(), hit_.get<int32_t>(), k, 2 * inter,
+                                           d_, s));
       TF_CUDA_TRY(
           cuda::glu_interleaved(gu_.get<float>(), act_rows_.get<bf16>(), k, inter, s, act_));
     }
     TF_CUDA_TRY(cuda::grouped_matmul_one(act_rows_.get<bf16>(), false, L.down.get<bf16>(),
                                          y_.get<float>(), first_.get<int32_t>(),
                                          hit_.get<int32_t>(), k, d_, inter, s));
-    TF_CUDA_TRY(cuda::weighted_row_sum(y_.get<float>(), pos_.get<int32_t>(),
-                                       weight_.get<float>(), k, out, n, d_, s));
+    TF_CUDA_TRY(cuda::weighted_row_sum(y_.get<float>(), pos_.get<int32_t>(), weight_.get<float>(),
+                                       k, out, n, d_, s));
     return {};
   }
   TF_CUDA_TRY(cuda::gather_rows(h, src_row_.get<int32_t>(), x_.get<bf16>(), slots, d_, s));
