@@ -5,13 +5,12 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <memory>
 #include <new>
 #include <span>
 #include <vector>
 
 #include "checkpoint/model_config.h"
+#include "hwy/aligned_allocator.h"
 
 namespace tf::model {
 
@@ -54,19 +53,15 @@ class KvCache {
   int64_t layers_, row_;
   int block_size_;
   int64_t num_blocks_;
-  // 64-byte aligned: the attention kernels read rows as 32-byte vectors, and a pool that starts
-  // 16 bytes into a line (as a large malloc does) splits every other one across two lines (a
-  // fifth of attention's time).
-  struct Free {
-    void operator()(float* p) const { std::free(p); }
-  };
-  static float* allocate(int64_t floats) {
-    const size_t bytes = (static_cast<size_t>(floats) * sizeof(float) + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, std::max<size_t>(bytes, 64));
-    if (p == nullptr) throw std::bad_alloc();  // as new float[] did
-    return static_cast<float*>(p);
+  // Highway's aligned allocation (64 bytes or more): the attention kernels read rows as 32-byte
+  // vectors, and a pool that starts 16 bytes into a line (as a large malloc does) splits every
+  // other one across two lines (a fifth of attention's time).
+  static hwy::AlignedFreeUniquePtr<float[]> allocate(int64_t floats) {
+    auto p = hwy::AllocateAligned<float>(std::max<size_t>(static_cast<size_t>(floats), 1));
+    if (!p) throw std::bad_alloc();  // as new float[] did
+    return p;
   }
-  std::unique_ptr<float[], Free> k_, v_;
+  hwy::AlignedFreeUniquePtr<float[]> k_, v_;
 };
 
 // A contiguous block table 0..n-1, for callers that own a whole pool for one sequence.
