@@ -30,6 +30,8 @@ CudaMoe::CudaMoe(const checkpoint::ModelConfig& cfg, Activation act)
       top_k_(cfg.num_experts_per_tok),
       inter_(cfg.moe_intermediate_size),
       renorm_(cfg.norm_topk_prob),
+      one_row_fits_(cuda::grouped_matmul_one_fits(2 * inter_, d_) &&
+                    cuda::grouped_matmul_one_fits(d_, inter_)),
       act_(glu_act(act)),
       layers_(static_cast<size_t>(cfg.num_layers)) {}
 
@@ -118,8 +120,7 @@ Status CudaMoe::run(int layer, int n, const bf16* h, float* out, cuda::LtGemm& g
   // expert kernels read from h itself (no gather) and keep in shared memory; gate_up stores its
   // SwiGLU directly. The same bits as the grouped path below, which takes the shapes whose part
   // of a row would not fit. (h and act_rows_ are buffer bases, K % 32 == 0: 16-byte aligned rows.)
-  if (n == 1 && cuda::grouped_matmul_one_fits(2 * inter, d_) &&
-      cuda::grouped_matmul_one_fits(d_, inter)) {
+  if (n == 1 && one_row_fits_) {
     if (act_ == cuda::GluAct::kSilu) {
       TF_CUDA_TRY(cuda::grouped_matmul_one_swiglu(h, true, L.gate_up.get<bf16>(),
                                                   act_rows_.get<bf16>(), first_.get<int32_t>(),

@@ -54,6 +54,7 @@ class CudaMoe {
 
   int d_, n_experts_, top_k_, inter_;
   bool renorm_;
+  bool one_row_fits_;  // grouped_matmul_one takes both expert matrices (one-token steps)
   backend::cuda::GluAct act_;
   std::vector<Layer> layers_;  // by model layer; dense layers' entries stay empty
   // Router logits; the picks (chosen, weight); the grouping (first, hit, src_row, pos); the routed
