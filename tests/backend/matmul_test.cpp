@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "backend/cpu/q8_dot.h"
 #include "base/half.h"
 #include "base/thread_pool.h"
 
@@ -196,6 +197,38 @@ std::vector<int64_t> lengths(DType t) {
   return {256, 512, 256 * 3, 256 * 9};
 }
 
+// dot_row for q4_0, q4_1 and q8_0, written here from q8_dot.h's description of the scheme: x
+// quantized per 32-element block, exact integer block sums, then its float order.
+float ref_q8_dot(DType t, const std::vector<uint8_t>& row, const float* x, int64_t k) {
+  const auto& info = dtype_info(t);
+  const int qs = t == DType::kQ4_1 ? 4 : 2;
+  float acc = 0.0f;
+  for (int64_t b = 0; b < k / 32; ++b) {
+    const float* xb = x + 32 * b;
+    float amax = 0.0f;
+    bool finite = true;
+    for (int i = 0; i < 32; ++i) {
+      finite = finite && std::isfinite(xb[i]);
+      amax = std::max(amax, std::fabs(xb[i]));
+    }
+    const float d = finite ? amax / 127.0f : NAN;
+    const float id = finite && d > 0.0f ? 1.0f / d : 0.0f;
+    const uint8_t* blk = &row[b * info.block_bytes];
+    int32_t isum = 0, qsum = 0;
+    for (int i = 0; i < 32; ++i) {
+      const int32_t q = static_cast<int32_t>(std::nearbyint(xb[i] * id));
+      int32_t u = i < 16 ? blk[qs + i] & 15 : blk[qs + i - 16] >> 4;
+      if (t == DType::kQ4_0) u -= 8;
+      if (t == DType::kQ8_0) u = static_cast<int8_t>(blk[qs + i]);
+      isum += u * q;
+      qsum += q;
+    }
+    acc = std::fma(static_cast<float>(isum), h2f(blk) * d, acc);
+    if (t == DType::kQ4_1) acc = std::fma(h2f(blk + 2), d * static_cast<float>(qsum), acc);
+  }
+  return acc;
+}
+
 class MatmulTypes : public ::testing::TestWithParam<DType> {};
 
 TEST_P(MatmulTypes, DequantizeRowMatchesReferenceExactly) {
@@ -229,7 +262,23 @@ TEST_P(MatmulTypes, DotRowMatchesReference) {
         mag += std::fabs(static_cast<double>(w[i]) * x[i]);
       }
       const float got = dot_row(t, row.data(), x.data(), k);
-      ASSERT_LE(std::fabs(got - exact), 1e-5 * mag + 1e-30)
+      double bound = 1e-5 * mag + 1e-30;
+      if (uses_q8_activations(t)) {
+        // Bit for bit the scheme of q8_dot.h; off the exact sum by at most half a step of x's
+        // int8 grid per element: sum over blocks of d_x / 2 * sum |w_i|.
+        const float want = ref_q8_dot(t, row, x.data(), k);
+        ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want))
+            << dtype_name(t) << " k=" << k << " got " << got << " want " << want;
+        for (int64_t b = 0; b < k / 32; ++b) {
+          double amax = 0, wsum = 0;
+          for (int64_t i = 32 * b; i < 32 * b + 32; ++i) {
+            amax = std::max(amax, static_cast<double>(std::fabs(x[i])));
+            wsum += std::fabs(static_cast<double>(w[i]));
+          }
+          bound += amax / 127 / 2 * 1.0001 * wsum;
+        }
+      }
+      ASSERT_LE(std::fabs(got - exact), bound)
           << dtype_name(t) << " k=" << k << " got " << got << " exact " << exact;
     }
   }
@@ -337,6 +386,54 @@ TEST(Matmul, ManyEqualsOneByOne) {
       }
     }
   }
+}
+
+// Every instruction set of the int8-activation kernels against the portable one, bit for bit, at
+// every batch path (one row, groups of 8 with a partial group), with odd N so that rows fall to
+// the per-row tail.
+TEST(Q8Activations, EveryInstructionSetGivesTheSameBits) {
+  std::mt19937 rng(11);
+  const int64_t n = 37, k = 32 * 7;
+  const auto x = random_x(17 * k, rng);
+  for (DType t : {DType::kQ4_0, DType::kQ4_1, DType::kQ8_0}) {
+    const auto data = random_rows(t, n, k, rng);
+    Tensor w{t, {n, k}, data.data()};
+    for (int64_t m : {1, 3, 8, 17}) {
+      std::vector<float> want(m * n), got(m * n);
+      q8_use_isa(Q8Isa::kGeneric);
+      matmul(w, x.data(), m, want.data(), nullptr);
+      for (Q8Isa isa : {Q8Isa::kAvx2, Q8Isa::kAvx512Vnni}) {
+        if (isa > q8_best_isa()) continue;
+        q8_use_isa(isa);
+        matmul(w, x.data(), m, got.data(), nullptr);
+        ASSERT_EQ(0, std::memcmp(want.data(), got.data(), got.size() * sizeof(float)))
+            << dtype_name(t) << " m=" << m << " isa=" << static_cast<int>(isa);
+      }
+    }
+  }
+  q8_use_isa(q8_best_isa());
+}
+
+// A block of x holding Inf or NaN makes that row's outputs NaN (as the f32 products would make
+// them Inf or NaN), on every path; the other rows are untouched.
+TEST(Q8Activations, NonFiniteActivationsGiveNaN) {
+  std::mt19937 rng(12);
+  const int64_t n = 19, k = 64, m = 9;
+  auto x = random_x(m * k, rng);
+  x[1 * k + 40] = INFINITY;
+  x[6 * k + 3] = NAN;
+  const auto data = random_rows(DType::kQ4_1, n, k, rng);
+  Tensor w{DType::kQ4_1, {n, k}, data.data()};
+  for (int64_t rows : {int64_t{1}, m}) {
+    std::vector<float> y(rows * n);
+    matmul(w, x.data(), rows, y.data(), nullptr);
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        EXPECT_EQ(i == 1 || i == 6, std::isnan(y[i * n + j])) << "row " << i << " of " << rows;
+      }
+    }
+  }
+  EXPECT_TRUE(std::isnan(dot_row(DType::kQ4_1, data.data(), x.data() + k, k)));
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/q8_dot.h"
 #include "backend/cpu/quant_blocks.h"
 #include "base/half.h"
 #include "hwy/aligned_allocator.h"
@@ -729,6 +730,13 @@ HWY_EXPORT(DequantizeRowT);
 HWY_EXPORT(MatmulRowsT);
 
 float dot_row(DType t, const void* w_row, const float* x, int64_t k) {
+  if (uses_q8_activations(t)) {
+    Q8Activations qx;
+    quantize_activations(x, 1, k, &qx);
+    float y = 0.0f;
+    matmul_q8(t, static_cast<const uint8_t*>(w_row), 0, qx, &y, 1, 0, 1);
+    return y;
+  }
   return HWY_DYNAMIC_DISPATCH(DotRowT)(t, static_cast<const uint8_t*>(w_row), x, k);
 }
 

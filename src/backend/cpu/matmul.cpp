@@ -6,6 +6,7 @@
 #include <cassert>
 
 #include "backend/cpu/dot_kernels.h"
+#include "backend/cpu/q8_dot.h"
 
 namespace tf::backend::cpu {
 
@@ -14,6 +15,14 @@ namespace {
 constexpr size_t kGrainRows = 16;
 // Below this many weight bytes x rows, waking the pool costs more than it saves.
 constexpr size_t kMinParallelBytes = 64 << 10;
+
+// x quantized once by the calling thread for all the pool's chunks (q8_dot.h); the workers only
+// read it while the caller waits in parallel_for.
+const Q8Activations& quantized(const float* x, int64_t m, int64_t k) {
+  thread_local Q8Activations qx;
+  quantize_activations(x, m, k, &qx);
+  return qx;
+}
 }  // namespace
 
 void matmul(const Tensor& w, const float* x, int64_t m, float* y, ThreadPool* pool) {
@@ -22,9 +31,15 @@ void matmul(const Tensor& w, const float* x, int64_t m, float* y, ThreadPool* po
   if (n == 0 || m == 0) return;
   const auto* base = static_cast<const uint8_t*>(w.data);
   const size_t row_bytes = w.row_bytes();
+  const Q8Activations* qx = uses_q8_activations(w.dtype) ? &quantized(x, m, k) : nullptr;
   auto run = [&](size_t begin, size_t end) {
-    matmul_rows(w.dtype, base, row_bytes, k, x, m, y, n, static_cast<int64_t>(begin),
+    if (qx != nullptr) {
+      matmul_q8(w.dtype, base, row_bytes, *qx, y, n, static_cast<int64_t>(begin),
                 static_cast<int64_t>(end));
+    } else {
+      matmul_rows(w.dtype, base, row_bytes, k, x, m, y, n, static_cast<int64_t>(begin),
+                  static_cast<int64_t>(end));
+    }
   };
   if (pool == nullptr || pool->size() <= 1 ||
       w.nbytes() * static_cast<size_t>(m) < kMinParallelBytes) {
@@ -38,20 +53,28 @@ void matmul_many(const Tensor* const* w, float* const* y, int count, const float
                  ThreadPool* pool) {
   // Weight rows of all the products, numbered one after another; a pool chunk may span several.
   size_t total = 0, bytes = 0;
+  const Tensor* q8 = nullptr;  // a product over int8 activations (all of them share x, hence K)
   for (int i = 0; i < count; ++i) {
     total += static_cast<size_t>(w[i]->rows());
     bytes += w[i]->nbytes();
+    if (uses_q8_activations(w[i]->dtype)) q8 = w[i];
   }
   if (total == 0 || m == 0) return;
+  const Q8Activations* qx = q8 != nullptr ? &quantized(x, m, q8->cols()) : nullptr;
   auto run = [&](size_t begin, size_t end) {
     size_t first = 0;
     for (int i = 0; i < count && first < end; ++i) {
       const size_t n = static_cast<size_t>(w[i]->rows());
       const size_t lo = std::max(begin, first), hi = std::min(end, first + n);
-      if (lo < hi) {
-        matmul_rows(w[i]->dtype, static_cast<const uint8_t*>(w[i]->data), w[i]->row_bytes(),
-                    w[i]->cols(), x, m, y[i], static_cast<int64_t>(n),
-                    static_cast<int64_t>(lo - first), static_cast<int64_t>(hi - first));
+      const auto* data = static_cast<const uint8_t*>(w[i]->data);
+      if (lo < hi && uses_q8_activations(w[i]->dtype)) {
+        assert(w[i]->cols() == qx->k);
+        matmul_q8(w[i]->dtype, data, w[i]->row_bytes(), *qx, y[i], static_cast<int64_t>(n),
+                  static_cast<int64_t>(lo - first), static_cast<int64_t>(hi - first));
+      } else if (lo < hi) {
+        matmul_rows(w[i]->dtype, data, w[i]->row_bytes(), w[i]->cols(), x, m, y[i],
+                    static_cast<int64_t>(n), static_cast<int64_t>(lo - first),
+                    static_cast<int64_t>(hi - first));
       }
       first += n;
     }

@@ -1,0 +1,186 @@
+// Quantization of activations to int8 blocks and the dispatch of q8_dot_kernels.inc, compiled once
+// per instruction set (portable, AVX2, AVX-512 VNNI) and chosen at run time.
+#include "backend/cpu/q8_dot.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+
+#include "backend/cpu/quant_blocks.h"
+#include "base/half.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace tf::backend::cpu {
+namespace {
+
+template <DType T>
+struct Fmt;
+template <>
+struct Fmt<DType::kQ4_0> : quant::Q4_0 {};
+template <>
+struct Fmt<DType::kQ4_1> : quant::Q4_1 {};
+template <>
+struct Fmt<DType::kQ8_0> : quant::Q8_0 {};
+
+float load_fp16(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof(h));
+  return fp16_to_f32(h);
+}
+
+// Element j of a weight block as the integer u_j of q8_dot.h.
+template <DType T>
+int32_t weight_int(const uint8_t* blk, int j) {
+  const uint8_t* qs = blk + Fmt<T>::kQs;
+  if constexpr (T == DType::kQ8_0) return static_cast<int8_t>(qs[j]);
+  return j < 16 ? qs[j] & 0xF : qs[j - 16] >> 4;
+}
+
+void quantize_block_scalar(const float* x, int8_t* q, float* d, float* s, int32_t* qsum) {
+  float amax = 0.0f;
+  for (int i = 0; i < 32; ++i) {
+    if (!std::isfinite(x[i])) {
+      std::memset(q, 0, 32);
+      *d = *s = NAN;
+      *qsum = 0;
+      return;
+    }
+    amax = std::max(amax, std::fabs(x[i]));
+  }
+  const float dv = amax / 127.0f;
+  const float id = dv > 0.0f ? 1.0f / dv : 0.0f;
+  int32_t sum = 0;
+  for (int i = 0; i < 32; ++i) {
+    q[i] = static_cast<int8_t>(std::nearbyint(x[i] * id));
+    sum += q[i];
+  }
+  *d = dv;
+  *qsum = sum;
+  *s = dv * static_cast<float>(sum);
+}
+
+}  // namespace
+
+namespace q8_generic {
+#define TF_Q8_ISA 0
+#include "backend/cpu/q8_dot_kernels.inc"
+#undef TF_Q8_ISA
+}  // namespace q8_generic
+
+#if defined(__x86_64__)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+namespace q8_avx2 {
+#define TF_Q8_ISA 1
+#include "backend/cpu/q8_dot_kernels.inc"
+#undef TF_Q8_ISA
+}  // namespace q8_avx2
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512dq,avx512vnni")
+namespace q8_vnni {
+#define TF_Q8_ISA 2
+#include "backend/cpu/q8_dot_kernels.inc"
+#undef TF_Q8_ISA
+}  // namespace q8_vnni
+#pragma GCC pop_options
+#endif
+
+namespace {
+
+Q8Isa detect_isa() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512bw")) {
+    return Q8Isa::kAvx512Vnni;
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("f16c")) {
+    return Q8Isa::kAvx2;
+  }
+#endif
+  return Q8Isa::kGeneric;
+}
+
+std::atomic<Q8Isa>& isa() {
+  static std::atomic<Q8Isa> chosen{q8_best_isa()};
+  return chosen;
+}
+
+}  // namespace
+
+Q8Isa q8_best_isa() {
+  static const Q8Isa best = detect_isa();
+  return best;
+}
+
+void q8_use_isa(Q8Isa want) { isa() = std::min(want, q8_best_isa()); }
+
+bool uses_q8_activations(DType t) {
+  return t == DType::kQ4_0 || t == DType::kQ4_1 || t == DType::kQ8_0;
+}
+
+void quantize_activations(const float* x, int64_t m, int64_t k, Q8Activations* out) {
+  const int64_t nb = k / 32;
+  out->m = m;
+  out->k = k;
+  out->nb = nb;
+  out->q.resize(static_cast<size_t>(m * k));
+  out->d.resize(static_cast<size_t>(m * nb));
+  out->s.resize(static_cast<size_t>(m * nb));
+  out->qsum.resize(static_cast<size_t>(m * nb));
+  auto* q = out->q.data();
+  switch (isa().load(std::memory_order_relaxed)) {
+#if defined(__x86_64__)
+    case Q8Isa::kAvx512Vnni:
+      q8_vnni::quantize_rows(x, m, k, q, out->d.data(), out->s.data(), out->qsum.data());
+      break;
+    case Q8Isa::kAvx2:
+      q8_avx2::quantize_rows(x, m, k, q, out->d.data(), out->s.data(), out->qsum.data());
+      break;
+#endif
+    default:
+      q8_generic::quantize_rows(x, m, k, q, out->d.data(), out->s.data(), out->qsum.data());
+  }
+  if (m == 1) return;
+  // Groups of 8 rows: element 4 g + j of block b of row 8 gi + r at [gi][b][g][r][j].
+  const int64_t groups = (m + 7) / 8;
+  out->gq.assign(static_cast<size_t>(groups * nb * 256), 0);
+  out->gd.assign(static_cast<size_t>(groups * nb * 8), 0.0f);
+  out->gs.assign(static_cast<size_t>(groups * nb * 8), 0.0f);
+  out->gqsum.assign(static_cast<size_t>(groups * nb * 8), 0);
+  for (int64_t i = 0; i < m; ++i) {
+    const int64_t gi = i / 8, r = i % 8;
+    for (int64_t b = 0; b < nb; ++b) {
+      const int8_t* src = q + (i * nb + b) * 32;
+      int8_t* dst = out->gq.data() + (gi * nb + b) * 256 + r * 4;
+      for (int g = 0; g < 8; ++g) std::memcpy(dst + g * 32, src + g * 4, 4);
+      const size_t at = static_cast<size_t>((gi * nb + b) * 8 + r);
+      out->gd[at] = out->d[static_cast<size_t>(i * nb + b)];
+      out->gs[at] = out->s[static_cast<size_t>(i * nb + b)];
+      out->gqsum[at] = out->qsum[static_cast<size_t>(i * nb + b)];
+    }
+  }
+}
+
+void matmul_q8(DType t, const uint8_t* w, size_t row_bytes, const Q8Activations& x, float* y,
+               int64_t ldy, int64_t n0, int64_t n1) {
+  switch (isa().load(std::memory_order_relaxed)) {
+#if defined(__x86_64__)
+    case Q8Isa::kAvx512Vnni:
+      return q8_vnni::matmul(t, w, row_bytes, x, y, ldy, n0, n1);
+    case Q8Isa::kAvx2:
+      return q8_avx2::matmul(t, w, row_bytes, x, y, ldy, n0, n1);
+#endif
+    default:
+      return q8_generic::matmul(t, w, row_bytes, x, y, ldy, n0, n1);
+  }
+}
+
+}  // namespace tf::backend::cpu

@@ -1,0 +1,46 @@
+// q4_0, q4_1 and q8_0 weights against activations quantized to int8 per 32-element block (ggml's
+// q8_0/q8_1 scheme): exact integer block sums, then one fixed float order, at every M.
+//
+// The scheme, which every path computes bit for bit (so matmul == dot_row at any M, on any thread
+// count and with any of the instruction sets below):
+//   x block b:  amax = max |x_i|; d = amax / 127; id = d > 0 ? 1 / d : 0; q_i = round_even(x_i id);
+//               qsum = sum q_i; s = d * qsum. A block holding Inf or NaN gets d = s = NaN, q = 0.
+//   w block b:  integers u_i with w_i = dw * u_i + mw (q4_1), dw * (u_i - 8) (q4_0), dw * u_i
+//   (q8_0). isum_b = sum_i u_i q_i (q4_0: minus 8 qsum), exact in int32; y = 0; for b in order: y =
+//   fma(float(isum_b), dw * d, y); q4_1 only: y = fma(mw, s, y).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "tensor/dtype.h"
+
+namespace tf::backend::cpu {
+
+bool uses_q8_activations(DType t);
+
+// x's m rows of k elements (k a multiple of 32), quantized as above: per row, and for m > 1 also
+// in groups of 8 rows laid out for the batched kernel (rows as vector lanes).
+struct Q8Activations {
+  int64_t m = 0, k = 0, nb = 0;
+  std::vector<int8_t> q;      // [m][nb][32]
+  std::vector<float> d, s;    // [m][nb]
+  std::vector<int32_t> qsum;  // [m][nb]
+  std::vector<int8_t> gq;     // [m / 8 groups][nb][8 quads][8 rows][4]; absent rows are zero
+  std::vector<float> gd, gs;  // [groups][nb][8 rows]
+  std::vector<int32_t> gqsum;
+};
+
+void quantize_activations(const float* x, int64_t m, int64_t k, Q8Activations* out);
+
+// y[i * ldy + n] for every row i of x and n in [n0, n1), as matmul_rows does for f32 x.
+void matmul_q8(DType t, const uint8_t* w, size_t row_bytes, const Q8Activations& x, float* y,
+               int64_t ldy, int64_t n0, int64_t n1);
+
+// The instruction sets, each giving the same bits; tests run every one the CPU has.
+enum class Q8Isa { kGeneric, kAvx2, kAvx512Vnni };
+Q8Isa q8_best_isa();
+void q8_use_isa(Q8Isa isa);  // for tests: at most q8_best_isa()
+
+}  // namespace tf::backend::cpu
