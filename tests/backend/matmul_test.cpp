@@ -199,8 +199,9 @@ std::vector<int64_t> lengths(DType t) {
 
 // dot_row for q4_0, q4_1 and q8_0, written here from q8_dot.h's description of the scheme: x
 // quantized per 32-element block, exact integer block sums, then its float order.
-float ref_q8_dot(DType t, const std::vector<uint8_t>& row, const float* x, int64_t k) {
+float ref_q8_dot(DType t, const std::vector<uint8_t>& rows, int64_t n, const float* x, int64_t k) {
   const auto& info = dtype_info(t);
+  const uint8_t* row = rows.data() + n * dtype_row_bytes(t, k);
   const int qs = t == DType::kQ4_1 ? 4 : 2;
   float acc = 0.0f;
   for (int64_t b = 0; b < k / 32; ++b) {
@@ -212,8 +213,9 @@ float ref_q8_dot(DType t, const std::vector<uint8_t>& row, const float* x, int64
       amax = std::max(amax, std::fabs(xb[i]));
     }
     const float d = finite ? amax / 127.0f : NAN;
-    const float id = finite && d > 0.0f ? 1.0f / d : 0.0f;
-    const uint8_t* blk = &row[b * info.block_bytes];
+    float id = finite && d > 0.0f ? 1.0f / d : 0.0f;
+    if (!std::isfinite(id)) id = 0.0f;  // blocks so small that 1 / d overflows
+    const uint8_t* blk = row + b * info.block_bytes;
     int32_t isum = 0, qsum = 0;
     for (int i = 0; i < 32; ++i) {
       const int32_t q = static_cast<int32_t>(std::nearbyint(xb[i] * id));
@@ -266,7 +268,7 @@ TEST_P(MatmulTypes, DotRowMatchesReference) {
       if (uses_q8_activations(t)) {
         // Bit for bit the scheme of q8_dot.h; off the exact sum by at most half a step of x's
         // int8 grid per element: sum over blocks of d_x / 2 * sum |w_i|.
-        const float want = ref_q8_dot(t, row, x.data(), k);
+        const float want = ref_q8_dot(t, row, 0, x.data(), k);
         ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want))
             << dtype_name(t) << " k=" << k << " got " << got << " want " << want;
         for (int64_t b = 0; b < k / 32; ++b) {
@@ -357,14 +359,16 @@ TEST(Matmul, NullPoolAndEmpty) {
 
 // matmul_many splits the rows of several products over the pool together (a chunk may span two
 // of them); every output must still be what matmul gives for its own product.
+// Mixed dtypes too: a pool chunk may span an int8-activation product and an f32 one.
 TEST(Matmul, ManyEqualsOneByOne) {
   std::mt19937 rng(9);
-  const int64_t k = 96;
+  const int64_t k = 256;
   const int64_t rows[] = {37, 5, 70};
+  const DType types[] = {DType::kQ4_1, DType::kQ6_K, DType::kQ4_0};
   std::vector<std::vector<uint8_t>> data;
   std::vector<Tensor> ws;
-  for (int64_t n : rows) data.push_back(random_rows(DType::kQ4_1, n, k, rng));
-  for (int i = 0; i < 3; ++i) ws.push_back(Tensor{DType::kQ4_1, {rows[i], k}, data[i].data()});
+  for (int i = 0; i < 3; ++i) data.push_back(random_rows(types[i], rows[i], k, rng));
+  for (int i = 0; i < 3; ++i) ws.push_back(Tensor{types[i], {rows[i], k}, data[i].data()});
   const auto x = random_x(6 * k, rng);
   for (int threads : {1, 2, 3}) {
     ThreadPool pool(threads);
@@ -391,10 +395,19 @@ TEST(Matmul, ManyEqualsOneByOne) {
 // Every instruction set of the int8-activation kernels against the portable one, bit for bit, at
 // every batch path (one row, groups of 8 with a partial group), with odd N so that rows fall to
 // the per-row tail.
+// Rows 2 and 5 hold blocks so small that 1 / d overflows (normal and subnormal).
 TEST(Q8Activations, EveryInstructionSetGivesTheSameBits) {
+  if (q8_best_isa() == Q8Isa::kGeneric) GTEST_SKIP() << "this CPU has only the portable kernels";
+  struct Restore {
+    ~Restore() { q8_use_isa(q8_best_isa()); }
+  } restore;
   std::mt19937 rng(11);
   const int64_t n = 37, k = 32 * 7;
-  const auto x = random_x(17 * k, rng);
+  auto x = random_x(17 * k, rng);
+  for (int64_t i = 0; i < 32; ++i) {
+    x[2 * k + 64 + i] *= 1e-38f;
+    x[5 * k + i] *= 1e-41f;
+  }
   for (DType t : {DType::kQ4_0, DType::kQ4_1, DType::kQ8_0}) {
     const auto data = random_rows(t, n, k, rng);
     Tensor w{t, {n, k}, data.data()};
@@ -409,13 +422,19 @@ TEST(Q8Activations, EveryInstructionSetGivesTheSameBits) {
         ASSERT_EQ(0, std::memcmp(want.data(), got.data(), got.size() * sizeof(float)))
             << dtype_name(t) << " m=" << m << " isa=" << static_cast<int>(isa);
       }
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          const float want_row = ref_q8_dot(t, data, j, x.data() + i * k, k);
+          ASSERT_EQ(std::bit_cast<uint32_t>(got[i * n + j]), std::bit_cast<uint32_t>(want_row))
+              << dtype_name(t) << " m=" << m << " row " << i << " col " << j;
+        }
+      }
     }
   }
-  q8_use_isa(q8_best_isa());
 }
 
 // A block of x holding Inf or NaN makes that row's outputs NaN (as the f32 products would make
-// them Inf or NaN), on every path; the other rows are untouched.
+// them Inf or NaN), on every path and instruction set; the other rows are untouched.
 TEST(Q8Activations, NonFiniteActivationsGiveNaN) {
   std::mt19937 rng(12);
   const int64_t n = 19, k = 64, m = 9;
@@ -424,12 +443,19 @@ TEST(Q8Activations, NonFiniteActivationsGiveNaN) {
   x[6 * k + 3] = NAN;
   const auto data = random_rows(DType::kQ4_1, n, k, rng);
   Tensor w{DType::kQ4_1, {n, k}, data.data()};
-  for (int64_t rows : {int64_t{1}, m}) {
-    std::vector<float> y(rows * n);
-    matmul(w, x.data(), rows, y.data(), nullptr);
-    for (int64_t i = 0; i < rows; ++i) {
-      for (int64_t j = 0; j < n; ++j) {
-        EXPECT_EQ(i == 1 || i == 6, std::isnan(y[i * n + j])) << "row " << i << " of " << rows;
+  struct Restore {
+    ~Restore() { q8_use_isa(q8_best_isa()); }
+  } restore;
+  for (int isa = 0; isa <= static_cast<int>(q8_best_isa()); ++isa) {
+    q8_use_isa(static_cast<Q8Isa>(isa));
+    for (int64_t rows : {int64_t{1}, m}) {
+      std::vector<float> y(rows * n);
+      matmul(w, x.data(), rows, y.data(), nullptr);
+      for (int64_t i = 0; i < rows; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          EXPECT_EQ(i == 1 || i == 6, std::isnan(y[i * n + j]))
+              << "row " << i << " of " << rows << " isa " << isa;
+        }
       }
     }
   }

@@ -53,11 +53,17 @@ void matmul_many(const Tensor* const* w, float* const* y, int count, const float
                  ThreadPool* pool) {
   // Weight rows of all the products, numbered one after another; a pool chunk may span several.
   size_t total = 0, bytes = 0;
-  const Tensor* q8 = nullptr;  // a product over int8 activations (all of them share x, hence K)
+  const Tensor* q8 = nullptr;  // a product over int8 activations: x quantized once for all of them
   for (int i = 0; i < count; ++i) {
     total += static_cast<size_t>(w[i]->rows());
     bytes += w[i]->nbytes();
-    if (uses_q8_activations(w[i]->dtype)) q8 = w[i];
+    if (!uses_q8_activations(w[i]->dtype)) continue;
+    if (q8 != nullptr && q8->cols() != w[i]->cols()) {
+      // Products of different widths cannot share one quantized x: one at a time.
+      for (int j = 0; j < count; ++j) matmul(*w[j], x, m, y[j], pool);
+      return;
+    }
+    q8 = w[i];
   }
   if (total == 0 || m == 0) return;
   const Q8Activations* qx = q8 != nullptr ? &quantized(x, m, q8->cols()) : nullptr;
@@ -68,7 +74,6 @@ void matmul_many(const Tensor* const* w, float* const* y, int count, const float
       const size_t lo = std::max(begin, first), hi = std::min(end, first + n);
       const auto* data = static_cast<const uint8_t*>(w[i]->data);
       if (lo < hi && uses_q8_activations(w[i]->dtype)) {
-        assert(w[i]->cols() == qx->k);
         matmul_q8(w[i]->dtype, data, w[i]->row_bytes(), *qx, y[i], static_cast<int64_t>(n),
                   static_cast<int64_t>(lo - first), static_cast<int64_t>(hi - first));
       } else if (lo < hi) {

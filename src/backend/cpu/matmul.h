@@ -1,5 +1,6 @@
 // CPU matrix products over f32 activations and weights of any supported dtype (f32, f16, bf16 and
-// GGML block quants), dequantizing block by block in registers, never whole matrices.
+// GGML block quants), dequantizing block by block in registers, never whole matrices; q4_0, q4_1
+// and q8_0 weights meet x quantized to int8 blocks instead (q8_dot.h).
 //
 // Exactness contract: y[m][n] is bit-identical to dot_row(w.dtype, w.row(n), x + m*k, k), whatever
 // M is and however many threads run; every reduction over K has one fixed order.

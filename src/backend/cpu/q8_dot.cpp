@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "backend/cpu/quant_blocks.h"
@@ -40,6 +41,13 @@ int32_t weight_int(const uint8_t* blk, int j) {
   return j < 16 ? qs[j] & 0xF : qs[j - 16] >> 4;
 }
 
+// 1 / d, or 0 where that is not finite (d = 0, or a block so small that 1 / d overflows): such a
+// block quantizes to zeros on every path.
+float inverse_step(float d) {
+  const float id = d > 0.0f ? 1.0f / d : 0.0f;
+  return std::isfinite(id) ? id : 0.0f;
+}
+
 void quantize_block_scalar(const float* x, int8_t* q, float* d, float* s, int32_t* qsum) {
   float amax = 0.0f;
   for (int i = 0; i < 32; ++i) {
@@ -52,7 +60,7 @@ void quantize_block_scalar(const float* x, int8_t* q, float* d, float* s, int32_
     amax = std::max(amax, std::fabs(x[i]));
   }
   const float dv = amax / 127.0f;
-  const float id = dv > 0.0f ? 1.0f / dv : 0.0f;
+  const float id = inverse_step(dv);
   int32_t sum = 0;
   for (int i = 0; i < 32; ++i) {
     q[i] = static_cast<int8_t>(std::nearbyint(x[i] * id));

@@ -3,11 +3,14 @@
 //
 // The scheme, which every path computes bit for bit (so matmul == dot_row at any M, on any thread
 // count and with any of the instruction sets below):
-//   x block b:  amax = max |x_i|; d = amax / 127; id = d > 0 ? 1 / d : 0; q_i = round_even(x_i id);
-//               qsum = sum q_i; s = d * qsum. A block holding Inf or NaN gets d = s = NaN, q = 0.
-//   w block b:  integers u_i with w_i = dw * u_i + mw (q4_1), dw * (u_i - 8) (q4_0), dw * u_i
-//   (q8_0). isum_b = sum_i u_i q_i (q4_0: minus 8 qsum), exact in int32; y = 0; for b in order: y =
-//   fma(float(isum_b), dw * d, y); q4_1 only: y = fma(mw, s, y).
+// - x block b: amax = max |x_i|; d = amax / 127; id = 1 / d, or 0 where that is not finite;
+//   q_i = round_half_even(x_i id); qsum = sum q_i; s = d qsum. A block holding Inf or NaN gets
+//   d = s = NaN and q = 0; one whose 1 / d overflows (amax < 127 2^-128) quantizes to zeros.
+// - w block b: integers u_i with w_i = dw u_i + mw (q4_1), dw (u_i - 8) (q4_0), dw u_i (q8_0).
+// - isum_b = sum_i u_i q_i (q4_0: minus 8 qsum), exact in int32.
+// - y = 0; for each b in order: y = fma(float(isum_b), dw d, y); q4_1 only: y = fma(mw, s, y).
+// Bit for bit except NaN payloads: where dw and d are both NaN, which one a product returns
+// depends on the compiler's operand order.
 #pragma once
 
 #include <cstddef>
