@@ -91,11 +91,15 @@ namespace q8_avx2 {
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512dq,avx512vnni")
+// GCC 12's AVX-512 intrinsics initialize their undefined operands from themselves.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 namespace q8_vnni {
 #define TF_Q8_ISA 2
 #include "backend/cpu/q8_dot_kernels.inc"
 #undef TF_Q8_ISA
 }  // namespace q8_vnni
+#pragma GCC diagnostic pop
 #pragma GCC pop_options
 #endif
 
@@ -144,7 +148,8 @@ void quantize_activations(const float* x, int64_t m, int64_t k, Q8Activations* o
   out->s.resize(static_cast<size_t>(m * nb));
   out->qsum.resize(static_cast<size_t>(m * nb));
   auto* q = out->q.data();
-  switch (isa().load(std::memory_order_relaxed)) {
+  out->isa = isa().load(std::memory_order_relaxed);
+  switch (out->isa) {
 #if defined(__x86_64__)
     case Q8Isa::kAvx512Vnni:
       q8_vnni::quantize_rows(x, m, k, q, out->d.data(), out->s.data(), out->qsum.data());
@@ -157,29 +162,35 @@ void quantize_activations(const float* x, int64_t m, int64_t k, Q8Activations* o
       q8_generic::quantize_rows(x, m, k, q, out->d.data(), out->s.data(), out->qsum.data());
   }
   if (m == 1) return;
-  // Groups of 8 rows: element 4 g + j of block b of row 8 gi + r at [gi][b][g][r][j].
-  const int64_t groups = (m + 7) / 8;
-  out->gq.assign(static_cast<size_t>(groups * nb * 256), 0);
-  out->gd.assign(static_cast<size_t>(groups * nb * 8), 0.0f);
-  out->gs.assign(static_cast<size_t>(groups * nb * 8), 0.0f);
-  out->gqsum.assign(static_cast<size_t>(groups * nb * 8), 0);
+  // Groups of 8 rows, blocks in pairs: element 4 g + j of block 2 p + h of row 8 gi + r at
+  // [gi][p][g][r][h][j] and d, s, qsum at [gi][p][r][h] for the AVX-512 kernel (interleaved
+  // lanes); [gi][p][g][h][r][j] and [gi][p][h][r] for AVX2's two ymm.
+  const bool interleaved = out->isa == Q8Isa::kAvx512Vnni;
+  const int64_t groups = (m + 7) / 8, np = (nb + 1) / 2;
+  out->gq.assign(static_cast<size_t>(groups * np * 512), 0);
+  out->gd.assign(static_cast<size_t>(groups * np * 16), 0.0f);
+  out->gs.assign(static_cast<size_t>(groups * np * 16), 0.0f);
+  out->gqsum.assign(static_cast<size_t>(groups * np * 16), 0);
   for (int64_t i = 0; i < m; ++i) {
     const int64_t gi = i / 8, r = i % 8;
     for (int64_t b = 0; b < nb; ++b) {
+      const int64_t pair = gi * np + b / 2, h = b % 2;
       const int8_t* src = q + (i * nb + b) * 32;
-      int8_t* dst = out->gq.data() + (gi * nb + b) * 256 + r * 4;
-      for (int g = 0; g < 8; ++g) std::memcpy(dst + g * 32, src + g * 4, 4);
-      const size_t at = static_cast<size_t>((gi * nb + b) * 8 + r);
-      out->gd[at] = out->d[static_cast<size_t>(i * nb + b)];
-      out->gs[at] = out->s[static_cast<size_t>(i * nb + b)];
-      out->gqsum[at] = out->qsum[static_cast<size_t>(i * nb + b)];
+      const int64_t lane = interleaved ? r * 2 + h : h * 8 + r;
+      int8_t* dst = out->gq.data() + pair * 512 + lane * 4;
+      for (int g = 0; g < 8; ++g) std::memcpy(dst + g * 64, src + g * 4, 4);
+      const auto at = static_cast<size_t>(pair * 16 + lane);
+      const auto from = static_cast<size_t>(i * nb + b);
+      out->gd[at] = out->d[from];
+      out->gs[at] = out->s[from];
+      out->gqsum[at] = out->qsum[from];
     }
   }
 }
 
 void matmul_q8(DType t, const uint8_t* w, size_t row_bytes, const Q8Activations& x, float* y,
                int64_t ldy, int64_t n0, int64_t n1) {
-  switch (isa().load(std::memory_order_relaxed)) {
+  switch (x.isa) {
 #if defined(__x86_64__)
     case Q8Isa::kAvx512Vnni:
       return q8_vnni::matmul(t, w, row_bytes, x, y, ldy, n0, n1);

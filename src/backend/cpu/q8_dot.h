@@ -23,15 +23,21 @@ namespace tf::backend::cpu {
 
 bool uses_q8_activations(DType t);
 
+// The instruction sets, each giving the same bits; tests run every one the CPU has.
+enum class Q8Isa { kGeneric, kAvx2, kAvx512Vnni };
+
 // x's m rows of k elements (k a multiple of 32), quantized as above: per row, and for m > 1 also
-// in groups of 8 rows laid out for the batched kernel (rows as vector lanes).
+// in groups of 8 rows laid out for the batched kernel of the instruction set chosen (isa).
 struct Q8Activations {
+  Q8Isa isa = Q8Isa::kGeneric;
   int64_t m = 0, k = 0, nb = 0;
   std::vector<int8_t> q;      // [m][nb][32]
   std::vector<float> d, s;    // [m][nb]
   std::vector<int32_t> qsum;  // [m][nb]
-  std::vector<int8_t> gq;     // [m / 8 groups][nb][8 quads][8 rows][4]; absent rows are zero
-  std::vector<float> gd, gs;  // [groups][nb][8 rows]
+  // The batched layout: groups of 8 rows, blocks in pairs, the 16 (row, block) lanes ordered as
+  // the instruction set's kernel wants them; absent rows and blocks are zero.
+  std::vector<int8_t> gq;     // [groups][(nb + 1) / 2 pairs][8 quads][16 lanes][4]
+  std::vector<float> gd, gs;  // [groups][pairs][16 lanes]
   std::vector<int32_t> gqsum;
 };
 
@@ -41,8 +47,6 @@ void quantize_activations(const float* x, int64_t m, int64_t k, Q8Activations* o
 void matmul_q8(DType t, const uint8_t* w, size_t row_bytes, const Q8Activations& x, float* y,
                int64_t ldy, int64_t n0, int64_t n1);
 
-// The instruction sets, each giving the same bits; tests run every one the CPU has.
-enum class Q8Isa { kGeneric, kAvx2, kAvx512Vnni };
 Q8Isa q8_best_isa();
 void q8_use_isa(Q8Isa isa);  // for tests: at most q8_best_isa()
 
