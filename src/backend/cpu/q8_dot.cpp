@@ -135,7 +135,10 @@ Q8Isa q8_best_isa() {
 void q8_use_isa(Q8Isa want) { isa() = std::min(want, q8_best_isa()); }
 
 bool uses_q8_activations(DType t) {
-  return t == DType::kQ4_0 || t == DType::kQ4_1 || t == DType::kQ8_0;
+  // Without AVX2 the portable kernels (plain C++) would be slower than the f32 ones Highway
+  // vectorizes for any CPU: such machines keep f32 activations (each machine is still exact).
+  return (t == DType::kQ4_0 || t == DType::kQ4_1 || t == DType::kQ8_0) &&
+         q8_best_isa() != Q8Isa::kGeneric;
 }
 
 void quantize_activations(const float* x, int64_t m, int64_t k, Q8Activations* out) {

@@ -21,6 +21,7 @@
 
 namespace tf::backend::cpu {
 
+// True for q4_0, q4_1 and q8_0 on x86-64 CPUs with AVX2 (elsewhere they keep f32 activations).
 bool uses_q8_activations(DType t);
 
 // The instruction sets, each giving the same bits; tests run every one the CPU has.
