@@ -3,12 +3,15 @@
 #include "backend/cpu/matmul.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/q8_dot.h"
@@ -430,6 +433,51 @@ TEST(Q8Activations, EveryInstructionSetGivesTheSameBits) {
         }
       }
     }
+  }
+}
+
+// Weights that end exactly where an unreadable page begins: no kernel may read past the last row
+// (an odd block count makes the batched kernel's last pair a single block), on every instruction
+// set and batch path, and the results stay those of the written reference. (Checked: pointing the
+// last pair's scale gather at a second block makes this test crash.)
+TEST(Q8Activations, NeverReadsPastTheWeights) {
+  struct Restore {
+    ~Restore() { q8_use_isa(q8_best_isa()); }
+  } restore;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::mt19937 rng(13);
+  const int64_t k = 96;
+  const auto x = random_x(19 * k, rng);
+  // 8 rows: the last one in a 4-row pass; 5: in the one-row tail.
+  for (const auto& [t, n] :
+       {std::pair{DType::kQ4_0, int64_t{8}}, std::pair{DType::kQ4_1, int64_t{8}},
+        std::pair{DType::kQ8_0, int64_t{8}}, std::pair{DType::kQ4_1, int64_t{5}}}) {
+    const auto data = random_rows(t, n, k, rng);
+    const size_t pages = (data.size() + page - 1) / page + 1;
+    void* map =
+        mmap(nullptr, pages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(map, MAP_FAILED);
+    auto* guard = static_cast<uint8_t*>(map) + (pages - 1) * page;
+    ASSERT_EQ(0, mprotect(guard, page, PROT_NONE));
+    uint8_t* w_data = guard - data.size();
+    std::memcpy(w_data, data.data(), data.size());
+    Tensor w{t, {n, k}, w_data};
+    for (int isa = 0; isa <= static_cast<int>(q8_best_isa()); ++isa) {
+      q8_use_isa(static_cast<Q8Isa>(isa));
+      for (int64_t m : {1, 2, 9, 19}) {
+        std::vector<float> y(m * n);
+        matmul(w, x.data(), m, y.data(), nullptr);
+        if (!uses_q8_activations(t)) continue;
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < n; ++j) {
+            ASSERT_EQ(std::bit_cast<uint32_t>(y[i * n + j]),
+                      std::bit_cast<uint32_t>(ref_q8_dot(t, data, j, x.data() + i * k, k)))
+                << dtype_name(t) << " isa " << isa << " m=" << m << " row " << i << " col " << j;
+          }
+        }
+      }
+    }
+    munmap(map, pages * page);
   }
 }
 

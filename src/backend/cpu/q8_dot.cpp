@@ -164,7 +164,7 @@ void quantize_activations(const float* x, int64_t m, int64_t k, Q8Activations* o
     default:
       q8_generic::quantize_rows(x, m, k, q, out->d.data(), out->s.data(), out->qsum.data());
   }
-  if (m == 1) return;
+  if (m == 1 || out->isa == Q8Isa::kGeneric) return;  // the portable path runs row by row
   // Groups of 8 rows, blocks in pairs: element 4 g + j of block 2 p + h of row 8 gi + r at
   // [gi][p][g][r][h][j] and d, s, qsum at [gi][p][r][h] for the AVX-512 kernel (interleaved
   // lanes); [gi][p][g][h][r][j] and [gi][p][h][r] for AVX2's two ymm.
