@@ -394,8 +394,8 @@ struct PlainKernel {
 };
 
 // Calls f(Kernel{}) with the kernel type of dtype t.
-// q4_0, q4_1 and q8_0 products run on int8 activations (q8_dot.h): their kernels here serve
-// dequantize_row (embeddings, the CUDA upload) and dot_row never reaches them.
+// q4_0, q4_1 and q8_0 products run on int8 activations where the CPU has AVX2 (q8_dot.h); their
+// kernels here serve dequantize_row everywhere and the products only on CPUs without AVX2.
 template <class F>
 HWY_INLINE void with_kernel(DType t, F&& f) {
   switch (t) {
