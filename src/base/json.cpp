@@ -2,6 +2,9 @@
 // document is refused in O(n) time and no deep value ever exists.
 #include "base/json.h"
 
+#include <utility>
+#include <vector>
+
 namespace tf::base {
 
 Status check_json_depth(std::string_view text, int max_depth) {
@@ -30,6 +33,18 @@ Status check_json_depth(std::string_view text, int max_depth) {
     }
   }
   return {};
+}
+
+bool json_nesting_exceeds(const nlohmann::ordered_json& j, int max_depth) {
+  std::vector<std::pair<const nlohmann::ordered_json*, int>> stack = {{&j, 0}};
+  while (!stack.empty()) {
+    auto [v, depth] = stack.back();
+    stack.pop_back();
+    if (!v->is_structured()) continue;
+    if (depth + 1 > max_depth) return true;
+    for (const auto& child : *v) stack.emplace_back(&child, depth + 1);
+  }
+  return false;
 }
 
 Result<nlohmann::ordered_json> parse_json(std::string_view text, int max_depth) {

@@ -21,4 +21,8 @@ Result<nlohmann::ordered_json> parse_json(std::string_view text, int max_depth =
 // The depth check alone (linear, no allocation), for loaders that parse with their own callback.
 Status check_json_depth(std::string_view text, int max_depth = kMaxJsonDepth);
 
+// Whether a value built in code nests deeper than max_depth (arrays + objects; a scalar is 0).
+// Iterative, so it is safe to call before anything that recurses: copying, dumping, converting.
+bool json_nesting_exceeds(const nlohmann::ordered_json& j, int max_depth = kMaxJsonDepth);
+
 }  // namespace tf::base

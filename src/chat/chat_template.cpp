@@ -1,6 +1,10 @@
 // ChatTemplate: loads templates from tokenizer_config.json or a raw string and renders messages.
 #include "chat/chat_template.h"
 
+#include <fmt/format.h>
+
+#include "base/json.h"
+
 namespace tf::chat {
 namespace {
 
@@ -16,8 +20,10 @@ std::string token_text(const nlohmann::ordered_json& j) {
 }  // namespace
 
 Result<ChatTemplate> ChatTemplate::from_tokenizer_config(std::string_view json_text) {
-  auto cfg = nlohmann::ordered_json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (cfg.is_discarded() || !cfg.is_object()) {
+  auto parsed = base::parse_json(json_text);
+  if (!parsed.ok()) return parsed.error().with_context("tokenizer_config.json");
+  nlohmann::ordered_json& cfg = *parsed;
+  if (!cfg.is_object()) {
     return make_error(ErrorCode::kCorrupt, "tokenizer_config.json: not a JSON object");
   }
   ChatTemplate ct;
@@ -107,6 +113,18 @@ Result<std::string> ChatTemplate::render(const nlohmann::ordered_json& messages,
     if (!chosen) return make_error(ErrorCode::kNotFound, "no default chat template");
   }
 
+  // Copying the JSON and converting it to template values both recurse: depth is checked first,
+  // iteratively, so a hostile document is an error here rather than a stack overflow.
+  const auto too_deep = [](const std::string& what) {
+    return make_error(ErrorCode::kInvalidArgument, "{}: JSON nesting exceeds {} levels", what,
+                      base::kMaxJsonDepth);
+  };
+  for (size_t i = 0; i < messages.size(); ++i) {
+    if (base::json_nesting_exceeds(messages[i])) return too_deep(fmt::format("messages[{}]", i));
+  }
+  if (base::json_nesting_exceeds(options.tools)) return too_deep("tools");
+  if (base::json_nesting_exceeds(options.kwargs)) return too_deep("chat_template_kwargs");
+
   nlohmann::ordered_json msgs = messages;
   for (size_t i = 0; i < msgs.size(); ++i) {
     auto& m = msgs[i];
@@ -115,15 +133,20 @@ Result<std::string> ChatTemplate::render(const nlohmann::ordered_json& messages,
     }
     auto calls = m.find("tool_calls");
     if (calls == m.end() || !calls->is_array()) continue;
-    for (auto& call : *calls) {
+    for (size_t c = 0; c < calls->size(); ++c) {
+      auto& call = (*calls)[c];
       if (!call.is_object()) continue;
       auto fn = call.find("function");
       if (fn == call.end() || !fn->is_object()) continue;
       auto args = fn->find("arguments");
       if (args == fn->end() || !args->is_string()) continue;
       // A client may send arguments as a JSON string; templates expect the object.
-      auto parsed = nlohmann::ordered_json::parse(args->get<std::string>(), nullptr,
-                                                  /*allow_exceptions=*/false);
+      const std::string& text = args->get_ref<const std::string&>();
+      if (auto depth = base::check_json_depth(text); !depth.ok()) {
+        return depth.error().with_context(
+            fmt::format("messages[{}].tool_calls[{}].function.arguments", i, c));
+      }
+      auto parsed = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
       if (!parsed.is_discarded() && parsed.is_object()) *args = std::move(parsed);
     }
   }

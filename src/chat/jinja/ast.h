@@ -56,6 +56,9 @@ struct Expr {
   std::vector<std::string> ops;
   Arguments call;
   bool negated = false;
+  // Levels of expressions from here down; the parser refuses trees taller than its nesting limit,
+  // which bounds the interpreter's recursion over them.
+  int height = 1;
 };
 
 struct MacroParam {

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/json.h"
 #include "chat/jinja/ast.h"
 #include "chat/jinja/value.h"
 
@@ -19,7 +20,10 @@ struct Limits {
   uint64_t max_steps = 50'000'000;      // expression evaluations + statements + loop iterations
   size_t max_output_bytes = 64u << 20;  // also bounds any single string or list built on the way
   int max_call_depth = 256;             // macro recursion
-  uint32_t max_value_depth = 256;       // nesting of lists and dicts
+  // Nesting of lists and dicts, built by the template or converted from the context: room for any
+  // JSON document a request may carry (base::kMaxJsonDepth) inside the few levels of messages
+  // around it. Printing, comparing and destroying values recurse this deep at most.
+  uint32_t max_value_depth = base::kMaxJsonDepth + 64;
 };
 
 struct Frame {

@@ -3,6 +3,7 @@
 // (attribute, subscript, call) and filters/tests, as in jinja2.
 #include "chat/jinja/parser.h"
 
+#include <algorithm>
 #include <charconv>
 #include <initializer_list>
 #include <string>
@@ -10,7 +11,11 @@
 namespace tf::chat::jinja {
 namespace {
 
-constexpr int kMaxDepth = 200;  // nesting bound so hostile input cannot overflow the stack
+// Nesting bound, so that neither this parser's recursion nor the interpreter's walk over the tree
+// it builds can overflow the stack on a hostile template. It bounds both the parser's call depth
+// and the height of every expression tree (chains like `a ~ b ~ c ...` or `x | f | f ...` are
+// parsed in a loop but evaluated recursively). Real chat templates nest a few tens deep.
+constexpr int kMaxDepth = 200;
 
 class Parser {
  public:
@@ -64,11 +69,30 @@ class Parser {
 
   struct DepthGuard {
     explicit DepthGuard(Parser* p) : p(p) {
-      if (++p->depth_ > kMaxDepth) p->fail("template nesting is too deep");
+      if (++p->depth_ > kMaxDepth) p->fail(too_deep());
     }
     ~DepthGuard() { --p->depth_; }
     Parser* p;
   };
+
+  static std::string too_deep() {
+    return "template nesting exceeds " + std::to_string(kMaxDepth) + " levels";
+  }
+
+  // Records the height of a finished compound node (its children are finished first).
+  ExprPtr seal(ExprPtr e) {
+    int h = 0;
+    auto see = [&h](const ExprPtr& c) {
+      if (c) h = std::max(h, c->height);
+    };
+    for (const ExprPtr* c : {&e->a, &e->b, &e->c, &e->d}) see(*c);
+    for (const auto& c : e->items) see(c);
+    for (const auto& c : e->call.args) see(c);
+    for (const auto& [k, c] : e->call.kwargs) see(c);
+    e->height = h + 1;
+    if (e->height > kMaxDepth) fail(too_deep());
+    return e;
+  }
 
   ExprPtr node(Expr::Kind kind, const Token& at) {
     auto e = std::make_unique<Expr>();
@@ -332,7 +356,7 @@ class Parser {
       if (cur().kind == K::kBlockEnd || cur().kind == K::kVarEnd || is_name("if")) break;
       t->items.push_back(parse_expression(with_condexpr));
     }
-    return t;
+    return seal(std::move(t));
   }
 
   ExprPtr parse_expression(bool with_condexpr) {
@@ -348,7 +372,7 @@ class Parser {
         next();
         c->c = parse_expression(true);
       }
-      e = std::move(c);
+      e = seal(std::move(c));
     }
     return e;
   }
@@ -358,7 +382,7 @@ class Parser {
     e->name = op;
     e->a = std::move(l);
     e->b = std::move(r);
-    return e;
+    return seal(std::move(e));
   }
 
   ExprPtr parse_or() {
@@ -388,7 +412,7 @@ class Parser {
       next();
       e->name = "not";
       e->a = parse_not();
-      return e;
+      return seal(std::move(e));
     }
     return parse_compare();
   }
@@ -420,7 +444,7 @@ class Parser {
       cmp->ops.push_back(op);
       cmp->items.push_back(parse_math1());
     }
-    return cmp ? std::move(cmp) : std::move(l);
+    return cmp ? seal(std::move(cmp)) : std::move(l);
   }
 
   ExprPtr parse_math1() {
@@ -473,6 +497,7 @@ class Parser {
       e->name = cur().text;
       next();
       e->a = parse_unary(false);
+      e = seal(std::move(e));
     } else {
       e = parse_primary();
     }
@@ -544,7 +569,7 @@ class Parser {
             t->items.push_back(parse_expression(true));
           }
           expect_op(")");
-          return t;
+          return seal(std::move(t));
         }
         if (tok.text == "[") {
           next();
@@ -555,7 +580,7 @@ class Parser {
             l->items.push_back(parse_expression(true));
           }
           next();
-          return l;
+          return seal(std::move(l));
         }
         if (tok.text == "{") {
           next();
@@ -568,7 +593,7 @@ class Parser {
             d->items.push_back(parse_expression(true));
           }
           next();
-          return d;
+          return seal(std::move(d));
         }
         break;
       default:
@@ -591,7 +616,7 @@ class Parser {
         }
         a->line = e->line, a->col = e->col;  // errors point at the start of `x.y`
         a->a = std::move(e);
-        e = std::move(a);
+        e = seal(std::move(a));
       } else if (is_op("[")) {
         next();
         e = parse_subscript(std::move(e), at);
@@ -600,7 +625,7 @@ class Parser {
         c->line = e->line, c->col = e->col;  // errors point at the callee, not at '('
         c->a = std::move(e);
         c->call = parse_call_args();
-        e = std::move(c);
+        e = seal(std::move(c));
       } else {
         return e;
       }
@@ -629,14 +654,14 @@ class Parser {
       auto e = node(Expr::Kind::kItem, at);
       e->a = std::move(obj);
       e->b = std::move(parts[0]);
-      return e;
+      return seal(std::move(e));
     }
     auto e = node(Expr::Kind::kSlice, at);
     e->a = std::move(obj);
     e->b = std::move(parts[0]);
     e->c = std::move(parts[1]);
     e->d = std::move(parts[2]);
-    return e;
+    return seal(std::move(e));
   }
 
   Arguments parse_call_args() {
@@ -671,7 +696,7 @@ class Parser {
     }
     if (is_op("(")) f->call = parse_call_args();
     f->a = std::move(input);
-    return f;
+    return seal(std::move(f));
   }
 
   ExprPtr parse_filter_expr(ExprPtr e) {
@@ -696,12 +721,12 @@ class Parser {
           t->call.args.push_back(parse_postfix(parse_primary()));
         }
         t->a = std::move(e);
-        e = std::move(t);
+        e = seal(std::move(t));
       } else if (is_op("(")) {
         auto c = node(Expr::Kind::kCall, cur());
         c->a = std::move(e);
         c->call = parse_call_args();
-        e = std::move(c);
+        e = seal(std::move(c));
       } else {
         return e;
       }

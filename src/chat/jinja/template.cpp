@@ -123,7 +123,7 @@ Result<std::string> Template::render_impl(const Json& context, const RenderConfi
     auto globals = make_globals(in, config.clock);
     if (context.is_object()) {
       for (auto it = context.begin(); it != context.end(); ++it) {
-        globals->set(it.key(), Value::from_json(it.value()));
+        globals->set(it.key(), Value::from_json(it.value(), config.limits.max_value_depth));
       }
     }
     return in.render(*body_, std::move(globals));

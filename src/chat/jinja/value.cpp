@@ -1,6 +1,8 @@
 // Python semantics of Value: truthiness, str()/repr() (incl. float repr), equality and ordering.
 #include "chat/jinja/value.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -33,8 +35,12 @@ Value Value::dict() { return Value(std::make_shared<Dict>()); }
 
 namespace {
 
+// Recursion bounded by `depth_left`, checked before descending into a container.
 template <typename Json>
-Value value_from_json(const Json& j) {
+Value value_from_json(const Json& j, uint32_t depth_left, uint32_t max_depth) {
+  if ((j.is_array() || j.is_object()) && depth_left == 0) {
+    throw JinjaError(fmt::format("values nested deeper than {}", max_depth));
+  }
   switch (j.type()) {
     case nlohmann::json::value_t::null:
       return Value(nullptr);
@@ -54,13 +60,13 @@ Value value_from_json(const Json& j) {
     case nlohmann::json::value_t::array: {
       std::vector<Value> items;
       items.reserve(j.size());
-      for (const auto& e : j) items.push_back(value_from_json(e));
+      for (const auto& e : j) items.push_back(value_from_json(e, depth_left - 1, max_depth));
       return Value::list(std::move(items));
     }
     case nlohmann::json::value_t::object: {
       Value d = Value::dict();
       for (auto it = j.begin(); it != j.end(); ++it) {
-        Value v = value_from_json(it.value());
+        Value v = value_from_json(it.value(), depth_left - 1, max_depth);
         d.as_dict().depth = std::max(d.as_dict().depth, value_depth(v) + 1);
         d.as_dict().items.emplace_back(Value(it.key()), std::move(v));
       }
@@ -73,8 +79,12 @@ Value value_from_json(const Json& j) {
 
 }  // namespace
 
-Value Value::from_json(const nlohmann::ordered_json& j) { return value_from_json(j); }
-Value Value::from_json(const nlohmann::json& j) { return value_from_json(j); }
+Value Value::from_json(const nlohmann::ordered_json& j, uint32_t max_depth) {
+  return value_from_json(j, max_depth, max_depth);
+}
+Value Value::from_json(const nlohmann::json& j, uint32_t max_depth) {
+  return value_from_json(j, max_depth, max_depth);
+}
 
 int64_t Value::as_int() const {
   if (is_bool()) return as_bool() ? 1 : 0;

@@ -76,9 +76,10 @@ class Value {
   static Value tuple(std::vector<Value> items);
   static Value dict();
   // Objects keep their member order only from ordered_json (Python dicts keep insertion order,
-  // and tojson output depends on it).
-  static Value from_json(const nlohmann::ordered_json& j);
-  static Value from_json(const nlohmann::json& j);
+  // and tojson output depends on it). Throws JinjaError when `j` nests deeper than max_depth:
+  // the conversion recurses, and so do printing, comparing and destroying the result.
+  static Value from_json(const nlohmann::ordered_json& j, uint32_t max_depth);
+  static Value from_json(const nlohmann::json& j, uint32_t max_depth);
 
   Type type() const { return static_cast<Type>(v_.index()); }
   bool is_undefined() const { return type() == Type::kUndefined; }
