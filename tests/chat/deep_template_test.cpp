@@ -87,5 +87,26 @@ TEST(DeepTemplate, MacroRecursionInsideDeepExpressionsIsBounded) {
   EXPECT_NE(r.error().message.find("nested deeper than"), std::string::npos) << r.error().message;
 }
 
+// The worst a template can do within the parser's limit: every macro level nests statements and
+// an expression almost to the limit before recursing, until the call-depth limit stops it.
+TEST(DeepTemplate, DeepestAllowedRecursionFitsTheStack) {
+  std::string body = repeat("{% if true %}", 90) + "{{ " + repeat("(", 45) + "f(n + 1)" +
+                     repeat(")", 45) + " }}" + repeat("{% endif %}", 90);
+  auto r = render("{% macro f(n) %}" + body + "{% endmacro %}{{ f(0) }}");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("template evaluation nested deeper than 1000 levels"),
+            std::string::npos)
+      << r.error().message;
+}
+
+// Values at the deepest allowed nesting print, dump, compare and destroy without trouble.
+TEST(DeepTemplate, DeepestAllowedValuesWork) {
+  auto r = render(
+      "{% set ns = namespace(x=0) %}{% for i in range(570) %}{% set ns.x = [ns.x] %}{% endfor %}"
+      "{{ (ns.x | tojson | length) + (ns.x | string | length) }}{{ ns.x == ns.x }}");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(*r, std::to_string(2 * (570 * 2 + 1)) + "True");
+}
+
 }  // namespace
 }  // namespace tf::chat::jinja

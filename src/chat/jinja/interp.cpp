@@ -41,6 +41,23 @@ class Restore {
   T saved_;
 };
 
+// Counts one level of statement or expression evaluation for Limits::max_nesting.
+class Nesting {
+ public:
+  Nesting(int* level, int max) : level_(level) {
+    if (++*level_ > max) {
+      --*level_;
+      throw JinjaError(fmt::format("template evaluation nested deeper than {} levels", max));
+    }
+  }
+  ~Nesting() { --*level_; }
+  Nesting(const Nesting&) = delete;
+  Nesting& operator=(const Nesting&) = delete;
+
+ private:
+  int* level_;
+};
+
 }  // namespace
 
 std::string Interp::render(const Body& body, std::shared_ptr<Frame> globals) {
@@ -139,6 +156,7 @@ void Interp::assign(const std::vector<std::string>& targets, Value v) {
 
 Interp::Flow Interp::exec(const Stmt& s) {
   step();
+  Nesting nest(&nesting_, limits_.max_nesting);
   try {
     switch (s.kind) {
       case Stmt::Kind::kText:
@@ -354,6 +372,7 @@ Value Interp::call(const Value& callee, CallArgs& args) {
 
 Value Interp::eval(const Expr& e) {
   step();
+  Nesting nest(&nesting_, limits_.max_nesting);
   try {
     return eval_inner(e);
   } catch (JinjaError& err) {

@@ -20,6 +20,10 @@ struct Limits {
   uint64_t max_steps = 50'000'000;      // expression evaluations + statements + loop iterations
   size_t max_output_bytes = 64u << 20;  // also bounds any single string or list built on the way
   int max_call_depth = 256;             // macro recursion
+  // Statements and expressions being evaluated, one inside another, macro calls included: the
+  // parser bounds each tree's height, but macros stack trees; this keeps the interpreter's
+  // recursion well inside a thread's stack (a few hundred bytes per level).
+  int max_nesting = 1000;
   // Nesting of lists and dicts, built by the template or converted from the context: room for any
   // JSON document a request may carry (base::kMaxJsonDepth) inside the few levels of messages
   // around it. Printing, comparing and destroying values recurse this deep at most.
@@ -80,6 +84,7 @@ class Interp {
   std::string* out_ = nullptr;
   uint64_t steps_ = 0;
   int depth_ = 0;
+  int nesting_ = 0;
 };
 
 // Attribute and item access with Jinja's rules (getattr prefers methods, getitem prefers keys).

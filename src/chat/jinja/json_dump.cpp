@@ -13,6 +13,8 @@ namespace {
 
 class Dumper {
  public:
+  static constexpr int kMaxLevel = 1024;
+
   explicit Dumper(const JsonDumpOptions& o) : o_(o) {
     item_sep_ = o.item_separator.value_or(o.indent ? "," : ", ");
     key_sep_ = o.key_separator.value_or(": ");
@@ -22,7 +24,9 @@ class Dumper {
     if (out.size() > o_.max_bytes) {
       throw JinjaError(fmt::format("template output exceeded the limit of {} bytes", o_.max_bytes));
     }
-    if (level > 512) throw JinjaError("tojson: value nested too deeply");
+    // Values are already bounded by Limits::max_value_depth where they are built; this is the
+    // backstop for the recursion here.
+    if (level > kMaxLevel) throw JinjaError("tojson: value nested too deeply");
     switch (v.type()) {
       case Value::Type::kNone:
         out += "null";
