@@ -6,15 +6,17 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
-#include <nlohmann/json.hpp>
 
+#include "base/json.h"
 #include "checkpoint/gguf.h"
 
 namespace tf::checkpoint {
 
 namespace {
 
-using nlohmann::json;
+// Ordered, as base::parse_json returns it; a config has a few dozen keys, so its linear key
+// lookup costs nothing.
+using json = nlohmann::ordered_json;
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
@@ -272,11 +274,9 @@ Status gguf_double(const GgufFile& g, const std::string& key, double* out) {
 
 Result<ModelConfig> config_from_hf_json(std::string_view json_text, std::string_view source) {
   try {
-    json j = json::parse(json_text.begin(), json_text.end(), nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) {
-      return make_error(ErrorCode::kInvalidArgument, "{}: not valid JSON", source);
-    }
-    return parse_hf(j, source);
+    auto j = base::parse_json(json_text);
+    if (!j.ok()) return j.error().with_context(source);
+    return parse_hf(*j, source);
   } catch (const std::exception& e) {
     return make_error(ErrorCode::kInvalidArgument, "{}: {}", source, e.what());
   }

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/json.h"
 #include "checkpoint/utf8.h"
 
 namespace tf::checkpoint {
@@ -86,6 +87,11 @@ class SafetensorsParser {
       return corrupt("header length {} extends past end of file (size {})", n, b.size());
     }
     std::string_view text(reinterpret_cast<const char*>(b.data() + 8), n);
+    // Unordered json on purpose: a header names thousands of tensors, and ordered_json's linear
+    // key map would make parsing quadratic. The depth bound comes first, as in base::parse_json.
+    if (auto depth = base::check_json_depth(text); !depth.ok()) {
+      return corrupt("header: {}", depth.error().message);
+    }
     json h = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
     if (h.is_discarded()) return corrupt("header is not valid JSON");
     if (!h.is_object()) return corrupt("header is not a JSON object");
@@ -202,7 +208,11 @@ Result<std::shared_ptr<SafetensorsFile>> SafetensorsFile::open_dir(const std::st
   std::stringstream ss;
   ss << in.rdbuf();
   if (!in) return make_error(ErrorCode::kIo, "{}: cannot read", index.string());
-  json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  const std::string text = ss.str();
+  if (auto depth = base::check_json_depth(text); !depth.ok()) {
+    return depth.error().with_context(index.string());
+  }
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return make_error(ErrorCode::kCorrupt, "{}: not a JSON object", index.string());
   }

@@ -352,6 +352,15 @@ TEST(Gguf, NestingDepthLimit) {
   GgufWriter w;
   w.raw("deep", GgufType::kArray, arr);
   EXPECT_EQ(error_of(w.build()), "t.gguf: metadata 'deep': arrays nested deeper than 8");
+  // 100,000 levels: refused at the ninth, before the reader recurses any further.
+  Bytes hostile;
+  for (int i = 0; i < 100000; ++i) {
+    put<uint32_t>(hostile, static_cast<uint32_t>(GgufType::kArray));
+    put<uint64_t>(hostile, 1);
+  }
+  GgufWriter h;
+  h.raw("deep", GgufType::kArray, hostile);
+  EXPECT_EQ(error_of(h.build()), "t.gguf: metadata 'deep': arrays nested deeper than 8");
 }
 
 TEST(Gguf, OpenMissingFile) {

@@ -72,7 +72,13 @@ TEST(ModelConfig, DefaultsAndNewerKeys) {
 TEST(ModelConfig, BadJsonAndTypes) {
   auto r = config_from_hf_json("{\"hidden_size\": ", "config.json");
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message, "config.json: not valid JSON");
+  EXPECT_HAS(r.error().message, "config.json: invalid JSON: ");
+  // Nested 100,000 deep: refused before anything deep is built, naming the limit.
+  r = config_from_hf_json(std::string(100000, '[') + std::string(100000, ']'), "config.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "config.json: JSON nesting exceeds 512 levels (at byte 512)");
+  r = config_from_hf_json("{\"text_config\": " + std::string(100000, '[') + "}", "config.json");
+  EXPECT_HAS(r.error().message, "nesting exceeds 512 levels");
   r = config_from_hf_json(R"({"hidden_size": "big"})", "config.json");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().message, "config.json: 'hidden_size' must be an integer");

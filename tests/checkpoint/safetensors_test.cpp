@@ -89,6 +89,10 @@ TEST(Safetensors, MalformedHeaders) {
   EXPECT_EQ(error_of(past), "t.safetensors: header length 50 extends past end of file (size 10)");
   EXPECT_EQ(error_of(make_st("{\"a\":", 0)), "t.safetensors: header is not valid JSON");
   EXPECT_EQ(error_of(make_st("[1,2]", 0)), "t.safetensors: header is not a JSON object");
+  std::string deep =
+      "{\"__metadata__\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  EXPECT_EQ(error_of(make_st(deep, 0)),
+            "t.safetensors: header: JSON nesting exceeds 512 levels (at byte 528)");
   EXPECT_EQ(error_of(make_st(R"({"a":{"dtype":"F32","shape":[1]}})", 4)),
             "t.safetensors: tensor 'a': data_offsets must be two non-negative integers");
   EXPECT_EQ(error_of(make_st(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[-4,0]}})", 4)),
