@@ -12,6 +12,8 @@
 #include <sstream>
 #include <thread>
 
+#include "base/json.h"
+
 namespace tf::cli {
 namespace fs = std::filesystem;
 
@@ -81,8 +83,9 @@ api::Defaults generation_defaults(const checkpoint::Checkpoint& ckpt) {
   if (ckpt.gguf()) return d;
   auto text = read_file(fs::path(ckpt.dir()) / "generation_config.json");
   if (!text) return d;
-  auto j = nlohmann::json::parse(*text, nullptr, false);
-  if (!j.is_object()) return d;
+  auto parsed = base::parse_json(*text);
+  if (!parsed.ok() || !parsed->is_object()) return d;
+  auto& j = *parsed;
   auto num = [&](const char* k, auto& out) {
     if (j.contains(k) && j[k].is_number()) out = j[k].get<std::decay_t<decltype(out)>>();
   };

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/json.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/eog.h"
 #include "tokenizer/hf_json_util.h"
@@ -242,6 +243,7 @@ Result<std::shared_ptr<Tokenizer>> from_json_impl(std::string_view text, std::st
                                                   const std::string& name) {
   try {
     ModelTables tables;
+    if (auto d = base::check_json_depth(text); !d.ok()) return d.error().with_context(name);
     json j = json::parse(text.begin(), text.end(), TableCapture(tables),
                          /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object()) {
@@ -249,6 +251,7 @@ Result<std::shared_ptr<Tokenizer>> from_json_impl(std::string_view text, std::st
     }
     json cfg = json::object();
     if (!config.empty()) {
+      if (auto d = base::check_json_depth(config); !d.ok()) return d.error().with_context(name);
       cfg = json::parse(config.begin(), config.end(), nullptr, false);
       if (cfg.is_discarded() || !cfg.is_object()) {
         return make_error(ErrorCode::kCorrupt, "{}: tokenizer_config.json is not an object", name);
