@@ -34,7 +34,9 @@ class BpeModel final : public Model {
     suffix_ = std::move(end_suffix);
   }
 
-  void encode_word(std::string_view word, std::vector<TokenId>& out) const override;
+  void encode_word(std::string_view word, std::vector<TokenId>& out,
+                   EncodeControl* control) const override;
+  size_t max_bytes_per_token(bool byte_level_words) const override;
 
  private:
   struct Merge {
@@ -50,6 +52,7 @@ class BpeModel final : public Model {
   bool ignore_merges_ = false;
   bool fuse_unk_ = false;
   std::string prefix_, suffix_;
+  size_t max_token_bytes_ = 0;
 };
 
 }  // namespace tf::tokenizer

@@ -1,9 +1,11 @@
 // Rank-ordered BPE merging of one word (HF tokenizers' BPE::merge_word, without dropout).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <queue>
 
 #include "tokenizer/bpe.h"
+#include "tokenizer/byte_level.h"
 #include "tokenizer/utf8_util.h"
 
 namespace tf::tokenizer {
@@ -12,8 +14,10 @@ void BpeModel::set_vocab(std::vector<std::string> tokens) {
   tokens_ = std::move(tokens);
   vocab_ = VocabMap();
   vocab_.reserve(tokens_.size());
+  max_token_bytes_ = 0;
   for (size_t i = 0; i < tokens_.size(); ++i) {
     if (!tokens_[i].empty()) vocab_.insert(tokens_[i], static_cast<TokenId>(i));
+    max_token_bytes_ = std::max(max_token_bytes_, tokens_[i].size());
   }
   set_byte_fallback(byte_fallback_);
 }
@@ -38,7 +42,27 @@ void BpeModel::add_merge(std::string_view a, std::string_view b, int rank) {
   merges_.emplace(key, Merge{rank, merged});  // the first (best) rank of a duplicate wins
 }
 
-void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out) const {
+size_t BpeModel::max_bytes_per_token(bool byte_level_words) const {
+  // Each token is a vocabulary entry standing for the symbols merged into it, so for at most its
+  // own length in bytes (affixes only lengthen it). A symbol missing from the vocabulary gives
+  // one token per byte (byte fallback) or per character (<unk>, at most 4 bytes), unless
+  // unknowns fuse into one <unk> or vanish: then a long run can give one token or none.
+  const size_t longest = std::max<size_t>(max_token_bytes_, 4);
+  if (byte_level_words && prefix_.empty() && suffix_.empty()) {
+    bool all = true;
+    for (int b = 0; all && b < 256; ++b) {
+      all = vocab_.find(to_byte_level(std::string(1, static_cast<char>(b)))) >= 0;
+    }
+    if (all) return longest;  // no symbol is ever unknown
+  }
+  bool all_bytes = byte_fallback_;
+  for (int b = 0; all_bytes && b < 256; ++b) all_bytes = byte_ids_[b] >= 0;
+  if (all_bytes || (unk_ >= 0 && !fuse_unk_)) return longest;
+  return 0;
+}
+
+void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out,
+                           EncodeControl* control) const {
   if (word.empty()) return;
   if (ignore_merges_) {
     TokenId whole = vocab_.find(word);
@@ -111,8 +135,14 @@ void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out) con
     if (const Merge* m = lookup(left)) queue.push({m->rank, left, m->merged});
   };
   for (int i = 0; i + 1 < static_cast<int>(syms.size()); ++i) consider(i);
+  EncodeWork* work = control != nullptr ? control->work() : nullptr;
+  if (work != nullptr) work->model_steps += syms.size() + queue.size();
 
+  // Each merge removes a symbol and queues at most two candidates, so a word of n symbols costs
+  // O(n log n) however long it is; a long word polls for cancellation as it goes.
+  size_t pops = 0;
   while (!queue.empty()) {
+    if (control != nullptr && ++pops % EncodeControl::kCheckBytes == 0 && !control->poll()) return;
     Candidate c = queue.top();
     queue.pop();
     Symbol& left = syms[c.pos];
@@ -127,6 +157,7 @@ void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out) con
     consider(left.prev);
     consider(c.pos);
   }
+  if (work != nullptr) work->model_steps += pops;
   for (int i = 0; i >= 0; i = syms[i].next) out.push_back(syms[i].id);
 }
 

@@ -53,11 +53,15 @@ uint32_t decode_cp(std::string_view s, size_t pos, size_t n) {
 }  // namespace
 
 std::string to_byte_level(std::string_view bytes) {
-  const auto& t = table();
   std::string out;
-  out.reserve(bytes.size() * 2);
-  for (char c : bytes) out += t.text[static_cast<uint8_t>(c)];
+  append_byte_level(out, bytes);
   return out;
+}
+
+void append_byte_level(std::string& out, std::string_view bytes) {
+  const auto& t = table();
+  out.reserve(out.size() + bytes.size() * 2);
+  for (char c : bytes) out += t.text[static_cast<uint8_t>(c)];
 }
 
 std::string from_byte_level(std::string_view text) {

@@ -11,16 +11,48 @@
 namespace tf::tokenizer {
 namespace {
 
-std::string unicode_form(std::string_view s, int options) {
-  if (s.empty()) return {};
-  utf8proc_uint8_t* out = nullptr;
+// Appends utf8proc's form of `s`; false when `s` is not valid UTF-8.
+bool append_form(std::string& out, std::string_view s, int options) {
+  utf8proc_uint8_t* mapped = nullptr;
   utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
-                                    static_cast<utf8proc_ssize_t>(s.size()), &out,
+                                    static_cast<utf8proc_ssize_t>(s.size()), &mapped,
                                     static_cast<utf8proc_option_t>(options | UTF8PROC_STABLE));
-  if (n < 0) return std::string(s);
-  std::string r(reinterpret_cast<const char*>(out), static_cast<size_t>(n));
-  std::free(out);
-  return r;
+  if (n < 0) return false;
+  out.append(reinterpret_cast<const char*>(mapped), static_cast<size_t>(n));
+  std::free(mapped);
+  return true;
+}
+
+// A Unicode normalization form of `s`, computed piecewise: an ASCII character has no
+// decomposition, combining class 0 and is never the second of a composition, so no
+// normalization reaches across one and the text may be cut before any ASCII byte. Runs of ASCII
+// are copied; each stretch of other bytes is normalized with the ASCII character before it (a
+// following mark may compose with it). Long ASCII text thus stays out of utf8proc, and each call
+// is short. Text that is not valid UTF-8 comes back unchanged as a whole, as one utf8proc call
+// over all of it would leave it.
+std::string unicode_form(std::string_view s, int options, EncodeControl* control = nullptr) {
+  std::string out;
+  out.reserve(s.size());
+  size_t next_poll = EncodeControl::kCheckBytes;
+  for (size_t pos = 0; pos < s.size();) {
+    size_t i = pos;
+    while (i < s.size() && static_cast<uint8_t>(s[i]) < 0x80) ++i;
+    if (i == s.size()) {
+      out.append(s.substr(pos));
+      break;
+    }
+    size_t begin = i > pos ? i - 1 : i;  // pos > 0 is always an ASCII byte
+    size_t end = i;
+    while (end < s.size() && static_cast<uint8_t>(s[end]) >= 0x80) ++end;
+    out.append(s.substr(pos, begin - pos));
+    if (!append_form(out, s.substr(begin, end - begin), options)) return std::string(s);
+    pos = end;
+    if (control != nullptr && pos >= next_poll) {
+      next_poll = pos + EncodeControl::kCheckBytes;
+      if (!control->poll()) return out;
+    }
+  }
+  return out;
 }
 
 // Calls fn(code point) for each character; invalid bytes pass through as themselves via
@@ -184,21 +216,63 @@ bool is_bert_punctuation(uint32_t cp) {
   return c >= UTF8PROC_CATEGORY_PC && c <= UTF8PROC_CATEGORY_PO;
 }
 
-std::string normalize(const std::vector<NormalizerStep>& steps, std::string_view text) {
-  std::string s(text);
+size_t normalized_shrink_bound(const std::vector<NormalizerStep>& steps) {
+  size_t bound = 1;
   for (const auto& n : steps) {
+    size_t f = 1;
     switch (n.kind) {
       case NormalizerStep::Kind::kNfc:
-        s = unicode_form(s, UTF8PROC_COMPOSE);
+      case NormalizerStep::Kind::kNfd:
+      case NormalizerStep::Kind::kNfkc:
+      case NormalizerStep::Kind::kNfkd:
+        // No form deletes a character: every input character (at most 4 bytes) decomposes into
+        // one or more characters, and an output character (at least 1 byte) is composed from at
+        // most kMaxDecomposition of those.
+        f = 4 * kMaxDecomposition;
+        break;
+      case NormalizerStep::Kind::kPrepend:
+        break;
+      case NormalizerStep::Kind::kReplace:
+        // Non-overlapping occurrences: each of |pattern| bytes becomes |content| bytes.
+        if (n.pattern.size() > n.content.size()) {
+          if (n.content.empty()) return 0;
+          f = (n.pattern.size() + n.content.size() - 1) / n.content.size();
+        }
+        break;
+      case NormalizerStep::Kind::kLowercase:
+        f = 4;  // one character (at most 4 bytes) becomes one or two (at least 1 byte)
+        break;
+      case NormalizerStep::Kind::kBert:
+        if (n.clean_text || n.strip_accents) return 0;  // both delete characters
+        f = n.lowercase ? 4 : 1;
+        break;
+      case NormalizerStep::Kind::kReplaceRegex:  // a match of any length may become one byte
+      case NormalizerStep::Kind::kStrip:         // a text of spaces becomes nothing
+      case NormalizerStep::Kind::kStripAccents:  // a run of marks becomes nothing
+        return 0;
+    }
+    bound *= f;
+  }
+  return bound;
+}
+
+std::string normalize(const std::vector<NormalizerStep>& steps, std::string_view text,
+                      EncodeControl* control) {
+  std::string s(text);
+  for (const auto& n : steps) {
+    if (control != nullptr && control->work() != nullptr) control->work()->normalized += s.size();
+    switch (n.kind) {
+      case NormalizerStep::Kind::kNfc:
+        s = unicode_form(s, UTF8PROC_COMPOSE, control);
         break;
       case NormalizerStep::Kind::kNfd:
-        s = unicode_form(s, UTF8PROC_DECOMPOSE);
+        s = unicode_form(s, UTF8PROC_DECOMPOSE, control);
         break;
       case NormalizerStep::Kind::kNfkc:
-        s = unicode_form(s, UTF8PROC_COMPOSE | UTF8PROC_COMPAT);
+        s = unicode_form(s, UTF8PROC_COMPOSE | UTF8PROC_COMPAT, control);
         break;
       case NormalizerStep::Kind::kNfkd:
-        s = unicode_form(s, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT);
+        s = unicode_form(s, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT, control);
         break;
       case NormalizerStep::Kind::kPrepend:
         if (!s.empty()) s.insert(0, n.content);
@@ -209,7 +283,8 @@ std::string normalize(const std::vector<NormalizerStep>& steps, std::string_view
       case NormalizerStep::Kind::kReplaceRegex: {
         std::string out;
         size_t last = 0;
-        for (auto [b, e] : n.regex->find_all(s)) {
+        Regex::Matcher m(*n.regex, s, control != nullptr ? control->work() : nullptr);
+        for (size_t b, e; m.next(b, e);) {
           out.append(s, last, b - last).append(n.content);
           last = e;
         }

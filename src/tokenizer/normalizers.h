@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tokenizer/encode_control.h"
 #include "tokenizer/pretokenize.h"
 
 namespace tf::tokenizer {
@@ -34,7 +35,17 @@ struct NormalizerStep {
   bool lowercase = true;               // kBert
 };
 
-std::string normalize(const std::vector<NormalizerStep>& steps, std::string_view text);
+// `text` after every step. `control` (may be null) counts the bytes read and is polled during
+// long Unicode-form passes; a stopped control leaves the result incomplete.
+std::string normalize(const std::vector<NormalizerStep>& steps, std::string_view text,
+                      EncodeControl* control = nullptr);
+
+// The longest full canonical decomposition of any code point, in code points: what one composed
+// character can gather. The shrink bound below relies on it; a test checks it against utf8proc.
+inline constexpr size_t kMaxDecomposition = 4;
+// F such that normalizing n bytes gives at least n / F bytes, or 0 when a step can delete input
+// without bound (Strip, StripAccents, BertNormalizer's cleaning, regex or shortening Replace).
+size_t normalized_shrink_bound(const std::vector<NormalizerStep>& steps);
 
 // Text helpers shared with the pre-tokenizers and the WordPiece GGUF path.
 void replace_all(std::string& s, std::string_view from, std::string_view to);

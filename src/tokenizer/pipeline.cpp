@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "tokenizer/encode_control.h"
 #include "tokenizer/utf8_util.h"
 
 namespace tf::tokenizer {
@@ -14,10 +15,19 @@ class PipelineTokenizer final : public Tokenizer {
   explicit PipelineTokenizer(PipelineConfig c) : c_(std::move(c)) {
     vocab_size_ = static_cast<int>(c_.model->tokens().size());
     for (const auto& t : c_.added.tokens()) vocab_size_ = std::max(vocab_size_, t.id + 1);
+    max_input_bytes_per_token_ = compute_bytes_per_token_bound();
   }
 
   std::vector<TokenId> encode(std::string_view text, bool add_special,
                               bool parse_special) const override {
+    EncodeControl control;
+    return *encode_controlled(text, add_special, parse_special, control);
+  }
+
+  std::optional<std::vector<TokenId>> encode_controlled(std::string_view text, bool add_special,
+                                                        bool parse_special,
+                                                        EncodeControl& control) const override {
+    if (!control.poll()) return std::nullopt;
     std::vector<TokenId> ids;
     if (add_special) ids = c_.prefix;
     std::vector<Fragment> fragments;
@@ -29,24 +39,28 @@ class PipelineTokenizer final : public Tokenizer {
     for (const Fragment& f : fragments) {
       if (f.id >= 0) {
         ids.push_back(f.id);
+        if (!control.advance(f.text.size())) return std::nullopt;
         continue;
       }
-      std::string normalized = normalize(c_.normalizers, f.text);
+      std::string normalized = normalize(c_.normalizers, f.text, &control);
+      if (control.stopped()) return std::nullopt;
       if (!c_.added.has_normalized()) {
-        encode_text(std::move(normalized), f.at_start, ids);
+        if (!encode_text(normalized, f.at_start, ids, control)) return std::nullopt;
         continue;
       }
       for (const Fragment& g : c_.added.split(normalized, parse_special, /*normalized=*/true)) {
         if (g.id >= 0) {
           ids.push_back(g.id);
-        } else {
-          encode_text(std::string(g.text), f.at_start && g.at_start, ids);
+        } else if (!encode_text(g.text, f.at_start && g.at_start, ids, control)) {
+          return std::nullopt;
         }
       }
     }
     if (add_special) ids.insert(ids.end(), c_.suffix.begin(), c_.suffix.end());
     return ids;
   }
+
+  size_t max_input_bytes_per_token() const override { return max_input_bytes_per_token_; }
 
   std::string decode(std::span<const TokenId> ids, bool skip_special) const override {
     std::vector<DecodePiece> pieces;
@@ -94,14 +108,49 @@ class PipelineTokenizer final : public Tokenizer {
   std::string kind() const override { return c_.kind; }
 
  private:
-  void encode_text(std::string text, bool at_start, std::vector<TokenId>& ids) const {
-    for (const std::string& word : pre_tokenize(c_.pre_tokenizers, std::move(text), at_start)) {
-      c_.model->encode_word(word, ids);
+  // False when `control` stopped it.
+  bool encode_text(std::string_view text, bool at_start, std::vector<TokenId>& ids,
+                   EncodeControl& control) const {
+    pre_tokenize(
+        c_.pre_tokenizers, text, at_start,
+        [&](std::string_view word) {
+          c_.model->encode_word(word, ids, &control);
+          return control.advance(word.size());
+        },
+        control.work());
+    return !control.stopped();
+  }
+
+  // Every token stands for a bounded number of bytes unless some stage can swallow a long run:
+  // a normalizer may shrink the text by a bounded factor F (normalized_shrink_bound) or delete
+  // it; a pre-tokenizer split that removes its matches deletes input; an added token stands for
+  // its own match, or for unboundedly many spaces with lstrip/rstrip; the model's tokens each
+  // stand for at most max_bytes_per_token bytes of a word. Pre-tokenizers otherwise only cut or
+  // lengthen the text (ByteLevel spells a byte with one or two, Metaspace a space with three).
+  // So n input bytes become at least n / F normalized bytes, and those at least
+  // n / (F * max(model bound, longest added token)) tokens.
+  size_t compute_bytes_per_token_bound() const {
+    size_t shrink = normalized_shrink_bound(c_.normalizers);
+    bool byte_level_words = false;
+    for (const auto& step : c_.pre_tokenizers) {
+      if (step.kind == PreTokenizerStep::Kind::kSplit && step.behavior == SplitBehavior::kRemoved) {
+        return 0;
+      }
+      if (step.kind == PreTokenizerStep::Kind::kByteLevel) byte_level_words = true;
+      if (step.kind == PreTokenizerStep::Kind::kMetaspace) byte_level_words = false;
     }
+    size_t per_token = c_.model->max_bytes_per_token(byte_level_words);
+    for (const auto& t : c_.added.tokens()) {
+      if (t.lstrip || t.rstrip) return 0;
+      per_token = std::max({per_token, t.content.size(), t.match.size()});
+    }
+    if (shrink == 0 || c_.model->max_bytes_per_token(byte_level_words) == 0) return 0;
+    return shrink * per_token;
   }
 
   PipelineConfig c_;
   int vocab_size_ = 0;
+  size_t max_input_bytes_per_token_ = 0;
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 // all regex splits with a behaviour; ByteLevel and Metaspace also rewrite the text.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,7 +27,12 @@ struct PreTokenizerStep {
 Result<PreTokenizerStep> split_step(std::string_view pattern, SplitBehavior behavior,
                                     bool invert = false);
 
-// The words of `text`; at_start: `text` begins the input (Metaspace's "first" scheme).
+// Calls `word` for each word of `text` in order, each step running over the pieces of the one
+// before as they come (nothing is collected); at_start: `text` begins the input (Metaspace's
+// "first" scheme). Stops early when `word` returns false.
+void pre_tokenize(const std::vector<PreTokenizerStep>& steps, std::string_view text, bool at_start,
+                  const std::function<bool(std::string_view)>& word, EncodeWork* work = nullptr);
+// The words of `text`, collected.
 std::vector<std::string> pre_tokenize(const std::vector<PreTokenizerStep>& steps, std::string text,
                                       bool at_start);
 

@@ -78,87 +78,128 @@ Result<std::shared_ptr<const Regex>> Regex::compile(std::string_view pattern) {
 
 Regex::~Regex() { pcre2_code_free(as_code(code_)); }
 
-std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) const {
-  std::vector<std::pair<size_t, size_t>> out;
-  pcre2_match_data* md = pcre2_match_data_create_from_pattern(as_code(code_), nullptr);
-  if (md == nullptr) return out;
-  auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
-  size_t start = 0;
-  // Text may hold invalid UTF-8 (parse_special=false on raw bytes); NO_UTF_CHECK would then be
-  // undefined behaviour, so the check stays on and a failed check ends matching.
-  while (start <= text.size()) {
-    int rc = pcre2_match(as_code(code_), subject, text.size(), start, 0, md, nullptr);
-    if (rc < 0) break;
+Regex::Matcher::Matcher(const Regex& re, std::string_view text, EncodeWork* work)
+    : re_(re), text_(text), work_(work) {
+  match_data_ = pcre2_match_data_create_from_pattern(as_code(re.code_), nullptr);
+  done_ = match_data_ == nullptr;
+}
+
+Regex::Matcher::~Matcher() { pcre2_match_data_free(static_cast<pcre2_match_data*>(match_data_)); }
+
+bool Regex::Matcher::next(size_t& begin, size_t& end) {
+  auto* md = static_cast<pcre2_match_data*>(match_data_);
+  auto subject = reinterpret_cast<PCRE2_SPTR>(text_.data());
+  while (!done_ && start_ <= text_.size()) {
+    // The first call checks the whole text (its start offset is 0 and the check runs to the
+    // end); every later call starts on a character boundary of text now known to be valid.
+    // Text that fails the check would be undefined behaviour under NO_UTF_CHECK, so a failed
+    // check ends matching.
+    uint32_t options = checked_ ? PCRE2_NO_UTF_CHECK : 0;
+    int rc = pcre2_match(as_code(re_.code_), subject, text_.size(), start_, options, md, nullptr);
+    if (work_ != nullptr) {
+      ++work_->regex_calls;
+      if (!checked_) work_->utf8_checked += text_.size();
+    }
+    checked_ = true;
+    if (rc < 0) {
+      if (work_ != nullptr) work_->regex_bytes += text_.size() - start_;
+      done_ = true;
+      break;
+    }
     PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     size_t b = ov[0], e = ov[1];
+    if (work_ != nullptr) work_->regex_bytes += e - start_;
     if (e == b) {
       // An empty match adds nothing; step one character so the loop advances.
       size_t step = 1;
-      while (b + step < text.size() && (static_cast<uint8_t>(text[b + step]) & 0xC0) == 0x80) {
+      while (b + step < text_.size() && (static_cast<uint8_t>(text_[b + step]) & 0xC0) == 0x80) {
         ++step;
       }
-      start = b + step;
+      start_ = b + step;
       continue;
     }
-    out.emplace_back(b, e);
-    start = e;
+    start_ = e;
+    begin = b;
+    end = e;
+    return true;
   }
-  pcre2_match_data_free(md);
+  done_ = true;
+  return false;
+}
+
+std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view text) const {
+  std::vector<std::pair<size_t, size_t>> out;
+  Matcher m(*this, text);
+  for (size_t b, e; m.next(b, e);) out.emplace_back(b, e);
   return out;
+}
+
+void split_by(const Regex& re, std::string_view text, SplitBehavior behavior, bool invert,
+              const std::function<bool(size_t, size_t)>& piece, EncodeWork* work) {
+  // The last piece is held back while the next one may still merge into it.
+  size_t pb = 0, pe = 0;
+  bool pending = false;
+  bool prev_match = false;  // Contiguous: the previous piece was a match
+  bool glue_next = false;   // MergedWithNext: the previous match waits for the following piece
+  bool go_on = true;
+  auto start_new = [&](size_t b, size_t e) {
+    if (pending && go_on) go_on = piece(pb, pe);
+    pb = b;
+    pe = e;
+    pending = true;
+  };
+  auto take = [&](size_t b, size_t e, bool match) {
+    switch (behavior) {
+      case SplitBehavior::kIsolated:
+        start_new(b, e);
+        break;
+      case SplitBehavior::kRemoved:
+        if (!match) start_new(b, e);
+        break;
+      case SplitBehavior::kMergedWithPrevious:
+        if (match && pending) {
+          pe = e;
+        } else {
+          start_new(b, e);
+        }
+        break;
+      case SplitBehavior::kMergedWithNext:
+        if (glue_next && pending) {
+          pe = e;
+        } else {
+          start_new(b, e);
+        }
+        glue_next = match;
+        break;
+      case SplitBehavior::kContiguous:
+        if (match && prev_match && pending) {
+          pe = e;
+        } else {
+          start_new(b, e);
+        }
+        prev_match = match;
+        break;
+    }
+  };
+  size_t last = 0;
+  Regex::Matcher m(re, text, work);
+  for (size_t b, e; go_on && m.next(b, e);) {
+    if (b > last) take(last, b, invert);
+    take(b, e, !invert);
+    last = e;
+  }
+  if (!go_on) return;
+  if (last < text.size()) take(last, text.size(), invert);
+  if (pending && go_on) piece(pb, pe);
 }
 
 std::vector<std::string> split_by(const Regex& re, std::string_view text, SplitBehavior behavior,
                                   bool invert) {
-  // Pieces as (begin, end, is_match).
-  struct Piece {
-    size_t b, e;
-    bool match;
-  };
-  std::vector<Piece> pieces;
-  size_t last = 0;
-  for (auto [b, e] : re.find_all(text)) {
-    if (b > last) pieces.push_back({last, b, invert});
-    pieces.push_back({b, e, !invert});
-    last = e;
-  }
-  if (last < text.size()) pieces.push_back({last, text.size(), invert});
-
   std::vector<std::string> out;
-  bool glue_next = false;  // MergedWithNext: the previous match waits for the following piece
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    const Piece& p = pieces[i];
-    std::string_view s = text.substr(p.b, p.e - p.b);
-    switch (behavior) {
-      case SplitBehavior::kIsolated:
-        out.emplace_back(s);
-        break;
-      case SplitBehavior::kRemoved:
-        if (!p.match) out.emplace_back(s);
-        break;
-      case SplitBehavior::kMergedWithPrevious:
-        if (p.match && !out.empty()) {
-          out.back() += s;
-        } else {
-          out.emplace_back(s);
-        }
-        break;
-      case SplitBehavior::kMergedWithNext:
-        if (glue_next) {
-          out.back() += s;
-        } else {
-          out.emplace_back(s);
-        }
-        glue_next = p.match;
-        break;
-      case SplitBehavior::kContiguous:
-        if (p.match && i > 0 && pieces[i - 1].match && !out.empty()) {
-          out.back() += s;
-        } else {
-          out.emplace_back(s);
-        }
-        break;
-    }
-  }
+  split_by(re, text, behavior, invert, [&](size_t b, size_t e) {
+    out.emplace_back(text.substr(b, e - b));
+    return true;
+  });
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <queue>
 
 #include "tokenizer/added_tokens.h"
+#include "tokenizer/encode_control.h"
 #include "tokenizer/utf8_util.h"
 #include "tokenizer/vocab_map.h"
 
@@ -34,6 +35,14 @@ class SpmTokenizer final : public Tokenizer {
 
   std::vector<TokenId> encode(std::string_view text, bool add_special,
                               bool parse_special) const override {
+    EncodeControl control;
+    return *encode_controlled(text, add_special, parse_special, control);
+  }
+
+  std::optional<std::vector<TokenId>> encode_controlled(std::string_view text, bool add_special,
+                                                        bool parse_special,
+                                                        EncodeControl& control) const override {
+    if (!control.poll()) return std::nullopt;
     std::vector<TokenId> out;
     if (add_special && c_.add_bos && c_.bos >= 0) out.push_back(c_.bos);
     bool prev_special = true;  // the space prefix goes on text that starts the input or follows
@@ -42,6 +51,7 @@ class SpmTokenizer final : public Tokenizer {
       if (f.id >= 0) {
         out.push_back(f.id);
         prev_special = true;
+        if (!control.advance(f.text.size())) return std::nullopt;
         continue;
       }
       std::string s;
@@ -56,7 +66,7 @@ class SpmTokenizer final : public Tokenizer {
           escaped.push_back(ch);
         }
       }
-      tokenize(escaped, out);
+      if (!tokenize(escaped, out, control)) return std::nullopt;
       prev_special = false;
     }
     if (add_special && c_.add_eos && c_.eos >= 0) out.push_back(c_.eos);
@@ -125,6 +135,21 @@ class SpmTokenizer final : public Tokenizer {
   }
   std::string kind() const override { return "spm"; }
 
+  // Every output token is a vocabulary piece (special tokens included), standing for at most
+  // its own length of the escaped text, or one byte of a piece no token covers; the escaped text
+  // is never shorter than the input (a space becomes three bytes). A byte with neither a <0xXX>
+  // token nor <unk> vanishes, and then there is no bound.
+  size_t max_input_bytes_per_token() const override {
+    if (c_.unk < 0) {
+      for (TokenId b : byte_ids_) {
+        if (b < 0) return 0;
+      }
+    }
+    size_t longest = 1;
+    for (const auto& t : c_.tokens) longest = std::max(longest, t.size());
+    return longest;
+  }
+
  private:
   TokenType type(TokenId id) const {
     return id >= 0 && static_cast<size_t>(id) < c_.types.size() ? c_.types[id] : TokenType::kNormal;
@@ -134,8 +159,11 @@ class SpmTokenizer final : public Tokenizer {
   }
 
   // llm_tokenizer_spm_session::tokenize: symbols are UTF-8 characters; the queue always takes
-  // the best-scoring bigram (leftmost on ties) whose concatenation is a token.
-  void tokenize(std::string_view text, std::vector<TokenId>& out) const {
+  // the best-scoring bigram (leftmost on ties) whose concatenation is a token. Each merge
+  // removes a symbol and queues at most two bigrams, so a text of n characters costs
+  // O(n log n); symbols never outgrow the longest token, which bounds each lookup. False when
+  // `control` stopped it.
+  bool tokenize(std::string_view text, std::vector<TokenId>& out, EncodeControl& control) const {
     struct Symbol {
       int prev, next;
       size_t begin, n;
@@ -156,9 +184,10 @@ class SpmTokenizer final : public Tokenizer {
       syms.push_back({i - 1, i + 1, pos, n});
       pos += n;
     }
-    if (syms.empty()) return;
+    if (syms.empty()) return true;
     syms.back().next = -1;
     std::priority_queue<Bigram> queue;
+    size_t steps = syms.size();
     auto try_add = [&](int left, int right) {
       if (left < 0 || right < 0) return;
       std::string_view s = text.substr(syms[left].begin, syms[left].n + syms[right].n);
@@ -168,6 +197,7 @@ class SpmTokenizer final : public Tokenizer {
     };
     for (int i = 1; i < static_cast<int>(syms.size()); ++i) try_add(i - 1, i);
     while (!queue.empty()) {
+      if (++steps % EncodeControl::kCheckBytes == 0 && !control.poll()) return false;
       Bigram b = queue.top();
       queue.pop();
       Symbol& l = syms[b.left];
@@ -180,6 +210,7 @@ class SpmTokenizer final : public Tokenizer {
       try_add(l.prev, b.left);
       try_add(b.left, l.next);
     }
+    if (control.work() != nullptr) control.work()->model_steps += steps;
     for (int i = 0; i >= 0; i = syms[i].next) {
       std::string_view s = text.substr(syms[i].begin, syms[i].n);
       TokenId id = vocab_.find(s);
@@ -196,6 +227,7 @@ class SpmTokenizer final : public Tokenizer {
         }
       }
     }
+    return control.advance(text.size());
   }
 
   SpmConfig c_;

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -19,6 +21,7 @@ class GgufFile;
 namespace tf::tokenizer {
 
 using TokenId = int32_t;
+class EncodeControl;  // encode_control.h
 
 class Tokenizer {
  public:
@@ -38,6 +41,22 @@ class Tokenizer {
   // parse_special: text matching a special/added token becomes that token's id.
   virtual std::vector<TokenId> encode(std::string_view text, bool add_special = true,
                                       bool parse_special = true) const = 0;
+  // Like encode(), but calls `cancelled()` about every 64 KiB of input and returns std::nullopt
+  // as soon as it says true (a client that left, a server shutting down).
+  std::optional<std::vector<TokenId>> encode_cancellable(
+      std::string_view text, bool add_special, bool parse_special,
+      const std::function<bool()>& cancelled) const;
+  // The core of encode_cancellable: encode() that polls `control` and counts its work there;
+  // nullopt when control stopped it. Encoding time is linear in the input (a single word of n
+  // symbols costs at most O(n log n)). The default runs encode() between two polls.
+  virtual std::optional<std::vector<TokenId>> encode_controlled(std::string_view text,
+                                                                bool add_special,
+                                                                bool parse_special,
+                                                                EncodeControl& control) const;
+  // A bound B such that encoding any text of n bytes gives at least n / B tokens (before BOS/EOS),
+  // or 0 when the pipeline admits no such bound (e.g. a normalizer that can delete input).
+  // The server refuses a prompt of n bytes with n > context * B before tokenizing it.
+  virtual size_t max_input_bytes_per_token() const { return 0; }
   // Decodes ids to text (byte fallback and byte-level pieces joined before UTF-8 is formed).
   virtual std::string decode(std::span<const TokenId> ids, bool skip_special = false) const = 0;
   // The raw bytes a single token contributes when decoded after other tokens (may be partial

@@ -29,8 +29,20 @@ void UnigramModel::set_vocab(std::vector<std::string> tokens, std::vector<double
   for (int b = 0; b < 256; ++b) byte_ids_[b] = vocab_.find(fmt::format("<0x{:02X}>", b));
 }
 
-void UnigramModel::encode_word(std::string_view word, std::vector<TokenId>& out) const {
+size_t UnigramModel::max_bytes_per_token(bool) const {
+  // Known pieces are vocabulary entries; a run of unknown characters fuses into one piece that
+  // becomes one token per byte with full byte fallback, else a single <unk> (unbounded) or
+  // nothing.
+  bool all_bytes = byte_fallback_;
+  for (int b = 0; all_bytes && b < 256; ++b) all_bytes = byte_ids_[b] >= 0;
+  return all_bytes ? std::max<size_t>(max_token_bytes_, 1) : 0;
+}
+
+void UnigramModel::encode_word(std::string_view word, std::vector<TokenId>& out,
+                               EncodeControl* control) const {
   if (word.empty()) return;
+  EncodeWork* work = control != nullptr ? control->work() : nullptr;
+  size_t probes = 0;  // lattice edges tried: at most max_token_bytes_ per byte of the word
   struct Best {
     TokenId id = -1;
     size_t start = 0;
@@ -39,7 +51,11 @@ void UnigramModel::encode_word(std::string_view word, std::vector<TokenId>& out)
   };
   std::vector<Best> best(word.size() + 1);
   best[0].set = true;
-  for (size_t start = 0; start < word.size();) {
+  for (size_t start = 0, next_poll = EncodeControl::kCheckBytes; start < word.size();) {
+    if (control != nullptr && start >= next_poll) {
+      next_poll += EncodeControl::kCheckBytes;
+      if (!control->poll()) return;
+    }
     size_t char_len = utf8_symbol_length(word, start);
     if (best[start].set) {
       double base = best[start].score;
@@ -48,6 +64,7 @@ void UnigramModel::encode_word(std::string_view word, std::vector<TokenId>& out)
       // candidate replaces an earlier one only when strictly better.
       size_t limit = std::min(word.size(), start + max_token_bytes_);
       for (size_t end = start + char_len; end <= limit; end += utf8_symbol_length(word, end)) {
+        ++probes;
         TokenId id = vocab_.find(word.substr(start, end - start));
         if (id >= 0) {
           if (end == start + char_len) single_char = true;
@@ -64,6 +81,7 @@ void UnigramModel::encode_word(std::string_view word, std::vector<TokenId>& out)
     }
     start += char_len;
   }
+  if (work != nullptr) work->model_steps += probes + word.size();
   // Walk back, fusing runs of unknown pieces.
   std::vector<std::pair<size_t, size_t>> pieces;  // [begin, end) of each token, reversed
   std::vector<TokenId> ids;

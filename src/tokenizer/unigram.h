@@ -16,7 +16,9 @@ class UnigramModel final : public Model {
   void set_unk(TokenId id) { unk_ = id; }
   void set_byte_fallback(bool on) { byte_fallback_ = on; }
 
-  void encode_word(std::string_view word, std::vector<TokenId>& out) const override;
+  void encode_word(std::string_view word, std::vector<TokenId>& out,
+                   EncodeControl* control) const override;
+  size_t max_bytes_per_token(bool byte_level_words) const override;
   TokenId find(std::string_view token) const override { return vocab_.find(token); }
   const std::vector<std::string>& tokens() const override { return tokens_; }
 

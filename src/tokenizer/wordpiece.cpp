@@ -20,8 +20,16 @@ void WordPieceModel::set_vocab(std::vector<std::string> tokens) {
   }
 }
 
-void WordPieceModel::encode_word(std::string_view word, std::vector<TokenId>& out) const {
+size_t WordPieceModel::max_bytes_per_token(bool) const {
+  // A word with no segmentation, or longer than max_chars_, is one [UNK] however long it is.
+  return 0;
+}
+
+void WordPieceModel::encode_word(std::string_view word, std::vector<TokenId>& out,
+                                 EncodeControl* control) const {
   if (word.empty()) return;
+  EncodeWork* work = control != nullptr ? control->work() : nullptr;
+  if (work != nullptr) work->model_steps += word.size();
   std::vector<size_t> bounds;  // character starts, then word.size()
   for (size_t pos = 0; pos < word.size(); pos += utf8_symbol_length(word, pos)) {
     bounds.push_back(pos);
@@ -42,6 +50,7 @@ void WordPieceModel::encode_word(std::string_view word, std::vector<TokenId>& ou
     // Skip ends that make the candidate longer than any token: they can never match.
     while (end > start && bounds[end] - bounds[start] + affix.size() > max_token_bytes_) --end;
     for (; end > start; --end) {
+      if (work != nullptr) ++work->model_steps;
       probe.assign(affix).append(word.substr(bounds[start], bounds[end] - bounds[start]));
       hit = vocab_.find(probe);
       if (hit >= 0) break;

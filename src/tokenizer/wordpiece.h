@@ -18,7 +18,9 @@ class WordPieceModel final : public Model {
   }
   void set_max_input_chars_per_word(size_t n) { max_chars_ = n; }
 
-  void encode_word(std::string_view word, std::vector<TokenId>& out) const override;
+  void encode_word(std::string_view word, std::vector<TokenId>& out,
+                   EncodeControl* control) const override;
+  size_t max_bytes_per_token(bool byte_level_words) const override;
   TokenId find(std::string_view token) const override { return vocab_.find(token); }
   const std::vector<std::string>& tokens() const override { return tokens_; }
 
