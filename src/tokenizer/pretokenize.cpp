@@ -98,7 +98,7 @@ bool Regex::Matcher::next(size_t& begin, size_t& end) {
     int rc = pcre2_match(as_code(re_.code_), subject, text_.size(), start_, options, md, nullptr);
     if (work_ != nullptr) {
       ++work_->regex_calls;
-      if (!checked_) work_->utf8_checked += text_.size();
+      if (!checked_) work_->utf8_checked += text_.size() - start_;  // what PCRE2 checks
     }
     checked_ = true;
     if (rc < 0) {
