@@ -78,6 +78,18 @@ TEST(DeepTemplate, ValuesBuiltInLoopsAreBounded) {
   }
 }
 
+// Filters and methods build containers without storing into one: a long run of top-level sets
+// (no loop, no namespace) must not deepen a value without bound either.
+TEST(DeepTemplate, ValuesBuiltByFiltersAreBounded) {
+  for (const char* step : {"{% set x = x | batch(1) %}", "{% set x = {'k': x} | items %}",
+                           "{% set x = dict(a=x) %}"}) {
+    auto r = render("{% set x = [0] %}" + repeat(step, kHostile) + "{{ x }}");
+    ASSERT_FALSE(r.ok()) << step;
+    EXPECT_NE(r.error().message.find("nested deeper than"), std::string::npos)
+        << step << ": " << r.error().message;
+  }
+}
+
 TEST(DeepTemplate, MacroRecursionInsideDeepExpressionsIsBounded) {
   // Each macro level recurses through ~60 nested parentheses: the interpreter's call and
   // expression depth must stay inside a thread's stack together.

@@ -374,7 +374,13 @@ Value Interp::eval(const Expr& e) {
   step();
   Nesting nest(&nesting_, limits_.max_nesting);
   try {
-    return eval_inner(e);
+    Value v = eval_inner(e);
+    // Filters, methods and calls build containers a level or two deeper than their input without
+    // storing into one; checking every result keeps any chain of them bounded too.
+    if (value_depth(v) > limits_.max_value_depth) {
+      throw JinjaError(fmt::format("values nested deeper than {}", limits_.max_value_depth));
+    }
+    return v;
   } catch (JinjaError& err) {
     if (err.line == 0) {
       err.line = e.line;
