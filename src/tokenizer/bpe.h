@@ -5,7 +5,6 @@
 #include <array>
 #include <cstdint>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "tokenizer/model.h"
@@ -43,10 +42,46 @@ class BpeModel final : public Model {
     int rank;
     TokenId merged;
   };
+  // Pair -> merge, open addressing with a multiplicative hash: the lookup of the inner loop.
+  class MergeTable {
+   public:
+    void reserve(size_t n);
+    void emplace(uint64_t key, Merge m);  // a key already present keeps its first merge
+    const Merge* find(uint64_t key) const {
+      if (slots_.empty()) return nullptr;
+      for (size_t i = slot_of(key);; i = (i + 1) & (slots_.size() - 1)) {
+        if (slots_[i].key == key) return &slots_[i].merge;
+        if (slots_[i].key == kEmpty) return nullptr;
+      }
+    }
+
+   private:
+    static constexpr uint64_t kEmpty = ~uint64_t{0};  // no pair of ids >= 0 has this key
+    struct Slot {
+      uint64_t key = kEmpty;
+      Merge merge{};
+    };
+    size_t slot_of(uint64_t key) const { return (key * 0x9E3779B97F4A7C15ull) >> shift_; }
+    std::vector<Slot> slots_;
+    size_t size_ = 0;
+    int shift_ = 64;
+  };
+  static uint64_t pair_key(TokenId left, TokenId right) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |
+           static_cast<uint32_t>(right);
+  }
+  static constexpr size_t kShortWord = 24;  // symbols; longer words merge through a heap
+  // The ids of the word's characters (byte fallback and <unk> applied), before any merge.
+  void initial_symbols(std::string_view word, std::vector<TokenId>& ids) const;
+  // Merges by rank in place: a scan for the best pair while the word is short, a heap after.
+  void merge_short(std::vector<TokenId>& ids) const;
+  void merge_long(std::vector<TokenId>& ids, EncodeControl* control) const;
+
   std::vector<std::string> tokens_;
   VocabMap vocab_;
-  std::unordered_map<uint64_t, Merge> merges_;  // key: left id << 32 | right id
-  std::array<TokenId, 256> byte_ids_{};         // <0xXX> tokens, -1 when absent
+  MergeTable merges_;
+  std::vector<TokenId> char_ids_;        // id of each code point below 0x800 on its own, -1 if none
+  std::array<TokenId, 256> byte_ids_{};  // <0xXX> tokens, -1 when absent
   TokenId unk_ = -1;
   bool byte_fallback_ = false;
   bool ignore_merges_ = false;

@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
+#include <limits>
 #include <queue>
 
 #include "tokenizer/bpe.h"
@@ -18,6 +20,12 @@ void BpeModel::set_vocab(std::vector<std::string> tokens) {
   for (size_t i = 0; i < tokens_.size(); ++i) {
     if (!tokens_[i].empty()) vocab_.insert(tokens_[i], static_cast<TokenId>(i));
     max_token_bytes_ = std::max(max_token_bytes_, tokens_[i].size());
+  }
+  char_ids_.assign(0x800, -1);
+  for (uint32_t cp = 0; cp < 0x800; ++cp) {
+    std::string c;
+    append_utf8(c, cp);
+    char_ids_[cp] = vocab_.find(c);
   }
   set_byte_fallback(byte_fallback_);
 }
@@ -37,9 +45,7 @@ void BpeModel::add_merge(std::string_view a, std::string_view b, int rank) {
   joined.append(a).append(b);
   TokenId merged = vocab_.find(joined);
   if (merged < 0) return;
-  uint64_t key =
-      (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
-  merges_.emplace(key, Merge{rank, merged});  // the first (best) rank of a duplicate wins
+  merges_.emplace(pair_key(left, right), Merge{rank, merged});  // a duplicate keeps its first rank
 }
 
 size_t BpeModel::max_bytes_per_token(bool byte_level_words) const {
@@ -61,32 +67,43 @@ size_t BpeModel::max_bytes_per_token(bool byte_level_words) const {
   return 0;
 }
 
-void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out,
-                           EncodeControl* control) const {
-  if (word.empty()) return;
-  if (ignore_merges_) {
-    TokenId whole = vocab_.find(word);
-    if (whole >= 0) {
-      out.push_back(whole);
+void BpeModel::MergeTable::reserve(size_t n) {
+  size_t want = 16;
+  while (want < 2 * n) want *= 2;
+  if (want <= slots_.size()) return;
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(want, Slot{});
+  shift_ = 64 - std::countr_zero(want);
+  size_ = 0;
+  for (const Slot& s : old) {
+    if (s.key != kEmpty) emplace(s.key, s.merge);
+  }
+}
+
+void BpeModel::MergeTable::emplace(uint64_t key, Merge m) {
+  if (2 * (size_ + 1) > slots_.size()) reserve(size_ + 1);
+  for (size_t i = slot_of(key);; i = (i + 1) & (slots_.size() - 1)) {
+    if (slots_[i].key == key) return;
+    if (slots_[i].key == kEmpty) {
+      slots_[i] = {key, m};
+      ++size_;
       return;
     }
   }
-  struct Symbol {
-    TokenId id;
-    int prev, next;
-    bool alive;
-  };
-  std::vector<Symbol> syms;
-  syms.reserve(word.size());
-  auto push = [&](TokenId id) {
-    int i = static_cast<int>(syms.size());
-    syms.push_back({id, i - 1, i + 1, true});
-  };
+}
+
+void BpeModel::initial_symbols(std::string_view word, std::vector<TokenId>& ids) const {
+  const bool plain = prefix_.empty() && suffix_.empty();
   std::string affixed;
   for (size_t pos = 0; pos < word.size();) {
     size_t n = utf8_symbol_length(word, pos);
     TokenId id;
-    if (prefix_.empty() && suffix_.empty()) {
+    auto b0 = static_cast<uint8_t>(word[pos]);
+    if (plain && n == 1 && b0 < 0x80) {
+      id = char_ids_[b0];
+    } else if (plain && n == 2) {
+      id = char_ids_[((b0 & 0x1Fu) << 6) | (static_cast<uint8_t>(word[pos + 1]) & 0x3Fu)];
+    } else if (plain) {
       id = vocab_.find(word.substr(pos, n));
     } else {
       affixed.assign(pos > 0 ? prefix_ : std::string());
@@ -95,24 +112,67 @@ void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out,
       id = vocab_.find(affixed);
     }
     if (id >= 0) {
-      push(id);
+      ids.push_back(id);
     } else {
       bool all_bytes = byte_fallback_;
       for (size_t i = 0; all_bytes && i < n; ++i) {
         all_bytes = byte_ids_[static_cast<uint8_t>(word[pos + i])] >= 0;
       }
       if (all_bytes) {
-        for (size_t i = 0; i < n; ++i) push(byte_ids_[static_cast<uint8_t>(word[pos + i])]);
+        for (size_t i = 0; i < n; ++i)
+          ids.push_back(byte_ids_[static_cast<uint8_t>(word[pos + i])]);
       } else if (unk_ >= 0) {
         // fuse_unk: consecutive unknown characters become one <unk>.
-        if (!(fuse_unk_ && !syms.empty() && syms.back().id == unk_)) push(unk_);
+        if (!(fuse_unk_ && !ids.empty() && ids.back() == unk_)) ids.push_back(unk_);
       }
     }
     pos += n;
   }
-  if (syms.empty()) return;
-  syms.back().next = -1;
+}
 
+// Merging always applies the lowest-ranked merge among adjacent pairs, the leftmost on ties; on
+// a short word a scan over the pairs' cached ranks finds it as fast as any heap.
+void BpeModel::merge_short(std::vector<TokenId>& ids) const {
+  constexpr int kNone = std::numeric_limits<int>::max();
+  std::array<int, kShortWord> rank;
+  std::array<TokenId, kShortWord> merged;
+  auto load = [&](size_t i) {
+    const Merge* m = merges_.find(pair_key(ids[i], ids[i + 1]));
+    rank[i] = m != nullptr ? m->rank : kNone;
+    merged[i] = m != nullptr ? m->merged : -1;
+  };
+  size_t n = ids.size();
+  for (size_t i = 0; i + 1 < n; ++i) load(i);
+  while (n > 1) {
+    size_t best = 0;
+    for (size_t i = 1; i + 1 < n; ++i) {
+      if (rank[i] < rank[best]) best = i;
+    }
+    if (rank[best] == kNone) break;
+    ids[best] = merged[best];
+    for (size_t i = best + 1; i + 1 < n; ++i) {
+      ids[i] = ids[i + 1];
+      rank[i] = rank[i + 1];
+      merged[i] = merged[i + 1];
+    }
+    --n;
+    if (best + 1 < n) load(best);
+    if (best > 0) load(best - 1);
+  }
+  ids.resize(n);
+}
+
+void BpeModel::merge_long(std::vector<TokenId>& ids, EncodeControl* control) const {
+  struct Symbol {
+    TokenId id;
+    int prev, next;
+    bool alive;
+  };
+  std::vector<Symbol> syms(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    syms[i] = {ids[i], static_cast<int>(i) - 1, static_cast<int>(i) + 1, true};
+  }
+  syms.back().next = -1;
   struct Candidate {
     int rank;
     int pos;
@@ -124,11 +184,7 @@ void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out,
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue;
   auto lookup = [&](int left) -> const Merge* {
     int right = syms[left].next;
-    if (right < 0) return nullptr;
-    uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(syms[left].id)) << 32) |
-                   static_cast<uint32_t>(syms[right].id);
-    auto it = merges_.find(key);
-    return it == merges_.end() ? nullptr : &it->second;
+    return right < 0 ? nullptr : merges_.find(pair_key(syms[left].id, syms[right].id));
   };
   auto consider = [&](int left) {
     if (left < 0) return;
@@ -136,7 +192,7 @@ void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out,
   };
   for (int i = 0; i + 1 < static_cast<int>(syms.size()); ++i) consider(i);
   EncodeWork* work = control != nullptr ? control->work() : nullptr;
-  if (work != nullptr) work->model_steps += syms.size() + queue.size();
+  if (work != nullptr) work->model_steps += queue.size();
 
   // Each merge removes a symbol and queues at most two candidates, so a word of n symbols costs
   // O(n log n) however long it is; a long word polls for cancellation as it goes.
@@ -158,7 +214,33 @@ void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out,
     consider(c.pos);
   }
   if (work != nullptr) work->model_steps += pops;
-  for (int i = 0; i >= 0; i = syms[i].next) out.push_back(syms[i].id);
+  ids.clear();
+  for (int i = 0; i >= 0; i = syms[i].next) ids.push_back(syms[i].id);
+}
+
+void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out,
+                           EncodeControl* control) const {
+  if (word.empty()) return;
+  if (ignore_merges_) {
+    TokenId whole = vocab_.find(word);
+    if (whole >= 0) {
+      out.push_back(whole);
+      return;
+    }
+  }
+  std::vector<TokenId> ids;
+  ids.reserve(std::min(word.size(), kShortWord));
+  initial_symbols(word, ids);
+  if (control != nullptr && control->work() != nullptr) {
+    control->work()->model_steps += ids.size() * (ids.size() <= kShortWord ? ids.size() : 1);
+  }
+  if (ids.empty()) return;
+  if (ids.size() <= kShortWord) {
+    merge_short(ids);
+  } else {
+    merge_long(ids, control);
+  }
+  out.insert(out.end(), ids.begin(), ids.end());
 }
 
 }  // namespace tf::tokenizer

@@ -60,8 +60,14 @@ std::string to_byte_level(std::string_view bytes) {
 
 void append_byte_level(std::string& out, std::string_view bytes) {
   const auto& t = table();
-  out.reserve(out.size() + bytes.size() * 2);
-  for (char c : bytes) out += t.text[static_cast<uint8_t>(c)];
+  size_t n = out.size();
+  out.resize(n + bytes.size() * 2);  // every byte-level character has one or two bytes
+  for (char c : bytes) {
+    const std::string& s = t.text[static_cast<uint8_t>(c)];
+    out[n++] = s[0];
+    if (s.size() > 1) out[n++] = s[1];
+  }
+  out.resize(n);
 }
 
 std::string from_byte_level(std::string_view text) {
