@@ -65,5 +65,22 @@ TEST(ParseJson, HostileDepthIsACleanError) {
   EXPECT_NE(r.error().message.find("512"), std::string::npos);
 }
 
+TEST(JsonNestingExceeds, CountsContainersIteratively) {
+  EXPECT_FALSE(json_nesting_exceeds(nlohmann::ordered_json(1), 0));
+  EXPECT_TRUE(json_nesting_exceeds(nlohmann::ordered_json::array(), 0));
+  auto two = nlohmann::ordered_json::parse(R"({"a": [1], "b": 2})");
+  EXPECT_FALSE(json_nesting_exceeds(two, 2));
+  EXPECT_TRUE(json_nesting_exceeds(two, 1));
+  // Built in code 100,000 deep (no parser involved): answered without recursing.
+  nlohmann::ordered_json deep = nlohmann::ordered_json::array();
+  for (int i = 0; i < 100000; ++i) {
+    nlohmann::ordered_json outer = nlohmann::ordered_json::object();
+    outer["a"] = std::move(deep);
+    deep = std::move(outer);
+  }
+  EXPECT_TRUE(json_nesting_exceeds(deep));
+  EXPECT_FALSE(json_nesting_exceeds(deep, 100001));
+}
+
 }  // namespace
 }  // namespace tf::base
