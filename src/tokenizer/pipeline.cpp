@@ -6,6 +6,7 @@
 
 #include "tokenizer/encode_control.h"
 #include "tokenizer/utf8_util.h"
+#include "tokenizer/word_cache.h"
 
 namespace tf::tokenizer {
 namespace {
@@ -30,6 +31,7 @@ class PipelineTokenizer final : public Tokenizer {
     if (!control.poll()) return std::nullopt;
     std::vector<TokenId> ids;
     if (add_special) ids = c_.prefix;
+    WordCache cache;
     std::vector<Fragment> fragments;
     if (c_.added.empty()) {
       if (!text.empty()) fragments.push_back({text, -1, true});
@@ -45,13 +47,13 @@ class PipelineTokenizer final : public Tokenizer {
       std::string normalized = normalize(c_.normalizers, f.text, &control);
       if (control.stopped()) return std::nullopt;
       if (!c_.added.has_normalized()) {
-        if (!encode_text(normalized, f.at_start, ids, control)) return std::nullopt;
+        if (!encode_text(normalized, f.at_start, ids, control, cache)) return std::nullopt;
         continue;
       }
       for (const Fragment& g : c_.added.split(normalized, parse_special, /*normalized=*/true)) {
         if (g.id >= 0) {
           ids.push_back(g.id);
-        } else if (!encode_text(g.text, f.at_start && g.at_start, ids, control)) {
+        } else if (!encode_text(g.text, f.at_start && g.at_start, ids, control, cache)) {
           return std::nullopt;
         }
       }
@@ -110,11 +112,11 @@ class PipelineTokenizer final : public Tokenizer {
  private:
   // False when `control` stopped it.
   bool encode_text(std::string_view text, bool at_start, std::vector<TokenId>& ids,
-                   EncodeControl& control) const {
+                   EncodeControl& control, WordCache& cache) const {
     pre_tokenize(
         c_.pre_tokenizers, text, at_start,
         [&](std::string_view word) {
-          c_.model->encode_word(word, ids, &control);
+          cache.encode(word, ids, [&] { c_.model->encode_word(word, ids, &control); });
           return control.advance(word.size());
         },
         control.work());
