@@ -43,6 +43,7 @@ void fill(bf16* p, size_t n, uint32_t seed, float scale) {
   CHECK_CUDA(cudaGetLastError());
 }
 
+using tf::gpu_check::Lt;
 using tf::gpu_check::time_ms;
 
 // A plain streaming read of n 16-byte units (4 in flight per thread), for the anatomy of a one-row
@@ -105,44 +106,6 @@ struct Graph {
     CHECK_CUDA(cudaStreamDestroy(s));
   }
   void launch() const { CHECK_CUDA(cudaGraphLaunch(exec, 0)); }
-};
-
-// y[M,N] = x[M,K] . w[N,K]^T through cuBLASLt (column-major: y^T = W^T(op T) . x^T).
-struct Lt {
-  cublasLtHandle_t h;
-  cu::DeviceBuffer ws{size_t(64) << 20};
-  Lt() { CHECK_LT(cublasLtCreate(&h)); }
-  std::function<void(cudaStream_t)> plan(const bf16* x, const bf16* w, bf16* y, int m, int n,
-                                         int k) {
-    cublasLtMatmulDesc_t op;
-    CHECK_LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-    CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-    cublasLtMatrixLayout_t la, lb, lc;
-    CHECK_LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, k, n, k));
-    CHECK_LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, k, m, k));
-    CHECK_LT(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, n, m, n));
-    cublasLtMatmulPreference_t pref;
-    CHECK_LT(cublasLtMatmulPreferenceCreate(&pref));
-    size_t wsb = ws.bytes();
-    CHECK_LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                  &wsb, sizeof(wsb)));
-    cublasLtMatmulHeuristicResult_t res{};
-    int count = 0;
-    CHECK_LT(cublasLtMatmulAlgoGetHeuristic(h, op, la, lb, lc, lc, pref, 1, &res, &count));
-    if (count == 0) {
-      std::printf("no cuBLASLt algo\n");
-      std::exit(2);
-    }
-    void* wsp = ws.get();
-    cublasLtHandle_t hh = h;
-    return [=](cudaStream_t s) {
-      const float alpha = 1.0f, beta = 0.0f;
-      CHECK_LT(cublasLtMatmul(hh, op, &alpha, w, la, x, lb, &beta, y, lc, y, lc, &res.algo, wsp,
-                              wsb, s));
-    };
-  }
 };
 
 struct Mat {
@@ -409,9 +372,12 @@ int main() {
       bool rope = false, attn = false, o = false, norm_qkv = false, lm = false;
     };
     const LeaveOut leave_outs[] = {
-        {"none (the decoder)"},     {"rope", true},
-        {"attention", false, true}, {"rope + attention", true, true},
-        {"o", false, false, true},  {"qkv's norm (copy source)", false, false, false, true},
+        {"none (the decoder)"},
+        {"rope", true},
+        {"attention", false, true},
+        {"rope + attention", true, true},
+        {"o", false, false, true},
+        {"qkv's norm (copy source)", false, false, false, true},
         {"lm_head", false, false, false, false, true},
     };
     ab.early = true;
@@ -421,12 +387,12 @@ int main() {
         float *x = resid.get<float>(), *x_other = resid2.get<float>();
         for (int l = 0; l < kLayers; ++l) {
           if (v.norm_qkv) {
-            CHECK_CUDA(cu::matmul_row(att.get<bf16>(), weights[l * 4].get<bf16>(),
-                                      qkv.get<float>(), kQkv, kHidden, s));
+            CHECK_CUDA(cu::matmul_row(att.get<bf16>(), weights[l * 4].get<bf16>(), qkv.get<float>(),
+                                      kQkv, kHidden, s));
           } else {
             CHECK_CUDA(cu::norm_matmul(x, delta.get<float>(), normw.get<bf16>(), 1e-5f, x_other,
-                                       weights[l * 4].get<bf16>(), qkv.get<float>(), kQkv,
-                                       kHidden, s));
+                                       weights[l * 4].get<bf16>(), qkv.get<float>(), kQkv, kHidden,
+                                       s));
             std::swap(x, x_other);
           }
           if (!v.rope) CHECK_CUDA(cu::qkv_rope_kv_write(qkv.get<float>(), qp, qt, 1, s, true));

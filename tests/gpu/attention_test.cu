@@ -1,6 +1,7 @@
 // GPU test of paged attention: every row against an f64 reference, and bit-identical results
-// whichever way the rows are launched (decode splits, prefill tiles of any size), for head dims
-// 8..128, GQA groups 1..8, sliding windows and soft-capping. Run on the H200 machine.
+// whichever way the rows are launched (decode splits, prefill tiles of any size, the wide and the
+// narrow prefill kernel), for head dims 8..128, GQA groups 1..8, sliding windows and
+// soft-capping. Run on the H200 machine.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -77,11 +78,12 @@ void run_case(const Case& c) {
   cudaStream_t stream = nullptr;
   CHECK_CUDA(cudaStreamCreate(&stream));
   auto run = [&](int tile, const std::vector<int32_t>& split_rows = {}, bool count = false,
-                 bool early = false) {
+                 bool early = false, cu::TileKernel kernel = cu::TileKernel::kWide) {
     poison(dout);
     cu::AttentionBatch b;
     b.out = dout.get<bf16>();
     b.early = early;
+    b.tile_kernel = kernel;
     cu::DeviceBuffer dtiles, drows;
     if (tile == 0) {
       b.n_split_rows = split_rows.empty() ? rows : static_cast<int>(split_rows.size());
@@ -117,6 +119,12 @@ void run_case(const Case& c) {
     const bool same = std::memcmp(other.data(), base.data(), out_elems * sizeof(bf16)) == 0;
     expect(same, "tile " + std::to_string(tile) + " differs from tile " +
                      std::to_string(tile_rows) + " bitwise");
+  }
+  // The narrow prefill kernel (the previous one) at its own tile sizes: the same bits.
+  for (int tile : {1, 5, cu::attention_tile_rows(group, cu::TileKernel::kNarrow)}) {
+    const auto other = run(tile, {}, false, false, cu::TileKernel::kNarrow);
+    const bool same = std::memcmp(other.data(), base.data(), out_elems * sizeof(bf16)) == 0;
+    expect(same, "narrow kernel, tile " + std::to_string(tile) + " differs from the wide kernel");
   }
 
   // A few split rows (each sequence's middle and last), at most 64 (row, kv head) pairs, so the

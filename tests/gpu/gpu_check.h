@@ -99,6 +99,45 @@ inline float time_ms(const std::function<void()>& fn, int reps) {
   return t[t.size() / 2];
 }
 
+// y[M,N] = x[M,K] . w[N,K]^T through cuBLASLt (column-major: y^T = W^T(op T) . x^T).
+// cuBLASLt's own pick, the yardstick for the benches' MFU.
+struct Lt {
+  cublasLtHandle_t h;
+  cu::DeviceBuffer ws{size_t(64) << 20};
+  Lt() { CHECK_LT(cublasLtCreate(&h)); }
+  std::function<void(cudaStream_t)> plan(const bf16* x, const bf16* w, bf16* y, int m, int n,
+                                         int k) {
+    cublasLtMatmulDesc_t op;
+    CHECK_LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+    CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+    cublasLtMatrixLayout_t la, lb, lc;
+    CHECK_LT(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, k, n, k));
+    CHECK_LT(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, k, m, k));
+    CHECK_LT(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, n, m, n));
+    cublasLtMatmulPreference_t pref;
+    CHECK_LT(cublasLtMatmulPreferenceCreate(&pref));
+    size_t wsb = ws.bytes();
+    CHECK_LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                  &wsb, sizeof(wsb)));
+    cublasLtMatmulHeuristicResult_t res{};
+    int count = 0;
+    CHECK_LT(cublasLtMatmulAlgoGetHeuristic(h, op, la, lb, lc, lc, pref, 1, &res, &count));
+    if (count == 0) {
+      std::printf("no cuBLASLt algo\n");
+      std::exit(2);
+    }
+    void* wsp = ws.get();
+    cublasLtHandle_t hh = h;
+    return [=](cudaStream_t s) {
+      const float alpha = 1.0f, beta = 0.0f;
+      CHECK_LT(cublasLtMatmul(hh, op, &alpha, w, la, x, lb, &beta, y, lc, y, lc, &res.algo, wsp,
+                              wsb, s));
+    };
+  }
+};
+
 // Prints the verdict and returns the exit status.
 inline int report() {
   CHECK_CUDA(cudaDeviceSynchronize());

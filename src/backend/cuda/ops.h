@@ -215,7 +215,8 @@ cudaError_t softcap(float* x, size_t n, float cap, cudaStream_t s);
 //   - split rows (decode: one row of its sequence in the step): one block per split of the row's
 //     positions, partials in scratch, then a combine;
 //   - tiles (prefill chunks): up to attention_tile_rows(group) consecutive rows of one sequence
-//     share one block and its staged K/V.
+//     share one block and its staged K/V (the wide kernel, attention_prefill.cu; the narrow one,
+//     the previous prefill kernel, stays for benchmarks and tests: same bits, smaller tiles).
 // head_dim must be a multiple of 8 and at most 128; n_heads / n_kv_heads at most 64.
 struct AttentionParams {
   int n_heads, n_kv_heads, head_dim, block_size, max_blocks;
@@ -226,6 +227,7 @@ struct AttentionParams {
 struct AttentionTile {
   int32_t row0, rows;
 };
+enum class TileKernel { kWide, kNarrow };
 struct AttentionBatch {
   const int32_t* split_rows = nullptr;  // device; null: rows 0 .. n_split_rows - 1
   int n_split_rows = 0;
@@ -240,13 +242,14 @@ struct AttentionBatch {
   // Launch a one-row split launch early (pdl.cuh) after qkv_rope_kv_write, which releases it;
   // such a launch releases the kernel after it once its blocks' cache reads are done.
   bool early = false;
+  TileKernel tile_kernel = TileKernel::kWide;  // which kernel runs the tiles
 };
 // Splits of the row at position `last` under `window` (0: none): a function of the row alone.
 int attention_splits(int window, int last);
 // At least attention_splits() of any row that sees at most max_visible positions.
 int attention_max_splits(int max_visible);
 // Rows a tile may hold for this many query heads per KV head.
-int attention_tile_rows(int group);
+int attention_tile_rows(int group, TileKernel kernel = TileKernel::kWide);
 size_t attention_scratch_bytes(int rows, int n_heads, int head_dim, int max_splits);
 size_t attention_counter_bytes(int rows, int n_kv_heads);
 cudaError_t paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache,

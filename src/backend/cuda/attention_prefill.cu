@@ -1,0 +1,254 @@
+// The wide prefill kernel: prompt chunks against long paged histories, the same canonical
+// computation per query line as every other attention kernel (attention.cu's design note).
+//
+// Design note. A block takes a tile of up to 128 query lines (consecutive rows of one sequence
+// times the query heads of one KV head, 16 lines per warp) and walks the union of its lines'
+// positions in the canonical absolute 32-position tiles; for each tile and line it runs
+// attention_tile.cuh's update() (mma.sync scores over head dims in increasing 16-wide steps, the
+// online softmax in its fixed order, bf16 probabilities, mma.sync P.V over positions in
+// increasing 16-wide steps) and folds the line's split into its total where the split ends, with
+// the one Merge. So a line's bits are those of the decode splits and of the narrow kernel, and do
+// not depend on which rows share its block or how the prompt was chunked. What is different is
+// only the schedule and the instruction stream, which set the speed:
+//   - what bounds the tile loop is not the mma nor memory (on the H200, with every mma left out
+//     it ran as fast; without the exponentials 13 % faster) but the scalar work of the scores'
+//     epilogue and online softmax per 32-position tile. Two fixes: each score's exponential had
+//     sat behind its own divergent branch (the compiler's reading of `v == -inf ? 0 : exp`):
+//     attention_tile.cuh now selects after it (the same value); and this kernel is instantiated
+//     without the soft-cap's tanh and division where p.softcap is 0. 128 -> 145 TFLOP/s at 32K;
+//   - 8 warps share each staged K/V tile (the narrow kernel: 4), so a tile is read from L2 half
+//     as often per line;
+//   - K/V are staged 64 positions (two canonical tiles) at a time through a ring of 3 cp.async
+//     stages, with one barrier per stage, the block-table reads one stage ahead; the scores of a
+//     stage's two tiles are computed together (their mma chains interleave), then each tile's
+//     softmax and P.V in order;
+//   - a warp skips the tiles in which all its lines are masked (past their last position, or
+//     before a window's first): there the update would leave every line's state as it is
+//     (attention_tile.cuh: a fully masked tile rescales by exactly 1 and adds zeros), so
+//     skipping changes no bit;
+//   - the split totals live in shared memory, one padded row per line, owned by the line's own
+//     threads (no barrier guards them).
+#include <cuda_bf16.h>
+
+#include <climits>
+#include <cmath>
+#include <cstdint>
+
+#include "backend/cuda/attention_tile.cuh"
+#include "backend/cuda/ops.h"
+
+namespace tf::backend::cuda::attn {
+namespace {
+
+constexpr int kWarps = kWideLines / 16;
+constexpr int kStageTiles = 2;  // canonical tiles per pipeline stage
+constexpr int kStages = 3;
+
+template <int HD>
+constexpr int kTotLd = HD + 8;  // a line's split total: float2 accesses in two wavefronts
+
+template <int HD>
+constexpr size_t wide_smem_bytes() {
+  return kStages * kStageTiles * 2 * stage_bytes<HD>() +
+         static_cast<size_t>(kWideLines) * kTotLd<HD> * sizeof(float);
+}
+
+template <int HD, bool kMayCap>
+__global__ void __launch_bounds__(kWarps * 32, 1)
+    wide_tile_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k_cache,
+                     const bf16* __restrict__ v_cache, const int32_t* __restrict__ tables,
+                     const int32_t* __restrict__ row_seq, const int32_t* __restrict__ pos,
+                     AttentionParams p, const AttentionTile* __restrict__ tiles,
+                     bf16* __restrict__ out) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const int group = p.n_heads / p.n_kv_heads, kv_head = blockIdx.y;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  // Last tile first: the decoder lists a chunk's tiles from its end, so the longest rows start
+  // first and the short ones fill the tail of the launch.
+  const AttentionTile tile = tiles[gridDim.x - 1 - blockIdx.x];
+  const int row0 = tile.row0, lines = tile.rows * group;
+  int lo = INT_MAX, hi = -1;
+  for (int r = lane; r < tile.rows; r += 32) {
+    const int last = pos[row0 + r];
+    lo = min(lo, first_visible(p.window, last));
+    hi = max(hi, last);
+  }
+#pragma unroll
+  for (int sh = 16; sh > 0; sh >>= 1) {
+    lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, sh));
+    hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, sh));
+  }
+  const int32_t* table = tables + static_cast<int64_t>(row_seq[row0]) * p.max_blocks;
+
+  constexpr int kTileElems = kTile * kLd<HD>;
+  bf16* ring = reinterpret_cast<bf16*>(smem_raw);  // [stage][sub][K, V][kTile][kLd]
+  float* tot_base = reinterpret_cast<float*>(ring + kStages * kStageTiles * 2 * kTileElems);
+  auto k_at = [&](int stage, int sub) {
+    return ring + (stage * kStageTiles + sub) * 2 * kTileElems;
+  };
+  if (p.head_dim < HD) {  // padding head dims stay zero: cp.async never writes them
+    for (int i = threadIdx.x; i < kStages * kStageTiles * 2 * kTileElems; i += blockDim.x) {
+      ring[i] = __float2bfloat16(0.0f);
+    }
+  }
+
+  Lines<HD> L;
+  L.init(q, pos, p, row0, lines, kv_head, warp * 16);
+  float* tot[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    tot[h] = tot_base + (warp * 16 + g + 8 * h) * kTotLd<HD>;
+#pragma unroll
+    for (int j = 0; j < L.kDTiles; ++j) {
+      *reinterpret_cast<float2*>(tot[h] + 8 * j + 2 * t) = make_float2(0.0f, 0.0f);
+    }
+  }
+  // The warp's visible positions: a tile outside [w_first, w_last] is fully masked for its lines.
+  int w_first = L.last[0] >= 0 ? L.first[0] : INT_MAX, w_last = max(L.last[0], L.last[1]);
+  if (L.last[1] >= 0) w_first = min(w_first, L.first[1]);
+#pragma unroll
+  for (int sh = 16; sh > 0; sh >>= 1) {
+    w_first = min(w_first, __shfl_xor_sync(0xffffffffu, w_first, sh));
+    w_last = max(w_last, __shfl_xor_sync(0xffffffffu, w_last, sh));
+  }
+  __syncthreads();  // the zeroed padding before any copy lands in it
+
+  const int t_begin = lo / kTile * kTile;
+  const int n_stages = (hi - t_begin) / (kTile * kStageTiles) + 1;
+  // Lane r's cache slots of position r of each tile of a stage, loaded one stage before its copies
+  // are issued: the block-table read is off the path from the barrier to the copies.
+  int slots[kStageTiles];
+  auto load_slots = [&](int st) {
+#pragma unroll
+    for (int sub = 0; sub < kStageTiles; ++sub) {
+      const int t0 = t_begin + (st * kStageTiles + sub) * kTile;
+      slots[sub] = st < n_stages ? tile_slot(table, p, t0, lo, hi) : -1;
+    }
+  };
+  // Every stage commits kStageTiles groups (empty past the end), so the wait below counts stages.
+  auto issue = [&](int st) {
+#pragma unroll
+    for (int sub = 0; sub < kStageTiles; ++sub) {
+      const int t0 = t_begin + (st * kStageTiles + sub) * kTile;
+      if (st < n_stages && t0 <= hi) {
+        bf16* kd = k_at(st % kStages, sub);
+        copy_tile<HD>(kd, kd + kTileElems, k_cache, v_cache, p, kv_head, t0, slots[sub],
+                      threadIdx.x, blockDim.x);
+      } else {
+        asm volatile("cp.async.commit_group;\n");
+      }
+    }
+  };
+#pragma unroll
+  for (int st = 0; st < kStages - 1; ++st) {
+    load_slots(st);
+    issue(st);
+  }
+  load_slots(kStages - 1);
+
+  for (int st = 0; st < n_stages; ++st) {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"((kStages - 2) * kStageTiles));
+    // Stage st landed for every thread, and every warp is done with stage st - 1, whose buffer
+    // the next issue refills.
+    __syncthreads();
+    issue(st + kStages - 1);
+    load_slots(st + kStages);
+    const int buf = st % kStages, t_stage = t_begin + st * kStageTiles * kTile;
+    if (t_stage > w_last || t_stage + kStageTiles * kTile <= w_first) continue;
+      // The scores of two tiles at once (their mma chains interleave), then each tile's update in
+      // order. A tile fully masked for the warp's lines gets scores but no update.
+#pragma unroll
+    for (int pair = 0; pair < kStageTiles; pair += 2) {
+      constexpr int kN = kStageTiles < 2 ? 1 : 2;
+      float s[kN][4][4];
+#pragma unroll
+      for (int i = 0; i < kN; ++i) {
+        tile_scores<HD, kMayCap>(L, k_at(buf, pair + i), t_stage + (pair + i) * kTile, p, s[i]);
+      }
+#pragma unroll
+      for (int i = 0; i < kN; ++i) {
+        const int t0 = t_stage + (pair + i) * kTile;
+        if (t0 > w_last || t0 + kTile <= w_first) continue;
+        tile_update<HD>(L, s[i], k_at(buf, pair + i) + kTileElems, 0, HD / 16);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const bool in_line = t0 <= L.last[h] && t0 + kTile > L.first[h];
+          if (!in_line || ((t0 + kTile) % L.split[h] != 0 && t0 + kTile <= L.last[h])) continue;
+          // This tile ends one of the line's splits: fold it into the total, start the next.
+          const Merge mg(L.m_tot[h], L.l_tot[h], L.m[h], L.l[h]);
+#pragma unroll
+          for (int j = 0; j < L.kDTiles; ++j) {
+            float2* at = reinterpret_cast<float2*>(tot[h] + 8 * j + 2 * t);
+            const float2 v = *at;
+            *at = make_float2(mg(v.x, L.o[j][2 * h]), mg(v.y, L.o[j][2 * h + 1]));
+          }
+          L.reset(h);
+        }
+      }
+    }
+  }
+  asm volatile("cp.async.wait_group 0;\n");  // no copy outlives the block
+
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int line = warp * 16 + g + 8 * h;
+    if (line >= lines) continue;
+    const int row = row0 + line / group, head = kv_head * group + line % group;
+    bf16* o = out + (static_cast<int64_t>(row) * p.n_heads + head) * p.head_dim;
+#pragma unroll
+    for (int j = 0; j < L.kDTiles; ++j) {
+      const int d = 8 * j + 2 * t;
+      if (d < p.head_dim) {
+        const float2 v = *reinterpret_cast<const float2*>(tot[h] + d);
+        *reinterpret_cast<__nv_bfloat162*>(o + d) =
+            __floats2bfloat162_rn(finish(v.x, L.l_tot[h]), finish(v.y, L.l_tot[h]));
+      }
+    }
+  }
+}
+
+template <int HD>
+cudaError_t launch_wide(const bf16* q, const bf16* k_cache, const bf16* v_cache,
+                        const int32_t* tables, const int32_t* row_seq, const int32_t* pos,
+                        const AttentionParams& p, const AttentionTile* tiles, int n_tiles,
+                        bf16* out, cudaStream_t s) {
+  constexpr size_t smem = wide_smem_bytes<HD>();
+  static const cudaError_t attr = [] {
+    const cudaError_t a =
+        cudaFuncSetAttribute(wide_tile_kernel<HD, false>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    return a != cudaSuccess ? a
+                            : cudaFuncSetAttribute(wide_tile_kernel<HD, true>,
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                   static_cast<int>(smem));
+  }();
+  if (attr != cudaSuccess) return attr;
+  const int group = p.n_heads / p.n_kv_heads;
+  const int rows = group >= kWideLines ? 1 : kWideLines / group;
+  const dim3 grid(n_tiles, p.n_kv_heads), block((rows * group + 15) / 16 * 32);
+  if (p.softcap > 0.0f) {
+    wide_tile_kernel<HD, true>
+        <<<grid, block, smem, s>>>(q, k_cache, v_cache, tables, row_seq, pos, p, tiles, out);
+  } else {
+    wide_tile_kernel<HD, false>
+        <<<grid, block, smem, s>>>(q, k_cache, v_cache, tables, row_seq, pos, p, tiles, out);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t wide_tile_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache,
+                                const int32_t* tables, const int32_t* row_seq, const int32_t* pos,
+                                const AttentionParams& p, const AttentionTile* tiles, int n_tiles,
+                                bf16* out, cudaStream_t s) {
+  if (p.head_dim <= 16)
+    return launch_wide<16>(q, k_cache, v_cache, tables, row_seq, pos, p, tiles, n_tiles, out, s);
+  if (p.head_dim <= 32)
+    return launch_wide<32>(q, k_cache, v_cache, tables, row_seq, pos, p, tiles, n_tiles, out, s);
+  if (p.head_dim <= 64)
+    return launch_wide<64>(q, k_cache, v_cache, tables, row_seq, pos, p, tiles, n_tiles, out, s);
+  return launch_wide<128>(q, k_cache, v_cache, tables, row_seq, pos, p, tiles, n_tiles, out, s);
+}
+
+}  // namespace tf::backend::cuda::attn
