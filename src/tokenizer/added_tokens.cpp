@@ -57,6 +57,7 @@ void AddedTokenMatcher::add(AddedToken token) {
   by_content_.emplace(token.content, index);
   has_normalized_ = has_normalized_ || token.normalized;
   if (token.match.empty()) token.match = token.content;
+  is_first_byte_[static_cast<unsigned char>(token.match[0])] = true;
   auto& list = by_first_byte_[static_cast<unsigned char>(token.match[0])];
   tokens_.push_back(std::move(token));
   list.push_back(index);
@@ -67,8 +68,10 @@ void AddedTokenMatcher::add(AddedToken token) {
 
 void AddedTokenMatcher::reindex() {
   by_first_byte_.clear();
+  is_first_byte_.fill(false);
   for (size_t i = 0; i < tokens_.size(); ++i) {
     if (tokens_[i].match.empty()) continue;
+    is_first_byte_[static_cast<unsigned char>(tokens_[i].match[0])] = true;
     by_first_byte_[static_cast<unsigned char>(tokens_[i].match[0])].push_back(i);
   }
   for (auto& [byte, list] : by_first_byte_) {
@@ -94,6 +97,10 @@ std::vector<Fragment> AddedTokenMatcher::split(std::string_view text, bool parse
   size_t text_begin = 0;  // start of the pending plain text
   size_t pos = 0;
   while (pos < text.size()) {
+    if (!is_first_byte_[static_cast<unsigned char>(text[pos])]) {
+      ++pos;
+      continue;
+    }
     const AddedToken* hit = nullptr;
     auto it = by_first_byte_.find(static_cast<unsigned char>(text[pos]));
     if (it != by_first_byte_.end()) {

@@ -3,6 +3,7 @@
 // normalized=true in the text after the normalizer.
 #pragma once
 
+#include <array>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -62,6 +63,7 @@ class AddedTokenMatcher {
   std::unordered_map<TokenId, size_t> by_id_;
   std::unordered_map<std::string, size_t> by_content_;
   std::unordered_map<unsigned char, std::vector<size_t>> by_first_byte_;  // longest first
+  std::array<bool, 256> is_first_byte_{};  // the keys of by_first_byte_, for the scan
   bool has_normalized_ = false;
 };
 
