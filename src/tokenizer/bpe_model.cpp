@@ -173,22 +173,19 @@ void BpeModel::merge_long(std::vector<TokenId>& ids, EncodeControl* control) con
     syms[i] = {ids[i], static_cast<int>(i) - 1, static_cast<int>(i) + 1, true};
   }
   syms.back().next = -1;
-  struct Candidate {
-    int rank;
-    int pos;
-    TokenId merged;
-    bool operator>(const Candidate& o) const {
-      return rank != o.rank ? rank > o.rank : pos > o.pos;
-    }
-  };
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue;
+  // A candidate is (rank, left position) packed so that integer order is the merge order; the
+  // rank names the merge, so a popped candidate is current iff its pair still has that rank.
+  std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<>> queue;
   auto lookup = [&](int left) -> const Merge* {
     int right = syms[left].next;
     return right < 0 ? nullptr : merges_.find(pair_key(syms[left].id, syms[right].id));
   };
   auto consider = [&](int left) {
     if (left < 0) return;
-    if (const Merge* m = lookup(left)) queue.push({m->rank, left, m->merged});
+    if (const Merge* m = lookup(left)) {
+      queue.push((static_cast<uint64_t>(static_cast<uint32_t>(m->rank)) << 32) |
+                 static_cast<uint32_t>(left));
+    }
   };
   for (int i = 0; i + 1 < static_cast<int>(syms.size()); ++i) consider(i);
   EncodeWork* work = control != nullptr ? control->work() : nullptr;
@@ -199,19 +196,21 @@ void BpeModel::merge_long(std::vector<TokenId>& ids, EncodeControl* control) con
   size_t pops = 0;
   while (!queue.empty()) {
     if (control != nullptr && ++pops % EncodeControl::kCheckBytes == 0 && !control->poll()) return;
-    Candidate c = queue.top();
+    const uint64_t c = queue.top();
     queue.pop();
-    Symbol& left = syms[c.pos];
+    const int pos = static_cast<int>(static_cast<uint32_t>(c));
+    const int rank = static_cast<int>(c >> 32);
+    Symbol& left = syms[pos];
     if (!left.alive || left.next < 0) continue;
-    const Merge* m = lookup(c.pos);
-    if (m == nullptr || m->merged != c.merged || m->rank != c.rank) continue;  // stale
+    const Merge* m = lookup(pos);
+    if (m == nullptr || m->rank != rank) continue;  // stale
     Symbol& right = syms[left.next];
-    left.id = c.merged;
+    left.id = m->merged;
     right.alive = false;
     left.next = right.next;
-    if (right.next >= 0) syms[right.next].prev = c.pos;
+    if (right.next >= 0) syms[right.next].prev = pos;
     consider(left.prev);
-    consider(c.pos);
+    consider(pos);
   }
   if (work != nullptr) work->model_steps += pops;
   ids.clear();
