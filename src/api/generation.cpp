@@ -48,9 +48,14 @@ Outcome run_generation(engine::EngineClient& engine, const tokenizer::Tokenizer&
 
   for (;;) {
     auto ev = (*ch)->pop_for(std::chrono::milliseconds(100));
+    // Checked on every event as well as when idle: a client that left, streamed or not, cancels
+    // its request within a step, freeing its slot and its KV.
+    if (!cancelled && !responder.alive()) {
+      cancelled = true;
+      engine.cancel(id);
+    }
     if (!ev) {
       if ((*ch)->finished()) break;
-      if (!cancelled && !responder.alive()) cancelled = true;
       if (cancelled) engine.cancel(id);
       continue;
     }

@@ -46,8 +46,10 @@ void Service::chat_completions(std::string_view body, Responder& r) {
   auto prompt_text = render_chat(*req);
   if (!prompt_text) return send_error(r, prompt_text.error());
   // The template writes BOS itself where the model wants one, as apply_chat_template does.
-  auto ereq = make_request(req->common, tok_->encode(*prompt_text, false, true),
-                           req->logprobs ? req->top_logprobs : -1);
+  auto ids = tokenize_prompt(*prompt_text, false, "messages", r);
+  if (!ids) return send_error(r, ids.error());
+  auto ereq = make_request(req->common, std::move(*ids), req->logprobs ? req->top_logprobs : -1,
+                           "messages");
   if (!ereq) return send_error(r, ereq.error());
 
   GenerationOptions gen;

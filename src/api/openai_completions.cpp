@@ -57,10 +57,12 @@ void Service::completions(std::string_view body, Responder& r) {
     prompt_text = tok_->decode(prompt, false);
   } else {
     prompt_text = req->text_prompts[0];
-    prompt = tok_->encode(prompt_text, true, true);
+    auto ids = tokenize_prompt(prompt_text, true, "prompt", r);
+    if (!ids) return send_error(r, ids.error());
+    prompt = std::move(*ids);
   }
   const int top = req->logprobs.value_or(-1);
-  auto ereq = make_request(req->common, prompt, top);
+  auto ereq = make_request(req->common, prompt, top, "prompt");
   if (!ereq) return send_error(r, ereq.error());
 
   GenerationOptions gen;

@@ -173,6 +173,51 @@ ApiError bad_message(size_t i, const std::string& what) {
   return invalid_param(fmt::format("messages[{}]", i), fmt::format("messages[{}]: {}", i, what));
 }
 
+// Chat templates take `content` as one string: text parts are joined by newlines (what vLLM
+// gives templates that expect a string); null or absent content on an assistant turn (one that
+// carries tool calls) becomes "". Parts this text-only server cannot take are refused by name.
+std::optional<ApiError> normalize_content(json& m, size_t i) {
+  const std::string field = fmt::format("messages[{}].content", i);
+  auto content = m.find("content");
+  if (content == m.end() || content->is_null()) {
+    if (m["role"] != "assistant") {
+      return invalid_param(
+          field, "'" + field + "' is required for role '" + m["role"].get<std::string>() + "'");
+    }
+    m["content"] = "";
+    return std::nullopt;
+  }
+  if (content->is_string()) return std::nullopt;
+  if (!content->is_array()) {
+    return invalid_param(field, "'" + field + "' must be a string or an array of content parts");
+  }
+  std::string text;
+  for (size_t j = 0; j < content->size(); ++j) {
+    const json& part = (*content)[j];
+    const std::string pf = fmt::format("{}[{}]", field, j);
+    if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) {
+      return invalid_param(pf, "'" + pf + "' must be an object with a string 'type'");
+    }
+    const std::string type = part["type"].get<std::string>();
+    if (type == "text" || type == "input_text") {
+      if (!part.contains("text") || !part["text"].is_string()) {
+        return invalid_param(pf, "'" + pf + "' is a text part and needs a string 'text'");
+      }
+      if (j > 0) text += '\n';
+      text += part["text"].get<std::string>();
+    } else if (type == "image_url" || type == "input_image" || type == "image") {
+      return invalid_param(pf, "'" + pf +
+                                   "' is an image: this model takes text only (vision input is "
+                                   "not supported)");
+    } else {
+      return invalid_param(pf, "'" + pf + "' has type '" + type +
+                                   "', which this model does not take (text parts only)");
+    }
+  }
+  m["content"] = std::move(text);
+  return std::nullopt;
+}
+
 // Checks the message list's shape; the chat template decides what it renders.
 ApiResult<json> validate_messages(const json& body) {
   auto it = body.find("messages");
@@ -190,26 +235,8 @@ ApiResult<json> validate_messages(const json& body) {
         std::end(kRoles)) {
       return bad_message(i, "unknown role '" + role->get<std::string>() + "'");
     }
-    auto content = m.find("content");
-    if (content != m.end() && !content->is_null() && !content->is_string()) {
-      if (!content->is_array())
-        return bad_message(i, "'content' must be a string or an array of parts");
-      std::string text;
-      for (const auto& part : *content) {
-        if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) {
-          return bad_message(i, "each content part must be an object with a 'type'");
-        }
-        const std::string type = part["type"].get<std::string>();
-        if (type == "text" || type == "input_text") {
-          if (!part.contains("text") || !part["text"].is_string()) {
-            return bad_message(i, "a text part needs a string 'text'");
-          }
-        } else {
-          return bad_message(
-              i, "content parts of type '" + type + "' are not supported by this model");
-        }
-      }
-    }
+    if (auto e = normalize_content(m, i)) return *e;
+    if (m["role"] == "developer") m["role"] = "system";  // OpenAI's newer name for it
     if (auto calls = m.find("tool_calls"); calls != m.end() && !calls->is_null()) {
       if (!calls->is_array()) return bad_message(i, "'tool_calls' must be an array");
       for (auto& call : *calls) {

@@ -19,6 +19,9 @@ class Responder {
   virtual bool send_event(std::string_view data, std::string_view name = {}) = 0;
   // False once the client has disconnected (checked while waiting on the engine).
   virtual bool alive() = 0;
+  // True once the server has stopped waiting for work outside the engine (its shutdown grace
+  // period is over); the engine ends its own streams itself.
+  virtual bool abandoned() { return false; }
 };
 
 }  // namespace tf::api

@@ -5,6 +5,10 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <random>
+
+#include "api/json_util.h"
+#include "base/json.h"
 
 namespace tf::api {
 
@@ -20,6 +24,8 @@ Service::Service(std::shared_ptr<engine::EngineClient> engine,
       model_(std::move(model)),
       defaults_(defaults),
       seed_salt_(seed_salt) {
+  std::random_device rd;
+  id_salt_ = static_cast<uint64_t>(rd()) << 32 | rd();
   fingerprint_ =
       fmt::format("tf-{:08x}", static_cast<uint32_t>(std::hash<std::string>{}(model_.id)));
   // Reasoning is split only for vocabularies that have the tags as single tokens.
@@ -33,12 +39,10 @@ void Service::send_error(Responder& r, const ApiError& e) {
 }
 
 ApiResult<json> Service::parse_body(std::string_view body) const {
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    return bad_request("the request body is not valid JSON");
-  }
-  if (!j.is_object()) return bad_request("the request body must be a JSON object");
-  return j;
+  auto j = base::parse_json(body);
+  if (!j) return bad_request("the request body is not valid JSON: " + j.error().message);
+  if (!j->is_object()) return bad_request("the request body must be a JSON object");
+  return std::move(*j);
 }
 
 std::optional<ApiError> Service::check_model(const std::string& name) const {
@@ -51,8 +55,36 @@ std::optional<ApiError> Service::check_model(const std::string& name) const {
       "model_not_found");
 }
 
+ApiResult<std::vector<int32_t>> Service::tokenize_prompt(std::string_view text, bool add_special,
+                                                         std::string_view field,
+                                                         Responder& r) const {
+  // Every token covers at most `per_token` bytes, so a longer text can never fit the context.
+  const size_t per_token = 0;  // the tokenizer's bound arrives with its cancellable encode
+  const auto ctx = static_cast<size_t>(engine_->context());
+  if (per_token > 0 && text.size() > ctx * per_token) {
+    return ApiError{400, "invalid_request_error",
+                    fmt::format("This model's maximum context length is {} tokens. However, your "
+                                "{} has {} bytes, more than {} tokens can hold ({} bytes each at "
+                                "most).",
+                                ctx, field, text.size(), ctx, per_token),
+                    std::string(field), "context_length_exceeded"};
+  }
+  std::optional<std::vector<int32_t>> ids = tok_->encode(text, add_special, true);
+  if (!ids) {
+    if (r.abandoned()) {
+      return ApiError{503, "server_error", "the server is shutting down", {}, "shutting_down"};
+    }
+    return ApiError{499,
+                    "invalid_request_error",
+                    "the client closed the request",
+                    {},
+                    "cancelled"};  // nobody reads it: the client is gone
+  }
+  return std::move(*ids);
+}
+
 ApiResult<engine::Request> Service::make_request(const CommonFields& c, std::vector<int32_t> prompt,
-                                                 int logprobs) {
+                                                 int logprobs, std::string_view prompt_field) {
   const int64_t ctx = engine_->context();
   const int64_t n = static_cast<int64_t>(prompt.size());
   if (n == 0) return invalid_param("prompt", "the prompt is empty");
@@ -61,7 +93,7 @@ ApiResult<engine::Request> Service::make_request(const CommonFields& c, std::vec
                     fmt::format("This model's maximum context length is {} tokens. However, your "
                                 "prompt has {} tokens.",
                                 ctx, n),
-                    "messages", "context_length_exceeded"};
+                    std::string(prompt_field), "context_length_exceeded"};
   }
   int64_t max_tokens =
       c.max_tokens ? *c.max_tokens : (defaults_.max_tokens > 0 ? defaults_.max_tokens : ctx - n);
@@ -112,21 +144,38 @@ ApiResult<std::string> Service::render_chat(const ChatRequest& req) const {
 }
 
 std::string Service::new_id(std::string_view prefix) {
-  return fmt::format("{}-{:016x}", prefix, next_id_.fetch_add(1) * 0x9E3779B97F4A7C15ull);
+  // splitmix64 of (salt + n): a bijection of n, so ids are unique within the process.
+  uint64_t z = id_salt_ + next_id_.fetch_add(1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return fmt::format("{}-{:016x}", prefix, z ^ (z >> 31));
 }
+
+namespace {
+
+json model_entry(const ModelInfo& m, const std::string& id, int64_t context) {
+  return json{{"id", id},
+              {"object", "model"},
+              {"created", m.created},
+              {"owned_by", "tensorfold"},
+              {"max_model_len", context}};
+}
+
+}  // namespace
 
 void Service::models(Responder& r) const {
   json data = json::array();
-  auto entry = [&](const std::string& id) {
-    return json{{"id", id},
-                {"object", "model"},
-                {"created", model_.created},
-                {"owned_by", "tensorfold"},
-                {"max_model_len", engine_->context()}};
-  };
-  data.push_back(entry(model_.id));
-  for (const auto& a : model_.aliases) data.push_back(entry(a));
-  r.send(200, "application/json", json{{"object", "list"}, {"data", data}}.dump());
+  data.push_back(model_entry(model_, model_.id, engine_->context()));
+  for (const auto& a : model_.aliases) data.push_back(model_entry(model_, a, engine_->context()));
+  r.send(200, "application/json", dump(json{{"object", "list"}, {"data", data}}));
+}
+
+void Service::model(std::string_view id, Responder& r) const {
+  const std::string name(id);
+  if (auto e = check_model(name); e || name.empty()) {
+    return send_error(r, not_found("The model '" + name + "' does not exist", "model_not_found"));
+  }
+  r.send(200, "application/json", dump(model_entry(model_, name, engine_->context())));
 }
 
 void Service::health(Responder& r) const { r.send(200, "application/json", R"({"status":"ok"})"); }
@@ -154,10 +203,11 @@ void Service::tokenize(std::string_view body, Responder& r) const {
   } else {
     return send_error(r, invalid_param("prompt", "'prompt' (a string) or 'messages' is required"));
   }
-  auto ids = tok_->encode(text, add_special, true);
+  auto ids = tokenize_prompt(text, add_special, j->contains("messages") ? "messages" : "prompt", r);
+  if (!ids) return send_error(r, ids.error());
   r.send(
       200, "application/json",
-      json{{"count", ids.size()}, {"max_model_len", engine_->context()}, {"tokens", ids}}.dump());
+      dump(json{{"count", ids->size()}, {"max_model_len", engine_->context()}, {"tokens", *ids}}));
 }
 
 void Service::detokenize(std::string_view body, Responder& r) const {

@@ -43,6 +43,7 @@ class Service {
           uint64_t seed_salt);
 
   void models(Responder& r) const;
+  void model(std::string_view id, Responder& r) const;  // GET /v1/models/{id}
   void health(Responder& r) const;
   void chat_completions(std::string_view body, Responder& r);
   void completions(std::string_view body, Responder& r);
@@ -56,8 +57,13 @@ class Service {
   ApiResult<nlohmann::ordered_json> parse_body(std::string_view body) const;
   std::optional<ApiError> check_model(const std::string& name) const;
   // Builds the engine request common to both endpoints (sampling defaults, limits).
+  // `prompt_field` names the request field the prompt came from, for the context error.
   ApiResult<engine::Request> make_request(const CommonFields& c, std::vector<int32_t> prompt,
-                                          int logprobs);
+                                          int logprobs, std::string_view prompt_field);
+  // Tokenizes prompt text: refused before any work when it is longer than the context could ever
+  // hold, and given up when the client leaves or the server is shutting down.
+  ApiResult<std::vector<int32_t>> tokenize_prompt(std::string_view text, bool add_special,
+                                                  std::string_view field, Responder& r) const;
   ApiResult<std::string> render_chat(const ChatRequest& req) const;
   std::string new_id(std::string_view prefix);
 
@@ -70,6 +76,7 @@ class Service {
   std::string fingerprint_;
   bool has_think_tokens_ = false;
   std::atomic<uint64_t> next_id_{1};
+  uint64_t id_salt_ = 0;  // random per process, so reply ids never repeat across restarts
 };
 
 }  // namespace tf::api

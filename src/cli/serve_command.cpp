@@ -16,6 +16,7 @@
 #include "api/service.h"
 #include "checkpoint/checkpoint.h"
 #include "cli/commands.h"
+#include "cli/http_options.h"
 #include "cli/open_model.h"
 #include "cli/serve_setup.h"
 #include "engine/engine.h"
@@ -42,6 +43,7 @@ struct ServeArgs {
   std::string backend = "auto";
   std::vector<std::string> api_keys;
   size_t max_body_mib = 8;
+  server::ServerOptions http;  // the HTTP limits and timeouts, set by flags
 };
 
 int fail(const Error& e) {
@@ -94,7 +96,7 @@ int serve(ServeArgs a) {
   auto service = std::make_shared<api::Service>(engine, opened->tokenizer, std::move(chat_template),
                                                 info, defaults, eo.seed_salt);
 
-  server::ServerOptions so;
+  server::ServerOptions so = a.http;
   so.host = a.host;
   so.port = static_cast<uint16_t>(a.port);
   so.api_keys = a.api_keys;
@@ -124,13 +126,20 @@ int serve(ServeArgs a) {
   std::thread meter;
   if (isatty(STDOUT_FILENO)) meter = std::thread([&] { live_meter(*engine, done); });
   http.run();
-  // Requests still open after the grace period end now, each with a final event.
+  // Requests still open after the grace period end now, each with a final event; whatever has
+  // not ended 2 s later (a handler stuck outside the engine) is not waited for.
   engine->stop();
+  const bool drained = http.drain(2.0);
   done = true;
   if (meter.joinable()) meter.join();
   if (waiter.joinable()) {
     pthread_kill(waiter.native_handle(), SIGTERM);  // wakes sigwait when we stopped otherwise
     waiter.join();
+  }
+  if (!drained) {
+    fmt::print(stderr, "tensorfold: requests still running after the grace period; exiting\n");
+    std::fflush(nullptr);
+    _exit(0);  // their threads still use the service: skip the destructors
   }
   return 0;
 }
@@ -168,6 +177,7 @@ std::function<int()> add_serve_command(CLI::App& app) {
   cmd->add_option("--api-key", a->api_keys, "Require this key (also TENSORFOLD_API_KEY)");
   cmd->add_option("--max-body-mib", a->max_body_mib, "Largest request body accepted")
       ->check(CLI::Range(1, 1024));
+  add_http_options(*cmd, a->http);
   return [a] { return serve(*a); };
 }
 

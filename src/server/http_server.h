@@ -1,8 +1,9 @@
-// The HTTP/1.1 server (Boost.Beast): keep-alive, SSE streaming over chunked encoding, body and
-// header limits, idle timeouts, API-key auth, routing to api::Service, graceful shutdown.
+// The HTTP/1.1 server (Boost.Beast, asynchronous): a few I/O threads own every socket; requests
+// that may block (generation, tokenizing) run on a thread of their own while they are answered.
+// Keep-alive, SSE over chunked encoding, body and header limits, timeouts, per-client connection
+// limits, CORS, API-key auth, graceful shutdown.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -19,9 +20,17 @@ struct ServerOptions {
   std::vector<std::string> api_keys;  // empty: no auth
   size_t max_body_bytes = 8u << 20;
   size_t max_header_bytes = 16u << 10;
-  int idle_timeout_seconds = 60;  // also bounds how long a request's headers may take
-  int max_connections = 1024;
-  int shutdown_grace_seconds = 10;  // in-flight requests get this long to finish on SIGTERM
+  int io_threads = 2;
+  int header_timeout_seconds = 10;  // from accept (or a request's first byte) to its last header
+  int keep_alive_timeout_seconds = 30;  // a connection idle between requests is closed after this
+  int io_timeout_seconds = 60;  // reading a body; each write to a client that stopped reading
+  // Connections cost memory, not threads. At either limit a new connection closes the longest-idle
+  // connection (of that client, for the per-client limit); when none is idle it gets a 503.
+  int max_connections = 16384;
+  int max_connections_per_client = 1024;  // per remote address; 0: no limit
+  int max_active_requests = 1024;         // requests answered at once (each holds a thread)
+  int shutdown_grace_seconds = 10;        // in-flight requests get this long to finish on SIGTERM
+  std::vector<std::string> cors_origins;  // exact origins or "*"; empty: no CORS headers
 };
 
 class HttpServer {
@@ -29,20 +38,22 @@ class HttpServer {
   HttpServer(ServerOptions options, std::shared_ptr<api::Service> service);
   ~HttpServer();
 
-  // Binds and listens; errors name the address.
+  // Binds and listens (raising the open-file limit to its hard maximum); errors name the address.
   Status listen();
   uint16_t port() const { return port_; }
-  // Accepts connections until stop(); then waits (up to the grace period) for open requests.
+  // Serves until stop(); then gives open requests the grace period to finish, and returns.
   void run();
-  // Safe from a signal-handling thread: stops accepting and wakes run().
+  // Safe from any thread: stops accepting, closes idle connections, wakes run().
   void stop();
-  int active_connections() const { return active_.load(); }
+  // After run(): tells requests still running to give up (tokenizing, waiting) and waits up to
+  // `seconds` for them; false when some did not end in time.
+  bool drain(double seconds);
+  int active_connections() const;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
   uint16_t port_ = 0;
-  std::atomic<int> active_{0};
 };
 
 // Compares secrets in time independent of where they differ.

@@ -1,78 +1,129 @@
 // The route table. Errors use OpenAI's envelope (Anthropic routes, when added, use theirs).
 #include "server/router.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include "server/http_server.h"
 
 namespace tf::server {
 namespace {
 
-bool authorized(std::string_view authorization, std::string_view x_api_key,
-                const std::vector<std::string>& keys) {
+using Handler = void (*)(api::Service&, const HttpRequest&, api::Responder&);
+
+struct Route {
+  std::string_view method, path;
+  bool blocking;
+  Handler handler;
+};
+
+// GET routes also answer HEAD. Paths ending in '/' match any one segment after them.
+constexpr Route kRoutes[] = {
+    {"GET", "/health", false,
+     [](api::Service& s, const HttpRequest&, api::Responder& r) { s.health(r); }},
+    {"GET", "/v1/health", false,
+     [](api::Service& s, const HttpRequest&, api::Responder& r) { s.health(r); }},
+    {"GET", "/v1/models", false,
+     [](api::Service& s, const HttpRequest&, api::Responder& r) { s.models(r); }},
+    {"GET", "/v1/models/", false,
+     [](api::Service& s, const HttpRequest& q, api::Responder& r) {
+       std::string_view path = q.target.substr(0, q.target.find('?'));
+       s.model(path.substr(std::string_view("/v1/models/").size()), r);
+     }},
+    {"POST", "/v1/chat/completions", true,
+     [](api::Service& s, const HttpRequest& q, api::Responder& r) {
+       s.chat_completions(q.body, r);
+     }},
+    {"POST", "/v1/completions", true,
+     [](api::Service& s, const HttpRequest& q, api::Responder& r) { s.completions(q.body, r); }},
+    {"POST", "/tokenize", true,
+     [](api::Service& s, const HttpRequest& q, api::Responder& r) { s.tokenize(q.body, r); }},
+    {"POST", "/v1/tokenize", true,
+     [](api::Service& s, const HttpRequest& q, api::Responder& r) { s.tokenize(q.body, r); }},
+    {"POST", "/detokenize", true,
+     [](api::Service& s, const HttpRequest& q, api::Responder& r) { s.detokenize(q.body, r); }},
+    {"POST", "/v1/detokenize", true,
+     [](api::Service& s, const HttpRequest& q, api::Responder& r) { s.detokenize(q.body, r); }},
+};
+
+bool path_matches(const Route& rt, std::string_view path) {
+  if (!rt.path.ends_with('/')) return rt.path == path;
+  if (!path.starts_with(rt.path) || path.size() == rt.path.size()) return false;
+  return path.find('/', rt.path.size()) == std::string_view::npos;
+}
+
+bool authorized(const HttpRequest& req, const std::vector<std::string>& keys) {
   if (keys.empty()) return true;
-  std::string_view presented = x_api_key;
-  if (presented.empty() && authorization.starts_with("Bearer "))
-    presented = authorization.substr(7);
+  std::string_view presented = req.x_api_key;
+  if (presented.empty()) presented = bearer_token(req.authorization);
   bool ok = false;
   for (const auto& k : keys) ok |= constant_time_equal(presented, k);  // no early exit
   return ok;
 }
 
+RoutedRequest refusal(api::ApiError e) {
+  return {false, [e = std::move(e)](api::Responder& r) { api::Service::send_error(r, e); }};
+}
+
 }  // namespace
 
-void route(std::string_view method, std::string_view target, std::string_view authorization,
-           std::string_view x_api_key, std::string_view body,
-           const std::vector<std::string>& api_keys, api::Service& service, api::Responder& r) {
-  std::string_view path = target.substr(0, target.find('?'));
-  if (path == "/health" || path == "/v1/health") {
-    return service.health(r);  // health stays open so load balancers need no key
+std::string_view bearer_token(std::string_view authorization) {
+  auto is_space = [](char c) { return c == ' ' || c == '\t'; };
+  constexpr std::string_view kScheme = "bearer";
+  if (authorization.size() <= kScheme.size() || !is_space(authorization[kScheme.size()])) return {};
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(authorization[i])) != kScheme[i]) return {};
   }
-  if (!authorized(authorization, x_api_key, api_keys)) {
-    return api::Service::send_error(
-        r, api::unauthorized("Incorrect or missing API key: send it as 'Authorization: Bearer "
-                             "KEY' or 'x-api-key: KEY'"));
-  }
-  struct Route {
-    std::string_view method, path;
-    void (*handler)(api::Service&, std::string_view, api::Responder&);
-  };
-  static constexpr Route kRoutes[] = {
-      {"GET", "/v1/models",
-       [](api::Service& s, std::string_view, api::Responder& r) { s.models(r); }},
-      {"POST", "/v1/chat/completions",
-       [](api::Service& s, std::string_view b, api::Responder& r) { s.chat_completions(b, r); }},
-      {"POST", "/v1/completions",
-       [](api::Service& s, std::string_view b, api::Responder& r) { s.completions(b, r); }},
-      {"POST", "/tokenize",
-       [](api::Service& s, std::string_view b, api::Responder& r) { s.tokenize(b, r); }},
-      {"POST", "/v1/tokenize",
-       [](api::Service& s, std::string_view b, api::Responder& r) { s.tokenize(b, r); }},
-      {"POST", "/detokenize",
-       [](api::Service& s, std::string_view b, api::Responder& r) { s.detokenize(b, r); }},
-      {"POST", "/v1/detokenize",
-       [](api::Service& s, std::string_view b, api::Responder& r) { s.detokenize(b, r); }},
-  };
-  bool path_known = false;
+  std::string_view token = authorization.substr(kScheme.size());
+  while (!token.empty() && is_space(token.front())) token.remove_prefix(1);
+  while (!token.empty() && is_space(token.back())) token.remove_suffix(1);
+  return token;
+}
+
+std::string allowed_methods(std::string_view path) {
+  std::string allow;
   for (const auto& rt : kRoutes) {
-    if (rt.path != path) continue;
-    path_known = true;
-    if (rt.method == method) return rt.handler(service, body, r);
+    if (!path_matches(rt, path)) continue;
+    std::string m = rt.method == "GET" ? "GET, HEAD" : std::string(rt.method);
+    if (allow.find(m) == std::string::npos) allow += (allow.empty() ? "" : ", ") + m;
   }
-  if (method == "GET" && path.starts_with("/v1/models/")) {
-    std::string id(path.substr(11));
-    if (id == service.model().id) return service.models(r);
-    return api::Service::send_error(
-        r, api::not_found("The model '" + id + "' does not exist", "model_not_found"));
+  return allow;
+}
+
+RoutedRequest resolve(const HttpRequest& req, const std::vector<std::string>& api_keys,
+                      api::Service& service) {
+  std::string_view path = req.target.substr(0, req.target.find('?'));
+  std::string_view method = req.method == "HEAD" ? "GET" : req.method;
+  const Route* found = nullptr;
+  for (const auto& rt : kRoutes) {
+    if (path_matches(rt, path) && rt.method == method) found = &rt;
   }
-  if (path_known) {
-    return api::Service::send_error(
-        r, {405,
-            "invalid_request_error",
-            std::string(method) + " is not allowed on " + std::string(path),
-            {},
-            {}});
+  // Health stays open so load balancers need no key.
+  const bool is_health = found && (found->path == "/health" || found->path == "/v1/health");
+  if (!is_health && !authorized(req, api_keys)) {
+    return refusal(api::unauthorized(
+        "Incorrect or missing API key: send it as 'Authorization: Bearer KEY' or 'x-api-key: "
+        "KEY'"));
   }
-  api::Service::send_error(
-      r, api::not_found("Unknown route: " + std::string(method) + " " + std::string(path)));
+  if (found) {
+    return {found->blocking,
+            [found, &service, req](api::Responder& r) { found->handler(service, req, r); }};
+  }
+  if (std::string allow = allowed_methods(path); !allow.empty()) {
+    return refusal({405,
+                    "invalid_request_error",
+                    std::string(req.method) + " is not allowed on " + std::string(path) +
+                        " (allowed: " + allow + ")",
+                    {},
+                    "method_not_allowed"});
+  }
+  return refusal(
+      api::not_found("Unknown route: " + std::string(req.method) + " " + std::string(path)));
+}
+
+void route(const HttpRequest& req, const std::vector<std::string>& api_keys, api::Service& service,
+           api::Responder& r) {
+  resolve(req, api_keys, service).run(r);
 }
 
 }  // namespace tf::server

@@ -1,6 +1,8 @@
-// Routing: maps method + path to a Service handler, after the API-key check.
+// Routing: maps a request's method and path (after the API-key check) to a Service handler, and
+// says whether that handler may block (it then runs on a request thread, not an I/O thread).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -10,8 +12,40 @@
 
 namespace tf::server {
 
-void route(std::string_view method, std::string_view target, std::string_view authorization,
-           std::string_view x_api_key, std::string_view body,
-           const std::vector<std::string>& api_keys, api::Service& service, api::Responder& r);
+// What the router needs of an HTTP request; the server fills it from the parsed message.
+struct HttpRequest {
+  std::string_view method;  // HEAD is answered as GET, without the body (the server drops it)
+  std::string_view target;  // path and query
+  std::string_view authorization;
+  std::string_view x_api_key;
+  std::string_view body;
+};
+
+struct RoutedRequest {
+  // True when the handler may block (on the engine, on tokenizing); false for handlers that only
+  // format a small answer (health, models, errors), which the I/O threads run themselves.
+  bool blocking = false;
+  std::function<void(api::Responder&)> run;
+};
+
+// Resolves a request to the handler that answers it; refusals (401, 404, 405) are handlers too.
+RoutedRequest resolve(const HttpRequest& req, const std::vector<std::string>& api_keys,
+                      api::Service& service);
+
+// Resolves and runs at once (tests and fuzz targets drive the whole request path through it).
+void route(const HttpRequest& req, const std::vector<std::string>& api_keys, api::Service& service,
+           api::Responder& r);
+inline void route(std::string_view method, std::string_view target, std::string_view authorization,
+                  std::string_view x_api_key, std::string_view body,
+                  const std::vector<std::string>& api_keys, api::Service& service,
+                  api::Responder& r) {
+  route({method, target, authorization, x_api_key, body}, api_keys, service, r);
+}
+
+// The methods a known path allows ("GET, HEAD", "POST"); empty for unknown paths.
+std::string allowed_methods(std::string_view path);
+
+// Accepts "Bearer KEY" with the scheme in any case (RFC 9110 makes it case-insensitive).
+std::string_view bearer_token(std::string_view authorization);
 
 }  // namespace tf::server
