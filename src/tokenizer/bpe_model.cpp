@@ -68,8 +68,10 @@ size_t BpeModel::max_bytes_per_token(bool byte_level_words) const {
 }
 
 void BpeModel::MergeTable::reserve(size_t n) {
+  // At most 3/4 full: a vocabulary's merges then fit a few MB, which the inner loop's lookups
+  // (mostly cache misses) care about more than probe lengths.
   size_t want = 16;
-  while (want < 2 * n) want *= 2;
+  while (3 * want < 4 * n) want *= 2;
   if (want <= slots_.size()) return;
   std::vector<Slot> old = std::move(slots_);
   slots_.assign(want, Slot{});
@@ -81,7 +83,7 @@ void BpeModel::MergeTable::reserve(size_t n) {
 }
 
 void BpeModel::MergeTable::emplace(uint64_t key, Merge m) {
-  if (2 * (size_ + 1) > slots_.size()) reserve(size_ + 1);
+  if (4 * (size_ + 1) > 3 * slots_.size()) reserve(size_ + 1);
   for (size_t i = slot_of(key);; i = (i + 1) & (slots_.size() - 1)) {
     if (slots_[i].key == key) return;
     if (slots_[i].key == kEmpty) {
