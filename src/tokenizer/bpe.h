@@ -55,6 +55,12 @@ class BpeModel final : public Model {
       }
     }
 
+    // Starts loading the slot of `key`: a word's pairs are looked up together, and their slots
+    // are cache misses that can overlap.
+    void prefetch(uint64_t key) const {
+      if (!slots_.empty()) __builtin_prefetch(&slots_[slot_of(key)]);
+    }
+
    private:
     static constexpr uint64_t kEmpty = ~uint64_t{0};  // no pair of ids >= 0 has this key
     struct Slot {
@@ -71,11 +77,12 @@ class BpeModel final : public Model {
            static_cast<uint32_t>(right);
   }
   static constexpr size_t kShortWord = 24;  // symbols; longer words merge through a heap
-  // The ids of the word's characters (byte fallback and <unk> applied), before any merge.
-  void initial_symbols(std::string_view word, std::vector<TokenId>& ids) const;
-  // Merges by rank in place: a scan for the best pair while the word is short, a heap after.
-  void merge_short(std::vector<TokenId>& ids) const;
-  void merge_long(std::vector<TokenId>& ids, EncodeControl* control) const;
+  // Appends the ids of the word's characters (byte fallback and <unk> applied), unmerged.
+  void initial_symbols(std::string_view word, std::vector<TokenId>& out) const;
+  // Merges out[first..] by rank in place: a scan for the best pair while the word is short, a
+  // heap after.
+  void merge_short(std::vector<TokenId>& out, size_t first) const;
+  void merge_long(std::vector<TokenId>& out, size_t first, EncodeControl* control) const;
 
   std::vector<std::string> tokens_;
   VocabMap vocab_;

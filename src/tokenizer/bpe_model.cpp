@@ -95,6 +95,7 @@ void BpeModel::MergeTable::emplace(uint64_t key, Merge m) {
 }
 
 void BpeModel::initial_symbols(std::string_view word, std::vector<TokenId>& ids) const {
+  const size_t first = ids.size();  // `ids` may end with the previous word's ids
   const bool plain = prefix_.empty() && suffix_.empty();
   std::string affixed;
   for (size_t pos = 0; pos < word.size();) {
@@ -125,7 +126,7 @@ void BpeModel::initial_symbols(std::string_view word, std::vector<TokenId>& ids)
           ids.push_back(byte_ids_[static_cast<uint8_t>(word[pos + i])]);
       } else if (unk_ >= 0) {
         // fuse_unk: consecutive unknown characters become one <unk>.
-        if (!(fuse_unk_ && !ids.empty() && ids.back() == unk_)) ids.push_back(unk_);
+        if (!(fuse_unk_ && ids.size() > first && ids.back() == unk_)) ids.push_back(unk_);
       }
     }
     pos += n;
@@ -134,7 +135,8 @@ void BpeModel::initial_symbols(std::string_view word, std::vector<TokenId>& ids)
 
 // Merging always applies the lowest-ranked merge among adjacent pairs, the leftmost on ties; on
 // a short word a scan over the pairs' cached ranks finds it as fast as any heap.
-void BpeModel::merge_short(std::vector<TokenId>& ids) const {
+void BpeModel::merge_short(std::vector<TokenId>& out, size_t first) const {
+  TokenId* ids = out.data() + first;
   constexpr int kNone = std::numeric_limits<int>::max();
   std::array<int, kShortWord> rank;
   std::array<TokenId, kShortWord> merged;
@@ -143,7 +145,8 @@ void BpeModel::merge_short(std::vector<TokenId>& ids) const {
     rank[i] = m != nullptr ? m->rank : kNone;
     merged[i] = m != nullptr ? m->merged : -1;
   };
-  size_t n = ids.size();
+  size_t n = out.size() - first;
+  for (size_t i = 0; i + 1 < n; ++i) merges_.prefetch(pair_key(ids[i], ids[i + 1]));
   for (size_t i = 0; i + 1 < n; ++i) load(i);
   while (n > 1) {
     size_t best = 0;
@@ -161,17 +164,19 @@ void BpeModel::merge_short(std::vector<TokenId>& ids) const {
     if (best + 1 < n) load(best);
     if (best > 0) load(best - 1);
   }
-  ids.resize(n);
+  out.resize(first + n);
 }
 
-void BpeModel::merge_long(std::vector<TokenId>& ids, EncodeControl* control) const {
+void BpeModel::merge_long(std::vector<TokenId>& out, size_t first, EncodeControl* control) const {
+  const TokenId* ids = out.data() + first;
+  const size_t n = out.size() - first;
   struct Symbol {
     TokenId id;
     int prev, next;
     bool alive;
   };
-  std::vector<Symbol> syms(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) {
+  std::vector<Symbol> syms(n);
+  for (size_t i = 0; i < n; ++i) {
     syms[i] = {ids[i], static_cast<int>(i) - 1, static_cast<int>(i) + 1, true};
   }
   syms.back().next = -1;
@@ -215,8 +220,8 @@ void BpeModel::merge_long(std::vector<TokenId>& ids, EncodeControl* control) con
     consider(pos);
   }
   if (work != nullptr) work->model_steps += pops;
-  ids.clear();
-  for (int i = 0; i >= 0; i = syms[i].next) ids.push_back(syms[i].id);
+  out.resize(first);
+  for (int i = 0; i >= 0; i = syms[i].next) out.push_back(syms[i].id);
 }
 
 void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out,
@@ -229,19 +234,19 @@ void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out,
       return;
     }
   }
-  std::vector<TokenId> ids;
-  ids.reserve(std::min(word.size(), kShortWord));
-  initial_symbols(word, ids);
+  // The symbols go straight to the end of `out` and merge there.
+  const size_t first = out.size();
+  initial_symbols(word, out);
+  const size_t n = out.size() - first;
   if (control != nullptr && control->work() != nullptr) {
-    control->work()->model_steps += ids.size() * (ids.size() <= kShortWord ? ids.size() : 1);
+    control->work()->model_steps += n * (n <= kShortWord ? n : 1);
   }
-  if (ids.empty()) return;
-  if (ids.size() <= kShortWord) {
-    merge_short(ids);
+  if (n <= 1) return;
+  if (n <= kShortWord) {
+    merge_short(out, first);
   } else {
-    merge_long(ids, control);
+    merge_long(out, first, control);
   }
-  out.insert(out.end(), ids.begin(), ids.end());
 }
 
 }  // namespace tf::tokenizer
