@@ -34,6 +34,7 @@ Service::Service(std::shared_ptr<engine::EngineClient> engine,
 }
 
 void Service::send_error(Responder& r, const ApiError& e) {
+  if (e.code == "cancelled") return;  // the client left: nobody would read the answer
   r.send(e.status, "application/json",
          openai_error_body(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
@@ -56,12 +57,12 @@ std::optional<ApiError> Service::check_model(const std::string& name) const {
 }
 
 ApiResult<std::vector<int32_t>> Service::tokenize_prompt(std::string_view text, bool add_special,
-                                                         std::string_view field,
-                                                         Responder& r) const {
+                                                         std::string_view field, Responder& r,
+                                                         bool for_generation) const {
   // Every token covers at most `per_token` bytes, so a longer text can never fit the context.
-  const size_t per_token = 0;  // the tokenizer's bound arrives with its cancellable encode
+  const size_t per_token = tok_->max_input_bytes_per_token();
   const auto ctx = static_cast<size_t>(engine_->context());
-  if (per_token > 0 && text.size() > ctx * per_token) {
+  if (for_generation && per_token > 0 && text.size() > ctx * per_token) {
     return ApiError{400, "invalid_request_error",
                     fmt::format("This model's maximum context length is {} tokens. However, your "
                                 "{} has {} bytes, more than {} tokens can hold ({} bytes each at "
@@ -69,7 +70,8 @@ ApiResult<std::vector<int32_t>> Service::tokenize_prompt(std::string_view text, 
                                 ctx, field, text.size(), ctx, per_token),
                     std::string(field), "context_length_exceeded"};
   }
-  std::optional<std::vector<int32_t>> ids = tok_->encode(text, add_special, true);
+  auto ids = tok_->encode_cancellable(text, add_special, true,
+                                      [&] { return !r.alive() || r.abandoned(); });
   if (!ids) {
     if (r.abandoned()) {
       return ApiError{503, "server_error", "the server is shutting down", {}, "shutting_down"};
@@ -203,7 +205,9 @@ void Service::tokenize(std::string_view body, Responder& r) const {
   } else {
     return send_error(r, invalid_param("prompt", "'prompt' (a string) or 'messages' is required"));
   }
-  auto ids = tokenize_prompt(text, add_special, j->contains("messages") ? "messages" : "prompt", r);
+  // /tokenize counts any text (no context bound), still cancellable.
+  auto ids =
+      tokenize_prompt(text, add_special, j->contains("messages") ? "messages" : "prompt", r, false);
   if (!ids) return send_error(r, ids.error());
   r.send(
       200, "application/json",

@@ -60,10 +60,11 @@ class Service {
   // `prompt_field` names the request field the prompt came from, for the context error.
   ApiResult<engine::Request> make_request(const CommonFields& c, std::vector<int32_t> prompt,
                                           int logprobs, std::string_view prompt_field);
-  // Tokenizes prompt text: refused before any work when it is longer than the context could ever
-  // hold, and given up when the client leaves or the server is shutting down.
+  // Tokenizes prompt text, giving up when the client leaves or the server is shutting down; for
+  // generation, a text longer than the context could ever hold is refused before any work.
   ApiResult<std::vector<int32_t>> tokenize_prompt(std::string_view text, bool add_special,
-                                                  std::string_view field, Responder& r) const;
+                                                  std::string_view field, Responder& r,
+                                                  bool for_generation = true) const;
   ApiResult<std::string> render_chat(const ChatRequest& req) const;
   std::string new_id(std::string_view prefix);
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -184,7 +185,8 @@ class ScriptedEngine : public engine::EngineClient {
 };
 
 // Records one complete response or an SSE stream. The client can be made to vanish: alive()
-// turns false, or send_event() fails after `events_before_drop` events.
+// turns false (at once, or once `vanish_when` says so), or send_event() fails after
+// `events_before_drop` events.
 class RecordingResponder : public Responder {
  public:
   int status = 0;
@@ -193,6 +195,7 @@ class RecordingResponder : public Responder {
   std::vector<std::string> events;
   bool client_alive = true;
   int events_before_drop = -1;
+  std::function<bool()> vanish_when;  // alive() turns false once this says true
 
   void send(int s, std::string_view ct, std::string b) override {
     ++sends;
@@ -214,7 +217,10 @@ class RecordingResponder : public Responder {
     events.emplace_back(data);
     return true;
   }
-  bool alive() override { return client_alive; }
+  bool alive() override {
+    if (vanish_when && vanish_when()) client_alive = false;
+    return client_alive;
+  }
 
   nlohmann::json json() const { return nlohmann::json::parse(body); }
   // Every event but [DONE], parsed.

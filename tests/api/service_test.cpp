@@ -704,13 +704,29 @@ TEST_F(ServiceTest, ClientGoneWhileWaitingCancelsTheRequest) {
     s.hang = true;  // nothing arrives; the client is found gone while waiting
     engine->add(s);
     RecordingResponder r;
-    r.client_alive = false;
+    const size_t before = engine->requests().size();
+    r.vanish_when = [&, before] { return engine->requests().size() > before; };  // once submitted
     service->completions(completion_body({{"stream", stream}}), r);
     EXPECT_EQ(engine->live(), 0u);
     EXPECT_EQ(r.sends, 0);
     EXPECT_TRUE(r.events.empty());
   }
   EXPECT_EQ(engine->cancels().size(), 2u);
+}
+
+TEST_F(ServiceTest, ClientGoneBeforeTokenizingSubmitsAndSendsNothing) {
+  for (bool chat_request : {false, true}) {
+    RecordingResponder r;
+    r.client_alive = false;
+    if (chat_request) {
+      service->chat_completions(chat_body(), r);
+    } else {
+      service->completions(completion_body(), r);
+    }
+    EXPECT_EQ(r.sends, 0);
+    EXPECT_TRUE(r.events.empty());
+  }
+  EXPECT_TRUE(engine->requests().empty());
 }
 
 // ---- models, health, tokenize, detokenize ----
