@@ -21,7 +21,10 @@ std::string token_text(const nlohmann::ordered_json& j) {
 
 Result<ChatTemplate> ChatTemplate::from_tokenizer_config(std::string_view json_text) {
   auto parsed = base::parse_json(json_text);
-  if (!parsed.ok()) return parsed.error().with_context("tokenizer_config.json");
+  if (!parsed.ok()) {
+    // A checkpoint file, not a request: malformed or too deep, it is corrupt.
+    return Error{ErrorCode::kCorrupt, "tokenizer_config.json: " + parsed.error().message};
+  }
   nlohmann::ordered_json& cfg = *parsed;
   if (!cfg.is_object()) {
     return make_error(ErrorCode::kCorrupt, "tokenizer_config.json: not a JSON object");

@@ -102,6 +102,16 @@ TEST(DeepInput, ToolCallArgumentsStringIsRefused) {
   expect_depth_error(ct.render(Json::array({user_message(), call})));
 }
 
+TEST(DeepInput, DeepTokenizerConfigIsCorrupt) {
+  std::string deep = "{\"chat_template\": \"x\", \"extra\": " + repeat("[", kHostile) + "}";
+  auto ct = ChatTemplate::from_tokenizer_config(deep);
+  ASSERT_FALSE(ct.ok());
+  EXPECT_EQ(ct.error().code, ErrorCode::kCorrupt);
+  EXPECT_NE(ct.error().message.find("tokenizer_config.json: JSON nesting exceeds 512 levels"),
+            std::string::npos)
+      << ct.error().message;
+}
+
 TEST(DeepInput, NestingWithinTheLimitStillRenders) {
   ChatTemplate ct = dumping_template();
   RenderOptions kw;
