@@ -17,6 +17,7 @@ struct FormatEntry {
 
 constexpr FormatEntry kFormats[] = {
     {"hermes", output::make_hermes_syntax},
+    {"qwen3_coder", output::make_qwen3_coder_syntax},
     {"none", nullptr},
 };
 
