@@ -18,6 +18,7 @@ struct FormatEntry {
 constexpr FormatEntry kFormats[] = {
     {"hermes", output::make_hermes_syntax},
     {"qwen3_coder", output::make_qwen3_coder_syntax},
+    {"llama3_json", output::make_llama3_json_syntax},
     {"none", nullptr},
 };
 
