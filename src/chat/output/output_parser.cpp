@@ -19,6 +19,7 @@ constexpr FormatEntry kFormats[] = {
     {"hermes", output::make_hermes_syntax},
     {"qwen3_coder", output::make_qwen3_coder_syntax},
     {"llama3_json", output::make_llama3_json_syntax},
+    {"mistral", output::make_mistral_syntax},
     {"none", nullptr},
 };
 
