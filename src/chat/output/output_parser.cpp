@@ -20,6 +20,7 @@ constexpr FormatEntry kFormats[] = {
     {"qwen3_coder", output::make_qwen3_coder_syntax},
     {"llama3_json", output::make_llama3_json_syntax},
     {"mistral", output::make_mistral_syntax},
+    {"deepseek_v3", output::make_deepseek_v3_syntax},
     {"none", nullptr},
 };
 
