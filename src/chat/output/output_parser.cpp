@@ -21,6 +21,7 @@ constexpr FormatEntry kFormats[] = {
     {"llama3_json", output::make_llama3_json_syntax},
     {"mistral", output::make_mistral_syntax},
     {"deepseek_v3", output::make_deepseek_v3_syntax},
+    {"glm45", output::make_glm45_syntax},
     {"none", nullptr},
 };
 
