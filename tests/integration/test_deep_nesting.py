@@ -87,3 +87,19 @@ def test_nesting_within_the_limit_still_works(deep_server):
              % deep_object(100)))
     assert status == 200, body
     assert_normal_chat(deep_server)
+
+
+@pytest.mark.parametrize("depth", DEPTHS)
+def test_deep_json_inside_tool_call_arguments_string(deep_server, depth):
+    # The body itself is shallow; the arguments string holds the deep JSON, which the server
+    # parses into an object for the template.
+    args = deep_object(depth).replace('"', '\\"')
+    body = chat(user() + ',{"role":"assistant","content":"","tool_calls":[{"id":"c1",'
+                '"type":"function","function":{"name":"f","arguments":"%s"}}]}' % args
+                + ',{"role":"tool","tool_call_id":"c1","content":"1"}')
+    status, reply = deep_server.request("POST", "/v1/chat/completions", body)
+    assert deep_server.alive(), f"the server died ({deep_server.output()[-2000:]})"
+    assert status == 400, (status, reply)
+    message = reply["error"]["message"]
+    assert "nesting" in message and LIMIT in message, message
+    assert_normal_chat(deep_server)
