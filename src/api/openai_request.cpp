@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "base/json.h"
+
 namespace tf::api {
 namespace {
 
@@ -239,15 +241,23 @@ ApiResult<json> validate_messages(const json& body) {
     if (m["role"] == "developer") m["role"] = "system";  // OpenAI's newer name for it
     if (auto calls = m.find("tool_calls"); calls != m.end() && !calls->is_null()) {
       if (!calls->is_array()) return bad_message(i, "'tool_calls' must be an array");
-      for (auto& call : *calls) {
+      for (size_t k = 0; k < calls->size(); ++k) {
+        auto& call = (*calls)[k];
         if (!call.is_object() || !call.contains("function") || !call["function"].is_object()) {
           return bad_message(i, "each tool call needs a 'function' object");
         }
         auto& fn = call["function"];
         // Templates expect arguments as an object; clients send a JSON string (as OpenAI does).
+        // Text that is not JSON stays a string; JSON nested past the limit is refused.
         if (fn.contains("arguments") && fn["arguments"].is_string()) {
-          json parsed = json::parse(fn["arguments"].get<std::string>(), nullptr, false);
-          if (!parsed.is_discarded()) fn["arguments"] = parsed;
+          const std::string field =
+              fmt::format("messages[{}].tool_calls[{}].function.arguments", i, k);
+          const std::string& text = fn["arguments"].get_ref<const std::string&>();
+          if (auto depth = base::check_json_depth(text); !depth.ok()) {
+            return invalid_param(field, "'" + field + "': " + depth.error().message);
+          }
+          json parsed = json::parse(text, nullptr, false);
+          if (!parsed.is_discarded()) fn["arguments"] = std::move(parsed);
         }
       }
     }

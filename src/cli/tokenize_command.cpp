@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/json.h"
 #include "chat/chat_template.h"
 #include "checkpoint/checkpoint.h"
 #include "cli/commands.h"
@@ -85,12 +86,9 @@ struct Conversation {
 // "chat_template_kwargs"}.
 Result<Conversation> read_conversation(const std::string& path) {
   TF_ASSIGN_OR_RETURN(std::string text, read_file(path));
-  ordered_json j;
-  try {
-    j = ordered_json::parse(text);
-  } catch (const ordered_json::exception& e) {
-    return make_error(ErrorCode::kInvalidArgument, "{}: invalid JSON: {}", path, e.what());
-  }
+  auto parsed = base::parse_json(text);
+  if (!parsed) return parsed.error().with_context(path);
+  ordered_json j = std::move(*parsed);
   Conversation c;
   if (j.is_array()) {
     c.messages = std::move(j);
