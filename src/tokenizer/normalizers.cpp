@@ -4,7 +4,9 @@
 
 #include <utf8proc.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <vector>
 
 #include "tokenizer/utf8_util.h"
 
@@ -23,35 +25,83 @@ bool append_form(std::string& out, std::string_view s, int options) {
   return true;
 }
 
-// A Unicode normalization form of `s`, computed piecewise: an ASCII character has no
-// decomposition, combining class 0 and is never the second of a composition, so no
-// normalization reaches across one and the text may be cut before any ASCII byte. Runs of ASCII
-// are copied; each stretch of other bytes is normalized with the ASCII character before it (a
-// following mark may compose with it). Long ASCII text thus stays out of utf8proc, and each call
+// Characters that no normalization form changes or reaches across: combining class 0, no
+// decomposition, never the second of a composition (utf8proc numbers those from 0x8000 in
+// comb_index), and no Hangul (composed by rule rather than by table). One may still be the first
+// of a composition (a letter before an accent).
+class PlainChars {
+ public:
+  PlainChars() : plain_(0x110000) {
+    for (uint32_t cp = 0x80; cp < 0x110000; ++cp) {
+      const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(cp));
+      bool hangul = (cp >= 0x1100 && cp <= 0x11FF) || (cp >= 0x3130 && cp <= 0x318F) ||
+                    (cp >= 0xA960 && cp <= 0xA97F) || (cp >= 0xAC00 && cp <= 0xD7FF);
+      bool second = p->comb_index != UINT16_MAX && p->comb_index >= 0x8000;
+      plain_[cp] = !hangul && !second && p->combining_class == 0 &&
+                   p->decomp_seqindex == UINT16_MAX && !(cp >= 0xD800 && cp <= 0xDFFF);
+    }
+  }
+  // Whether the character at s[pos] (`n` bytes, valid) is plain.
+  bool at(std::string_view s, size_t pos, size_t n) const {
+    auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<uint8_t>(s[pos + i])); };
+    if (n == 1) return true;  // ASCII
+    if (n == 2) return plain_[((b(0) & 0x1F) << 6) | (b(1) & 0x3F)];
+    if (n == 3) return plain_[((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F)];
+    return plain_[((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) |
+                  (b(3) & 0x3F)];
+  }
+
+ private:
+  std::vector<bool> plain_;
+};
+
+const PlainChars& plain_chars() {
+  static const PlainChars p;  // immutable after construction
+  return p;
+}
+
+// A Unicode normalization form of `s`, computed piecewise. No form reaches across a plain
+// character (above; ASCII is plain), so the text may be cut before any: runs of plain characters
+// are copied, and each stretch of others is normalized together with the plain character before
+// it (a following mark may compose with it). Most text thus stays out of utf8proc, and each call
 // is short. Text that is not valid UTF-8 comes back unchanged as a whole, as one utf8proc call
 // over all of it would leave it.
 std::string unicode_form(std::string_view s, int options, EncodeControl* control = nullptr) {
+  const PlainChars& plain = plain_chars();
   std::string out;
   out.reserve(s.size());
   size_t next_poll = EncodeControl::kCheckBytes;
+  size_t copied = 0;      // s[0, copied) is in `out`
+  size_t last_plain = 0;  // start of the plain character before `pos`, when pos > copied
   for (size_t pos = 0; pos < s.size();) {
-    size_t i = pos;
-    while (i < s.size() && static_cast<uint8_t>(s[i]) < 0x80) ++i;
-    if (i == s.size()) {
-      out.append(s.substr(pos));
-      break;
+    if (static_cast<uint8_t>(s[pos]) < 0x80) {
+      last_plain = pos++;
+      continue;
     }
-    size_t begin = i > pos ? i - 1 : i;  // pos > 0 is always an ASCII byte
-    size_t end = i;
-    while (end < s.size() && static_cast<uint8_t>(s[end]) >= 0x80) ++end;
-    out.append(s.substr(pos, begin - pos));
+    size_t n = utf8_char_length(s, pos);
+    if (n != 0 && plain.at(s, pos, n)) {
+      last_plain = pos;
+      pos += n;
+      continue;
+    }
+    // A stretch of other characters (or invalid bytes): up to the next plain character.
+    size_t begin = pos > copied ? last_plain : pos;
+    size_t end = pos + std::max<size_t>(n, 1);
+    while (end < s.size()) {
+      if (static_cast<uint8_t>(s[end]) < 0x80) break;
+      size_t m = utf8_char_length(s, end);
+      if (m != 0 && plain.at(s, end, m)) break;
+      end += std::max<size_t>(m, 1);
+    }
+    out.append(s.substr(copied, begin - copied));
     if (!append_form(out, s.substr(begin, end - begin), options)) return std::string(s);
-    pos = end;
+    copied = pos = end;
     if (control != nullptr && pos >= next_poll) {
       next_poll = pos + EncodeControl::kCheckBytes;
       if (!control->poll()) return out;
     }
   }
+  out.append(s.substr(copied));
   return out;
 }
 
