@@ -9,6 +9,7 @@
 
 #include "api/json_util.h"
 #include "base/json.h"
+#include "base/log.h"
 
 namespace tf::api {
 
@@ -141,8 +142,23 @@ ApiResult<std::string> Service::render_chat(const ChatRequest& req) const {
   opt.add_generation_prompt = req.add_generation_prompt;
   opt.kwargs = req.chat_template_kwargs;
   auto text = template_->render(req.messages, opt);
-  if (!text) return bad_request("the chat template failed: " + text.error().message);
-  return *text;
+  if (text) return std::move(*text);
+  // The template's own refusals (raise_exception) and limits are for the client; how a template
+  // failed inside is not, so it goes to the log.
+  const Error& e = text.error();
+  switch (e.code) {
+    case ErrorCode::kInvalidArgument:
+      return invalid_param("messages",
+                           "the model's chat template refused these messages: " + e.message);
+    case ErrorCode::kResourceExhausted:
+      return invalid_param("messages",
+                           "the conversation is too large for the chat template: " + e.message);
+    default:
+      TF_LOG_WARN("chat template failed: {}", e.message);
+      return invalid_param("messages",
+                           "the model's chat template cannot render these messages (a field it "
+                           "expects is missing or has another type)");
+  }
 }
 
 std::string Service::new_id(std::string_view prefix) {

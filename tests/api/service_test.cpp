@@ -714,6 +714,28 @@ TEST_F(ServiceTest, ClientGoneWhileWaitingCancelsTheRequest) {
   EXPECT_EQ(engine->cancels().size(), 2u);
 }
 
+TEST_F(ServiceTest, TemplateRefusalsKeepTheirWordsButFailuresHideTheTemplate) {
+  make_service("{% if messages[0].role != 'system' %}{{ raise_exception('System first!') }}"
+               "{% endif %}{{ messages[0].content.upper() }}");
+  auto refused = chat(chat_body());
+  expect_invalid(refused, "messages");
+  EXPECT_NE(refused.json()["error"]["message"].get<std::string>().find("System first!"),
+            std::string::npos);
+  // A template that fails on a value (here: calling a method on a number) says nothing of
+  // itself: no line, column or template expression reaches the client.
+  auto failed = chat(json{{"model", "test-model"},
+                          {"messages", {{{"role", "system"}, {"content", "x"}, {"extra", 1}}}}}
+                         .dump());
+  make_service("{{ messages[0].extra.upper() }}");
+  failed = chat(json{{"model", "test-model"},
+                     {"messages", {{{"role", "user"}, {"content", "x"}, {"extra", 1}}}}}
+                    .dump());
+  expect_invalid(failed, "messages");
+  const std::string msg = failed.json()["error"]["message"];
+  EXPECT_EQ(msg.find("template:"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("upper"), std::string::npos) << msg;
+}
+
 TEST_F(ServiceTest, ClientGoneBeforeTokenizingSubmitsAndSendsNothing) {
   for (bool chat_request : {false, true}) {
     RecordingResponder r;

@@ -47,7 +47,7 @@ class Nesting {
   Nesting(int* level, int max) : level_(level) {
     if (++*level_ > max) {
       --*level_;
-      throw JinjaError(fmt::format("template evaluation nested deeper than {} levels", max));
+      throw TemplateLimit(fmt::format("template evaluation nested deeper than {} levels", max));
     }
   }
   ~Nesting() { --*level_; }
@@ -70,20 +70,20 @@ std::string Interp::render(const Body& body, std::shared_ptr<Frame> globals) {
 
 void Interp::step() {
   if (++steps_ > limits_.max_steps) {
-    throw JinjaError(fmt::format("template exceeded the step limit of {}", limits_.max_steps));
+    throw TemplateLimit(fmt::format("template exceeded the step limit of {}", limits_.max_steps));
   }
 }
 
 void Interp::check_size(size_t bytes) const {
   if (bytes > limits_.max_output_bytes) {
-    throw JinjaError(
+    throw TemplateLimit(
         fmt::format("template output exceeded the limit of {} bytes", limits_.max_output_bytes));
   }
 }
 
 void Interp::check_insert(const Value& container, const Value& item) {
   if (value_depth(item) + 1 > limits_.max_value_depth) {
-    throw JinjaError(fmt::format("values nested deeper than {}", limits_.max_value_depth));
+    throw TemplateLimit(fmt::format("values nested deeper than {}", limits_.max_value_depth));
   }
   if (item.is_callable() && item.as_callable().bound_method) {
     throw JinjaError("cannot store a bound method in a container");
@@ -307,7 +307,7 @@ Value Interp::make_macro(const Stmt& s, const std::string& name, const Body& bod
   c->fn = [this, closure, where, &body, &params](CallArgs& a) -> Value {
     if (++depth_ > limits_.max_call_depth) {
       --depth_;
-      throw JinjaError(fmt::format("macro calls nested deeper than {}", limits_.max_call_depth));
+      throw TemplateLimit(fmt::format("macro calls nested deeper than {}", limits_.max_call_depth));
     }
     auto frame = std::make_shared<Frame>();
     Scope inner;
@@ -378,7 +378,7 @@ Value Interp::eval(const Expr& e) {
     // Filters, methods and calls build containers a level or two deeper than their input without
     // storing into one; checking every result keeps any chain of them bounded too.
     if (value_depth(v) > limits_.max_value_depth) {
-      throw JinjaError(fmt::format("values nested deeper than {}", limits_.max_value_depth));
+      throw TemplateLimit(fmt::format("values nested deeper than {}", limits_.max_value_depth));
     }
     return v;
   } catch (JinjaError& err) {
@@ -404,7 +404,7 @@ Value Interp::eval_inner(const Expr& e) {
       for (const auto& i : e.items) {
         items.push_back(eval(*i));
         if (value_depth(items.back()) + 1 > limits_.max_value_depth) {
-          throw JinjaError(fmt::format("values nested deeper than {}", limits_.max_value_depth));
+          throw TemplateLimit(fmt::format("values nested deeper than {}", limits_.max_value_depth));
         }
       }
       return e.kind == Expr::Kind::kList ? Value::list(std::move(items))

@@ -22,7 +22,7 @@ class Dumper {
 
   void dump(const Value& v, int level) {
     if (out.size() > o_.max_bytes) {
-      throw JinjaError(fmt::format("template output exceeded the limit of {} bytes", o_.max_bytes));
+      throw TemplateLimit(fmt::format("template output exceeded the limit of {} bytes", o_.max_bytes));
     }
     // Values are already bounded by Limits::max_value_depth where they are built; this is the
     // backstop for the recursion here.

@@ -10,13 +10,15 @@
 namespace tf::chat::jinja {
 namespace {
 
-Error to_error(const JinjaError& e) {
+// kInvalidArgument: the template refused its input (raise_exception), in its own words, or the
+// source does not parse; kResourceExhausted: a limit; kInternal: the template failed on a value.
+Error to_error(const JinjaError& e, bool rendering) {
+  if (dynamic_cast<const TemplateRaised*>(&e)) return Error{ErrorCode::kInvalidArgument, e.what()};
   std::string where = e.line > 0 ? fmt::format("template:{}:{}: ", e.line, e.col) : "template: ";
-  std::string_view msg = e.what();
-  ErrorCode code = msg.find("exceeded the") != std::string_view::npos
-                       ? ErrorCode::kResourceExhausted
-                       : ErrorCode::kInvalidArgument;
-  return Error{code, where + std::string(msg)};
+  ErrorCode code = dynamic_cast<const TemplateLimit*>(&e) ? ErrorCode::kResourceExhausted
+                   : rendering                            ? ErrorCode::kInternal
+                                                          : ErrorCode::kInvalidArgument;
+  return Error{code, where + e.what()};
 }
 
 Value fn(const char* name, std::function<Value(CallArgs&)> f) {
@@ -73,10 +75,10 @@ std::shared_ptr<Frame> make_globals(Interp& in, const std::function<std::tm()>& 
   };
   g->set("namespace", fn("namespace", [make_dict](CallArgs& a) { return make_dict(a, true); }));
   g->set("dict", fn("dict", [make_dict](CallArgs& a) { return make_dict(a, false); }));
-  g->set(
-      "raise_exception", fn("raise_exception", [](CallArgs& a) -> Value {
-        throw JinjaError(a.args.empty() ? std::string("raise_exception called") : a.args[0].str());
-      }));
+  g->set("raise_exception", fn("raise_exception", [](CallArgs& a) -> Value {
+           throw TemplateRaised(a.args.empty() ? std::string("raise_exception called")
+                                               : a.args[0].str());
+         }));
   g->set("strftime_now", fn("strftime_now", [clock](CallArgs& a) {
            std::string f = a.args.empty() ? std::string("%Y-%m-%d") : a.args[0].str();
            if (f.size() > 256) throw JinjaError("strftime_now: format too long");
@@ -96,7 +98,7 @@ Result<Template> Template::parse(std::string_view source, const LexOptions& opti
     t.body_ = std::make_shared<const Body>(jinja::parse(lex(source, options)));
     return t;
   } catch (const JinjaError& e) {
-    return to_error(e);
+    return to_error(e, false);
   } catch (const std::exception& e) {
     return make_error(ErrorCode::kInvalidArgument, "template: {}", e.what());
   }
@@ -128,7 +130,7 @@ Result<std::string> Template::render_impl(const Json& context, const RenderConfi
     }
     return in.render(*body_, std::move(globals));
   } catch (const JinjaError& e) {
-    return to_error(e);
+    return to_error(e, true);
   } catch (const std::bad_alloc&) {
     return make_error(ErrorCode::kResourceExhausted, "template: out of memory");
   } catch (const std::exception& e) {

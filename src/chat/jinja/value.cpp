@@ -39,7 +39,7 @@ namespace {
 template <typename Json>
 Value value_from_json(const Json& j, uint32_t depth_left, uint32_t max_depth) {
   if ((j.is_array() || j.is_object()) && depth_left == 0) {
-    throw JinjaError(fmt::format("values nested deeper than {}", max_depth));
+    throw TemplateLimit(fmt::format("values nested deeper than {}", max_depth));
   }
   switch (j.type()) {
     case nlohmann::json::value_t::null:

@@ -25,6 +25,19 @@ class JinjaError : public std::runtime_error {
   int col;
 };
 
+// raise_exception() called by a template: a refusal written for the user ("roles must
+// alternate"), reported with the template's own words rather than as a template failure.
+class TemplateRaised : public JinjaError {
+ public:
+  using JinjaError::JinjaError;
+};
+
+// A render limit was reached (steps, output bytes, nesting of evaluation, values or calls).
+class TemplateLimit : public JinjaError {
+ public:
+  using JinjaError::JinjaError;
+};
+
 class Value;
 struct List;
 struct Dict;
