@@ -18,7 +18,8 @@ using tf::grammar::GrammarMatcher;
 struct Walker {
   const tf::grammar::Vocabulary& vocab;
   std::mt19937_64& rng;
-  std::vector<int32_t> priority;  // single-byte tokens that tend to close structures
+  std::vector<int32_t> priority;  // single-byte tokens that close structures, then value starts
+  size_t closers = 0;             // how many of `priority` are closers
   int mismatches = 0;
 
   std::vector<int32_t> allowed(const std::vector<uint32_t>& mask) {
@@ -47,8 +48,12 @@ struct Walker {
     for (int32_t id : vocab.eos_ids()) {
       if (mask[id / 32] >> (id % 32) & 1) return id;
     }
-    for (int32_t id : priority) {
-      if (mask[id / 32] >> (id % 32) & 1) return id;
+    // Closers first; then, half of the time, a simple value start; else a random short token
+    // (so a pattern that loops on one character still gets past it).
+    bool simple = rng() % 2 == 0;
+    for (size_t i = 0; i < priority.size(); ++i) {
+      if (i >= closers && !simple) break;
+      if (mask[priority[i] / 32] >> (priority[i] % 32) & 1) return priority[i];
     }
     size_t shortest = SIZE_MAX;
     for (int32_t id : ids) shortest = std::min(shortest, vocab.token(id).size());
@@ -107,11 +112,12 @@ int main(int argc, char** argv) {
   auto vocab = tf::grammar::Vocabulary::create(std::move(tokens), eos, special);
   int samples = std::atoi(argv[3]);
   std::mt19937_64 rng(std::strtoull(argv[4], nullptr, 10));
-  Walker walker{*vocab, rng, {}, 0};
+  Walker walker{*vocab, rng, {}, 0, 0};
   for (const char* s : {"\"", "}", "]", "0", "1", "a", "n"}) {
     for (int32_t id = 0; id < vocab->size(); ++id) {
       if (vocab->token(id) == s && !vocab->is_special(id)) walker.priority.push_back(id);
     }
+    if (std::string_view(s) == "]") walker.closers = walker.priority.size();
   }
   std::ifstream in(argv[2]);
   std::string line;

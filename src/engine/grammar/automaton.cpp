@@ -310,6 +310,57 @@ Status determinize(const Nfa& nfa, int32_t start, int32_t accept, int64_t& budge
   return {};
 }
 
+// Merges equivalent states (Moore's partition refinement to a fixpoint): subset construction
+// leaves several copies of e.g. a string's content loop, and each would cost a trie walk.
+void minimize(RuleDfa& d) {
+  size_t n = d.next.size();
+  if (n < 2 || n > 8192) return;
+  std::vector<int32_t> cls(n, 0);
+  size_t classes = 1;
+  std::vector<int32_t> sig;
+  while (true) {
+    std::map<std::vector<int32_t>, int32_t> ids;
+    std::vector<int32_t> next_cls(n);
+    for (size_t s = 0; s < n; ++s) {
+      sig.assign({cls[s], d.accepting[s]});
+      int32_t prev = -2;
+      for (int b = 0; b < 256; ++b) {  // run-length: (first byte, target class)
+        int32_t t = d.next[s][b] < 0 ? -1 : cls[d.next[s][b]];
+        if (t != prev) sig.insert(sig.end(), {b, t}), prev = t;
+      }
+      sig.push_back(-3);
+      for (const auto& c : d.calls[s]) sig.insert(sig.end(), {c.rule, cls[c.ret]});
+      auto it = ids.emplace(sig, static_cast<int32_t>(ids.size())).first;
+      next_cls[s] = it->second;
+    }
+    cls.swap(next_cls);
+    if (ids.size() == classes) break;
+    classes = ids.size();
+  }
+  // Renumber by first appearance, so the start state stays 0.
+  std::vector<int32_t> order(classes, -1);
+  int32_t k = 0;
+  for (size_t s = 0; s < n; ++s) {
+    if (order[cls[s]] < 0) order[cls[s]] = k++;
+  }
+  RuleDfa m;
+  m.next.assign(classes, {});
+  m.calls.assign(classes, {});
+  m.accepting.assign(classes, 0);
+  std::vector<uint8_t> done(classes, 0);
+  for (size_t s = 0; s < n; ++s) {
+    int32_t c = order[cls[s]];
+    if (done[c]) continue;
+    done[c] = 1;
+    for (int b = 0; b < 256; ++b) {
+      m.next[c][b] = d.next[s][b] < 0 ? -1 : order[cls[d.next[s][b]]];
+    }
+    for (const auto& call : d.calls[s]) m.calls[c].push_back({call.rule, order[cls[call.ret]]});
+    m.accepting[c] = d.accepting[s];
+  }
+  d = std::move(m);
+}
+
 // Nullable rules, then refusal of rules that reach themselves without reading a byte.
 Status check_left_recursion(const Automaton& a, std::vector<uint8_t>& nullable_state) {
   int n = a.num_states;
@@ -445,6 +496,7 @@ Result<Automaton> build_automaton(const GrammarIr& ir, const CompileLimits& limi
       return make_error(ErrorCode::kResourceExhausted, "grammar too large (over {} states)",
                         limits.max_states);
     }
+    minimize(dfas[r]);
   }
   for (const auto& d : dfas) a.num_states += static_cast<int32_t>(d.next.size());
   a.next.assign(static_cast<size_t>(a.num_states) * 256, -1);

@@ -7,7 +7,8 @@ namespace {
 
 const std::vector<CpRange> kDigit = {{'0', '9'}};
 const std::vector<CpRange> kWord = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
-const std::vector<CpRange> kSpace = {{'\t', '\r'}, {' ', ' '}};
+// Python's \s within ASCII includes the separators 0x1C-0x1F.
+const std::vector<CpRange> kSpace = {{'\t', '\r'}, {0x1C, 0x1F}, {' ', ' '}};
 const std::vector<CpRange> kAscii = {{0, 0x7F}};
 
 int hex_value(char c) {

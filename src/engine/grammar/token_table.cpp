@@ -3,7 +3,7 @@
 #include "engine/grammar/token_table.h"
 
 #include <algorithm>
-#include <map>
+#include <unordered_map>
 
 #include "engine/grammar/stack.h"
 
@@ -63,7 +63,12 @@ struct Collector {
   std::vector<std::pair<int32_t, int32_t>> accepted, uncertain;
 
   void accept_here(const VocabTrie::Node& n) {
-    if (n.tok_here > 0) accepted.push_back({n.tok_begin, n.tok_begin + n.tok_here});
+    if (n.tok_here == 0) return;
+    if (!accepted.empty() && accepted.back().second == n.tok_begin) {
+      accepted.back().second += n.tok_here;
+    } else {
+      accepted.push_back({n.tok_begin, n.tok_begin + n.tok_here});
+    }
   }
   // The rule ended inside the token: longer tokens may go on in whatever called it.
   void escape_below(int32_t i) {
@@ -123,8 +128,8 @@ void walk_stack(const Automaton& a, int32_t s, Collector& c) {
 // Sorted, merged ranges -> the indices in `a` that are not in `b`.
 std::vector<int32_t> ranges_minus(std::vector<std::pair<int32_t, int32_t>> a,
                                   std::vector<std::pair<int32_t, int32_t>> b) {
+  // Depth-first order gives ranges with nondecreasing starts: merge without sorting.
   auto merge = [](std::vector<std::pair<int32_t, int32_t>>& r) {
-    std::sort(r.begin(), r.end());
     std::vector<std::pair<int32_t, int32_t>> out;
     for (auto x : r) {
       if (!out.empty() && x.first <= out.back().second) {
@@ -172,13 +177,23 @@ StateTable make_table(const Collector& c, const Vocabulary& vocab) {
   return t;
 }
 
+uint64_t table_hash(const StateTable& t) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  auto add = [&](uint64_t v) { h = (h ^ v) * 0x100000001B3ull; };
+  for (uint32_t w : t.dense) add(w);
+  add(t.dense.size());
+  for (int32_t x : t.accepted) add(static_cast<uint32_t>(x));
+  add(t.accepted.size());
+  for (int32_t x : t.uncertain) add(static_cast<uint32_t>(x));
+  return h;
+}
+
 }  // namespace
 
 TokenTables build_token_tables(const Automaton& a, const Vocabulary& vocab) {
   TokenTables out;
   out.table_of_state.assign(a.num_states, -1);
-  std::map<std::tuple<std::vector<uint32_t>, std::vector<int32_t>, std::vector<int32_t>>, int32_t>
-      seen;
+  std::unordered_map<uint64_t, std::vector<int32_t>> seen;  // content hash -> tables
   for (int32_t s = 0; s < a.num_states; ++s) {
     if (!a.has_bytes[s]) continue;
     Collector c{vocab.trie(), a.follow[a.rule_of[s]], {}, {}};
@@ -188,13 +203,18 @@ TokenTables build_token_tables(const Automaton& a, const Vocabulary& vocab) {
       walk_stack(a, s, c);
     }
     StateTable t = make_table(c, vocab);
-    auto key = std::make_tuple(t.dense, t.accepted, t.uncertain);
-    auto it = seen.find(key);
-    if (it == seen.end()) {
-      it = seen.emplace(std::move(key), static_cast<int32_t>(out.tables.size())).first;
+    uint64_t h = table_hash(t);
+    int32_t found = -1;
+    for (int32_t i : seen[h]) {
+      const StateTable& o = out.tables[i];
+      if (o.dense == t.dense && o.accepted == t.accepted && o.uncertain == t.uncertain) found = i;
+    }
+    if (found < 0) {
+      found = static_cast<int32_t>(out.tables.size());
+      seen[h].push_back(found);
       out.tables.push_back(std::move(t));
     }
-    out.table_of_state[s] = it->second;
+    out.table_of_state[s] = found;
   }
   return out;
 }
