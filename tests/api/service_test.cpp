@@ -1,12 +1,13 @@
 // api::Service end to end without sockets or a model: every response field of Chat Completions and
 // Completions, streamed and not, driven by a ScriptedEngine and recorded by a RecordingResponder.
+#include "api/service.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <string>
 #include <vector>
 
-#include "api/service.h"
 #include "api_fakes.h"
 
 namespace tf::api {
@@ -30,15 +31,13 @@ class ServiceTest : public ::testing::Test {
     engine = std::make_shared<ScriptedEngine>(64);
     auto t = chat::ChatTemplate::from_string(tmpl);
     ASSERT_TRUE(t.ok());
-    service = std::make_unique<Service>(engine, tok, *t,
-                                        ModelInfo{"test-model", {"alias-model"}, 1700000000},
-                                        defaults, 42);
+    service = std::make_unique<Service>(
+        engine, tok, *t, ModelInfo{"test-model", {"alias-model"}, 1700000000}, defaults, 42);
   }
 
   // A chat body with one user message, merged with `extra`.
   static std::string chat_body(json extra = json::object()) {
-    json b = {{"model", "test-model"},
-              {"messages", {{{"role", "user"}, {"content", "Hello"}}}}};
+    json b = {{"model", "test-model"}, {"messages", {{{"role", "user"}, {"content", "Hello"}}}}};
     b.update(extra);
     return b.dump();
   }
@@ -255,8 +254,8 @@ TEST_F(ServiceTest, EveryInvalidChatFieldIsNamed) {
       {{{"max_completion_tokens", 0}}, "max_completion_tokens"},
       {{{"stop", 5}}, "stop"},
       {{{"stop", {1, 2}}}, "stop"},
-      {{{"stop", json::array({"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m",
-                              "n", "o", "p", "q"})}},
+      {{{"stop", json::array({"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n",
+                              "o", "p", "q"})}},
        "stop"},
       {{{"n", "two"}}, "n"},
       {{{"ignore_eos", 1}}, "ignore_eos"},
@@ -286,8 +285,8 @@ TEST_F(ServiceTest, EveryInvalidChatFieldIsNamed) {
       {{{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}}}}}}}},
        "messages[0].content[0]"},
       {{{"messages", {{{"role", "user"}}}}}, "messages[0].content"},
-      {{{"messages", {{{"role", "user"}, {"content", "a"}}, {{"role", "assistant"},
-                                                              {"tool_calls", 5}}}}},
+      {{{"messages",
+         {{{"role", "user"}, {"content", "a"}}, {{"role", "assistant"}, {"tool_calls", 5}}}}},
        "messages[1]"},
       {{{"tools", 5}}, "tools"},
       {{{"tools", {{{"type", "function"}}}}}, "tools"},
@@ -333,8 +332,8 @@ TEST_F(ServiceTest, EveryInvalidCompletionFieldIsNamed) {
 }
 
 TEST_F(ServiceTest, MalformedBodiesAre400WithoutParam) {
-  const std::vector<std::string> bodies = {"", "{", "[]", "5", "\"x\"", "{\"model\": }", "nul",
-                                           "{\"a\":NaN}", "{\"model\":\"\xff\"}"};
+  const std::vector<std::string> bodies = {
+      "", "{", "[]", "5", "\"x\"", "{\"model\": }", "nul", "{\"a\":NaN}", "{\"model\":\"\xff\"}"};
   for (const auto& body : bodies) {
     SCOPED_TRACE(body);
     for (const auto& r : {chat(body), complete(body)}) {
@@ -607,8 +606,8 @@ TEST_F(ServiceTest, CompletionResponseHasEveryField) {
 
 TEST_F(ServiceTest, CompletionTokenPromptAndEcho) {
   script({" world"}, engine::FinishReason::kLength);
-  auto r = complete(completion_body({{"prompt", tok->ids({"Hello"})}, {"echo", true},
-                                     {"max_tokens", 1}, {"seed", 9}}));
+  auto r = complete(completion_body(
+      {{"prompt", tok->ids({"Hello"})}, {"echo", true}, {"max_tokens", 1}, {"seed", 9}}));
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.json()["choices"][0]["text"], "Hello world");
   EXPECT_EQ(r.json()["choices"][0]["finish_reason"], "length");
@@ -623,8 +622,8 @@ TEST_F(ServiceTest, CompletionTokenPromptAndEcho) {
 
 TEST_F(ServiceTest, CompletionStreamWithUsage) {
   script({" world", "!"});
-  auto r = complete(
-      completion_body({{"stream", true}, {"stream_options", {{"include_usage", true}}}}));
+  auto r =
+      complete(completion_body({{"stream", true}, {"stream_options", {{"include_usage", true}}}}));
   ASSERT_TRUE(r.streaming);
   EXPECT_EQ(r.events.back(), "[DONE]");
   auto chunks = r.chunks();
@@ -715,21 +714,19 @@ TEST_F(ServiceTest, ClientGoneWhileWaitingCancelsTheRequest) {
 }
 
 TEST_F(ServiceTest, TemplateRefusalsKeepTheirWordsButFailuresHideTheTemplate) {
-  make_service("{% if messages[0].role != 'system' %}{{ raise_exception('System first!') }}"
-               "{% endif %}{{ messages[0].content.upper() }}");
+  make_service(
+      "{% if messages[0].role != 'system' %}{{ raise_exception('System first!') }}"
+      "{% endif %}{{ messages[0].content.upper() }}");
   auto refused = chat(chat_body());
   expect_invalid(refused, "messages");
   EXPECT_NE(refused.json()["error"]["message"].get<std::string>().find("System first!"),
             std::string::npos);
   // A template that fails on a value (here: calling a method on a number) says nothing of
   // itself: no line, column or template expression reaches the client.
-  auto failed = chat(json{{"model", "test-model"},
-                          {"messages", {{{"role", "system"}, {"content", "x"}, {"extra", 1}}}}}
-                         .dump());
   make_service("{{ messages[0].extra.upper() }}");
-  failed = chat(json{{"model", "test-model"},
-                     {"messages", {{{"role", "user"}, {"content", "x"}, {"extra", 1}}}}}
-                    .dump());
+  auto failed = chat(json{{"model", "test-model"},
+                          {"messages", {{{"role", "user"}, {"content", "x"}, {"extra", 1}}}}}
+                         .dump());
   expect_invalid(failed, "messages");
   const std::string msg = failed.json()["error"]["message"];
   EXPECT_EQ(msg.find("template:"), std::string::npos) << msg;
