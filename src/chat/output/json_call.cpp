@@ -4,6 +4,20 @@
 #include "chat/output/syntax_util.h"
 
 namespace tf::chat::output {
+namespace {
+
+// A model's own call id is kept only when it can go out as an id as is.
+bool plausible_id(const std::string& id) {
+  if (id.empty() || id.size() > 64) return false;
+  for (char c : id) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 std::optional<ParsedCall> json_call(const nlohmann::ordered_json& value, const ToolTable& tools,
                                     bool keep_id) {
@@ -20,7 +34,9 @@ std::optional<ParsedCall> json_call(const nlohmann::ordered_json& value, const T
     call.arguments = std::move(*text);
   }
   auto id = value.find("id");
-  if (keep_id && id != value.end() && id->is_string()) call.id = id->get<std::string>();
+  if (keep_id && id != value.end() && id->is_string() && plausible_id(id->get<std::string>())) {
+    call.id = id->get<std::string>();
+  }
   return call;
 }
 
