@@ -230,22 +230,24 @@ int64_t expr_cost(const Expr& e, std::unordered_map<const Expr*, int64_t>& memo)
 
 using StateSet = std::vector<int32_t>;
 
-StateSet eps_closure(const Nfa& nfa, StateSet set) {
+// Epsilon closure, sorted; `stamp` (one entry per NFA state) avoids clearing a visited set.
+StateSet eps_closure(const Nfa& nfa, StateSet set, std::vector<uint32_t>& stamp, uint32_t& epoch) {
+  ++epoch;
   std::vector<int32_t> work = set;
-  std::vector<uint8_t> seen(nfa.edges.size(), 0);
-  for (int32_t s : set) seen[s] = 1;
+  for (int32_t s : set) stamp[s] = epoch;
   while (!work.empty()) {
     int32_t s = work.back();
     work.pop_back();
     for (int32_t t : nfa.eps[s]) {
-      if (!seen[t]) {
-        seen[t] = 1;
+      if (stamp[t] != epoch) {
+        stamp[t] = epoch;
         set.push_back(t);
         work.push_back(t);
       }
     }
   }
   std::sort(set.begin(), set.end());
+  set.erase(std::unique(set.begin(), set.end()), set.end());
   return set;
 }
 
@@ -259,6 +261,8 @@ struct RuleDfa {
 Status determinize(const Nfa& nfa, int32_t start, int32_t accept, int64_t& budget, RuleDfa& dfa) {
   std::map<StateSet, int32_t> ids;
   std::vector<StateSet> sets;
+  std::vector<uint32_t> stamp(nfa.edges.size(), 0);
+  uint32_t epoch = 0;
   auto intern = [&](StateSet s) -> int32_t {
     auto it = ids.find(s);
     if (it != ids.end()) return it->second;
@@ -272,7 +276,7 @@ Status determinize(const Nfa& nfa, int32_t start, int32_t accept, int64_t& budge
     --budget;
     return id;
   };
-  intern(eps_closure(nfa, {start}));
+  intern(eps_closure(nfa, {start}, stamp, epoch));
   for (size_t d = 0; d < sets.size(); ++d) {
     if (budget < 0) return make_error(ErrorCode::kResourceExhausted, "grammar too large");
     StateSet cur = sets[d];
@@ -295,7 +299,7 @@ Status determinize(const Nfa& nfa, int32_t start, int32_t accept, int64_t& budge
         }
       }
       if (targets.empty()) continue;
-      int32_t t = intern(eps_closure(nfa, std::move(targets)));
+      int32_t t = intern(eps_closure(nfa, std::move(targets), stamp, epoch));
       for (int b = lo; b < points[i + 1]; ++b) dfa.next[d][b] = t;
     }
     std::map<int32_t, StateSet> by_rule;
@@ -303,7 +307,7 @@ Status determinize(const Nfa& nfa, int32_t start, int32_t accept, int64_t& budge
       for (const auto& c : nfa.calls[s]) by_rule[c.rule].push_back(c.to);
     }
     for (auto& [rule, targets] : by_rule) {
-      int32_t t = intern(eps_closure(nfa, std::move(targets)));
+      int32_t t = intern(eps_closure(nfa, std::move(targets), stamp, epoch));
       dfa.calls[d].push_back({rule, t});
     }
   }

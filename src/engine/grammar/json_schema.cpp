@@ -53,7 +53,8 @@ bool has_any(const json& s, const char* const (&keys)[N]) {
 // Keywords other than annotations and `allowed`: they must not sit beside `what`.
 Status only_with(const json& s, const std::string& what, std::initializer_list<const char*> allowed,
                  const std::string& path) {
-  for (const auto& [k, v] : s.items()) {
+  for (const auto& item : s.items()) {
+    const std::string& k = item.key();
     if (k == what || kAnnotations.count(k)) continue;
     if (std::find_if(allowed.begin(), allowed.end(), [&](const char* a) { return k == a; }) !=
         allowed.end()) {
