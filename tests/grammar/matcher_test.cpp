@@ -1,6 +1,7 @@
 // The matcher: masks on a tiny multi-byte vocabulary agree with accept(), end tokens only where
 // the grammar can end, special tokens never, rollback restores the exact state, and the cache.
 #include <random>
+#include <thread>
 
 #include "grammar_test_util.h"
 
@@ -121,6 +122,34 @@ TEST(Matcher, SplitUtf8Tokens) {
   EXPECT_FALSE(m.accept(5));  // one character already
   EXPECT_TRUE(m.accept(2));
   EXPECT_TRUE(m.can_end());
+}
+
+// One compiled grammar serves matchers on several threads at once; each sees the same masks as
+// a matcher alone.
+TEST(Matcher, SharedAcrossThreads) {
+  auto vocab = tiny_vocab();
+  auto g = compile_grammar({GrammarKind::kJsonSchema, kSchema, {}}, vocab);
+  ASSERT_TRUE(g.ok());
+  std::vector<int> path = {0, 16, 2, 6, 3, 17, 13, 1};
+  auto run = [&] {
+    GrammarMatcher m(*g);
+    std::vector<std::vector<bool>> masks;
+    for (int t : path) {
+      masks.push_back(mask_bits(m, vocab->size()));
+      if (!m.accept(t)) break;
+    }
+    return masks;
+  };
+  auto solo = run();
+  std::vector<std::vector<std::vector<bool>>> results(4);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      for (int k = 0; k < 50; ++k) results[i] = run();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& r : results) EXPECT_EQ(r, solo);
 }
 
 TEST(Cache, SharesByCanonicalText) {
