@@ -2,6 +2,7 @@
 // call may start, and whether the text from there is a whole call, not yet known, or not a call.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -34,6 +35,29 @@ struct Marker {
   bool only_at_reply_start = false;  // e.g. Llama's bare '{': only as the reply's first character
 };
 
+// What the scans of a pending candidate learned, so that each push resumes them instead of
+// starting over: a pending candidate's text only grows. The driver clears it when the candidate
+// resolves, so offsets (from the marker) stay valid.
+struct ScanMemo {
+  struct Brackets {
+    size_t pos = 0;  // where the scan resumes
+    size_t end = 0;  // once the value closed: one past it
+    std::vector<char> closers;
+    bool in_string = false;
+    bool escaped = false;
+  };
+  struct Search {
+    bool found = false;
+    size_t at = 0;  // found: the first occurrence; else where the search resumes
+  };
+  std::map<size_t, Brackets> brackets;                     // by the JSON value's start offset
+  std::map<std::pair<size_t, const char*>, Search> finds;  // by (start offset, needle)
+  void clear() {
+    brackets.clear();
+    finds.clear();
+  }
+};
+
 // The offered tools by name, for name checks and schema lookups.
 class ToolTable {
  public:
@@ -53,9 +77,10 @@ class CallSyntax {
  public:
   virtual ~CallSyntax() = default;
   virtual const std::vector<Marker>& markers() const = 0;
-  // `text` starts at one of markers(); `marker` is that marker's index.
-  virtual CallMatch match(std::string_view text, size_t marker, bool final,
-                          const ToolTable& tools) const = 0;
+  // `text` starts at one of markers(); `marker` is that marker's index. `memo` belongs to this
+  // candidate and may be used to resume scans (see ScanMemo).
+  virtual CallMatch match(std::string_view text, size_t marker, bool final, const ToolTable& tools,
+                          ScanMemo& memo) const = 0;
 };
 
 std::unique_ptr<CallSyntax> make_hermes_syntax();

@@ -35,7 +35,7 @@ Scan field(std::string_view s, size_t i, std::string_view stop, std::string_view
 }
 
 // The arguments object at s[i], optionally inside a ```json fence; *end is past the fence.
-Scan arguments(std::string_view s, size_t i, std::string* args, size_t* end) {
+Scan arguments(std::string_view s, size_t i, std::string* args, size_t* end, ScanMemo& memo) {
   i = skip_space(s, i);
   Scan fence = expect(s, i, kFence);
   if (fence == Scan::kNeedMore) return Scan::kNeedMore;
@@ -49,7 +49,7 @@ Scan arguments(std::string_view s, size_t i, std::string* args, size_t* end) {
     i = skip_space(s, eol);
   }
   size_t stop = 0;
-  if (Scan span = json_span_end(s, i, &stop); span != Scan::kDone) return span;
+  if (Scan span = json_span_end(s, i, &stop, &memo); span != Scan::kDone) return span;
   auto value = parse_json_text(s.substr(i, stop - i));
   if (!value || !value->is_object()) return Scan::kInvalid;
   *args = dump_json(*value);
@@ -66,8 +66,8 @@ class DeepSeekV3Syntax final : public CallSyntax {
  public:
   const std::vector<Marker>& markers() const override { return markers_; }
 
-  CallMatch match(std::string_view s, size_t marker, bool final,
-                  const ToolTable& tools) const override {
+  CallMatch match(std::string_view s, size_t marker, bool final, const ToolTable& tools,
+                  ScanMemo& memo) const override {
     size_t i = markers_[marker].text.size();
     CallMatch m{CallMatch::Status::kMatch, 0, {}};
     for (;;) {
@@ -75,7 +75,7 @@ class DeepSeekV3Syntax final : public CallSyntax {
       Scan begin = expect(s, i, kCallBegin);
       if (begin == Scan::kDone) {
         ParsedCall call;
-        if (Scan c = one_call(s, i + kCallBegin.size(), tools, &call, &i); c != Scan::kDone) {
+        if (Scan c = one_call(s, i + kCallBegin.size(), tools, &call, &i, memo); c != Scan::kDone) {
           return verdict(c);
         }
         m.calls.push_back(std::move(call));
@@ -97,7 +97,7 @@ class DeepSeekV3Syntax final : public CallSyntax {
 
  private:
   static Scan one_call(std::string_view s, size_t i, const ToolTable& tools, ParsedCall* call,
-                       size_t* end) {
+                       size_t* end, ScanMemo& memo) {
     std::string_view first;
     if (Scan f = field(s, i, kSep, &first, &i); f != Scan::kDone) return f;
     std::string_view name = first;
@@ -107,7 +107,7 @@ class DeepSeekV3Syntax final : public CallSyntax {
     }
     if (!tools.find(name)) return Scan::kInvalid;
     call->name = std::string(name);
-    if (Scan a = arguments(s, i, &call->arguments, &i); a != Scan::kDone) return a;
+    if (Scan a = arguments(s, i, &call->arguments, &i, memo); a != Scan::kDone) return a;
     i = skip_space(s, i);
     if (Scan e = expect(s, i, kCallEnd); e != Scan::kDone) return e;
     *end = i + kCallEnd.size();

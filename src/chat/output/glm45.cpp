@@ -42,16 +42,16 @@ Scan function_name(std::string_view s, size_t i, std::string_view* name, size_t*
 // Text from s[i] up to `close`; kInvalid when one of `stops` comes first. A stop that may still
 // be the start of `close` (the text ends inside it) is not one yet.
 Scan until(std::string_view s, size_t i, std::string_view close,
-           std::initializer_list<std::string_view> stops, std::string_view* text, size_t* end) {
-  size_t at = s.find(close, i);
-  std::string_view body = s.substr(i, at == std::string_view::npos ? at : at - i);
+           std::initializer_list<std::string_view> stops, std::string_view* text, size_t* end,
+           ScanMemo& memo) {
+  size_t at = find_from(s, close, i, &memo);
   for (std::string_view stop : stops) {
-    for (size_t p = body.find(stop); p != std::string_view::npos; p = body.find(stop, p + 1)) {
-      if (expect(s, i + p, close) != Scan::kNeedMore) return Scan::kInvalid;
-    }
+    // Only the first occurrence matters: one inside a cut-off `close` sits at the text's end.
+    size_t p = find_from(s, stop, i, &memo);
+    if (p < at && expect(s, p, close) != Scan::kNeedMore) return Scan::kInvalid;
   }
   if (at == std::string_view::npos) return Scan::kNeedMore;
-  *text = body;
+  *text = s.substr(i, at - i);
   *end = at + close.size();
   return Scan::kDone;
 }
@@ -60,7 +60,8 @@ class Glm45Syntax final : public CallSyntax {
  public:
   const std::vector<Marker>& markers() const override { return markers_; }
 
-  CallMatch match(std::string_view s, size_t, bool, const ToolTable& tools) const override {
+  CallMatch match(std::string_view s, size_t, bool, const ToolTable& tools,
+                  ScanMemo& memo) const override {
     size_t i = skip_space(s, kOpen.size());
     std::string_view name;
     if (Scan n = function_name(s, i, &name, &i); n != Scan::kDone) return verdict(n);
@@ -71,7 +72,8 @@ class Glm45Syntax final : public CallSyntax {
       i = skip_space(s, i);
       Scan k = expect(s, i, kKey);
       if (k == Scan::kDone) {
-        if (Scan a = argument(s, i + kKey.size(), tools, *tool, &args, &i); a != Scan::kDone) {
+        if (Scan a = argument(s, i + kKey.size(), tools, *tool, &args, &i, memo);
+            a != Scan::kDone) {
           return verdict(a);
         }
         continue;
@@ -89,13 +91,13 @@ class Glm45Syntax final : public CallSyntax {
 
  private:
   static Scan argument(std::string_view s, size_t i, const ToolTable& tools, const ToolSpec& tool,
-                       nlohmann::ordered_json* args, size_t* end) {
+                       nlohmann::ordered_json* args, size_t* end, ScanMemo& memo) {
     std::string_view key;
-    if (Scan k = until(s, i, kKeyEnd, {"<"}, &key, &i); k != Scan::kDone) return k;
+    if (Scan k = until(s, i, kKeyEnd, {"<"}, &key, &i, memo); k != Scan::kDone) return k;
     i = skip_space(s, i);
     if (Scan v = expect(s, i, kValue); v != Scan::kDone) return v;
     std::string_view value;
-    Scan v = until(s, i + kValue.size(), kValueEnd, {kKey, kClose}, &value, end);
+    Scan v = until(s, i + kValue.size(), kValueEnd, {kKey, kClose}, &value, end, memo);
     if (v != Scan::kDone) return v;
     std::string k(trim_space(key));
     if (k.empty() || args->contains(k)) return Scan::kInvalid;

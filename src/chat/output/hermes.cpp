@@ -13,11 +13,12 @@ class HermesSyntax final : public CallSyntax {
  public:
   const std::vector<Marker>& markers() const override { return markers_; }
 
-  CallMatch match(std::string_view s, size_t, bool, const ToolTable& tools) const override {
+  CallMatch match(std::string_view s, size_t, bool, const ToolTable& tools,
+                  ScanMemo& memo) const override {
     size_t i = skip_space(s, kOpen.size());
     if (i == s.size()) return CallMatch::need_more();
     size_t end = 0;
-    Scan span = json_span_end(s, i, &end);
+    Scan span = json_span_end(s, i, &end, &memo);
     if (span == Scan::kNeedMore) return CallMatch::need_more();
     if (span == Scan::kInvalid || s[i] != '{') return CallMatch::reject();
     auto call = parse_call(s.substr(i, end - i), tools);

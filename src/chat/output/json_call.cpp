@@ -41,10 +41,10 @@ std::optional<ParsedCall> json_call(const nlohmann::ordered_json& value, const T
 }
 
 Scan json_call_at(std::string_view s, size_t i, const ToolTable& tools, bool keep_id,
-                  ParsedCall* call, size_t* end) {
+                  ParsedCall* call, size_t* end, ScanMemo* memo) {
   if (i >= s.size()) return Scan::kNeedMore;
   if (s[i] != '{') return Scan::kInvalid;
-  Scan span = json_span_end(s, i, end);
+  Scan span = json_span_end(s, i, end, memo);
   if (span != Scan::kDone) return span;
   auto value = parse_json_text(s.substr(i, *end - i));
   if (!value) return Scan::kInvalid;

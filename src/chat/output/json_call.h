@@ -18,6 +18,6 @@ std::optional<ParsedCall> json_call(const nlohmann::ordered_json& value, const T
 
 // The JSON object starting at s[i] as a call: kNeedMore until it closes.
 Scan json_call_at(std::string_view s, size_t i, const ToolTable& tools, bool keep_id,
-                  ParsedCall* call, size_t* end);
+                  ParsedCall* call, size_t* end, ScanMemo* memo);
 
 }  // namespace tf::chat::output

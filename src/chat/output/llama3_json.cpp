@@ -13,14 +13,14 @@ class Llama3JsonSyntax final : public CallSyntax {
  public:
   const std::vector<Marker>& markers() const override { return markers_; }
 
-  CallMatch match(std::string_view s, size_t marker, bool final,
-                  const ToolTable& tools) const override {
+  CallMatch match(std::string_view s, size_t marker, bool final, const ToolTable& tools,
+                  ScanMemo& memo) const override {
     size_t i = marker == 0 ? skip_space(s, kPythonTag.size()) : 0;
     CallMatch m{CallMatch::Status::kMatch, 0, {}};
     for (;;) {
       ParsedCall call;
       size_t end = 0;
-      Scan c = json_call_at(s, i, tools, false, &call, &end);
+      Scan c = json_call_at(s, i, tools, false, &call, &end, &memo);
       if (c == Scan::kNeedMore) return CallMatch::need_more();
       if (c == Scan::kInvalid) return CallMatch::reject();
       m.calls.push_back(std::move(call));

@@ -38,16 +38,18 @@ class MistralSyntax final : public CallSyntax {
  public:
   const std::vector<Marker>& markers() const override { return markers_; }
 
-  CallMatch match(std::string_view s, size_t, bool, const ToolTable& tools) const override {
+  CallMatch match(std::string_view s, size_t, bool, const ToolTable& tools,
+                  ScanMemo& memo) const override {
     size_t i = skip_space(s, kToolCalls.size());
     if (i == s.size()) return CallMatch::need_more();
-    return s[i] == '[' ? array_form(s, i, tools) : name_form(s, i, tools);
+    return s[i] == '[' ? array_form(s, i, tools, memo) : name_form(s, i, tools, memo);
   }
 
  private:
-  static CallMatch array_form(std::string_view s, size_t i, const ToolTable& tools) {
+  static CallMatch array_form(std::string_view s, size_t i, const ToolTable& tools,
+                              ScanMemo& memo) {
     size_t end = 0;
-    if (Scan span = json_span_end(s, i, &end); span != Scan::kDone) return verdict(span);
+    if (Scan span = json_span_end(s, i, &end, &memo); span != Scan::kDone) return verdict(span);
     auto value = parse_json_text(s.substr(i, end - i));
     if (!value || !value->is_array() || value->empty()) return CallMatch::reject();
     CallMatch m{CallMatch::Status::kMatch, end, {}};
@@ -59,7 +61,7 @@ class MistralSyntax final : public CallSyntax {
     return m;
   }
 
-  static CallMatch name_form(std::string_view s, size_t i, const ToolTable& tools) {
+  static CallMatch name_form(std::string_view s, size_t i, const ToolTable& tools, ScanMemo& memo) {
     std::string_view name;
     if (Scan n = word(s, i, &name, &i); n != Scan::kDone) return verdict(n);
     if (!tools.find(name)) return CallMatch::reject();
@@ -75,7 +77,7 @@ class MistralSyntax final : public CallSyntax {
     i = skip_space(s, i + kArgs.size());
     size_t end = 0;
     if (i == s.size()) return CallMatch::need_more();
-    if (Scan span = json_span_end(s, i, &end); span != Scan::kDone) return verdict(span);
+    if (Scan span = json_span_end(s, i, &end, &memo); span != Scan::kDone) return verdict(span);
     auto value = parse_json_text(s.substr(i, end - i));
     if (!value || !value->is_object()) return CallMatch::reject();
     return {CallMatch::Status::kMatch,

@@ -39,7 +39,8 @@ class Qwen3CoderSyntax final : public CallSyntax {
  public:
   const std::vector<Marker>& markers() const override { return markers_; }
 
-  CallMatch match(std::string_view s, size_t, bool, const ToolTable& tools) const override {
+  CallMatch match(std::string_view s, size_t, bool, const ToolTable& tools,
+                  ScanMemo& memo) const override {
     size_t i = skip_space(s, kOpen.size());
     if (Scan f = expect(s, i, kFunction); f != Scan::kDone) return verdict(f);
     std::string_view name;
@@ -51,7 +52,8 @@ class Qwen3CoderSyntax final : public CallSyntax {
       i = skip_space(s, i);
       Scan p = expect(s, i, kParam);
       if (p == Scan::kDone) {
-        if (Scan v = parameter(s, i + kParam.size(), tools, *tool, &args, &i); v != Scan::kDone) {
+        if (Scan v = parameter(s, i + kParam.size(), tools, *tool, &args, &i, memo);
+            v != Scan::kDone) {
           return verdict(v);
         }
         continue;
@@ -74,17 +76,16 @@ class Qwen3CoderSyntax final : public CallSyntax {
 
   // One `KEY>value</parameter>` from s[i]; a value that runs into the next tag is malformed.
   static Scan parameter(std::string_view s, size_t i, const ToolTable& tools, const ToolSpec& tool,
-                        nlohmann::ordered_json* args, size_t* end) {
+                        nlohmann::ordered_json* args, size_t* end, ScanMemo& memo) {
     std::string_view key;
     size_t value_at = 0;
     if (Scan n = tag_name(s, i, &key, &value_at); n != Scan::kDone) return n;
-    size_t close = s.find(kParamEnd, value_at);
-    std::string_view value = s.substr(
-        value_at, close == std::string_view::npos ? std::string_view::npos : close - value_at);
+    size_t close = find_from(s, kParamEnd, value_at, &memo);
     for (std::string_view tag : {kParam, kFunctionEnd, kClose}) {
-      if (value.find(tag) != std::string_view::npos) return Scan::kInvalid;
+      if (find_from(s, tag, value_at, &memo) < close) return Scan::kInvalid;
     }
     if (close == std::string_view::npos) return Scan::kNeedMore;
+    std::string_view value = s.substr(value_at, close - value_at);
     std::string k(key);
     if (args->contains(k)) return Scan::kInvalid;
     (*args)[k] = typed_value(strip_one_newline(value), tools.property(tool, key), false);

@@ -128,8 +128,9 @@ bool StreamParser::step_content(bool final) {
     return true;
   }
   size_t marker_len = syntax_->markers()[f.marker].text.size();
-  CallMatch m = syntax_->match(std::string_view(buf_).substr(pos_), f.marker, final, table_);
+  CallMatch m = syntax_->match(std::string_view(buf_).substr(pos_), f.marker, final, table_, memo_);
   if (m.status == CallMatch::Status::kNeedMore && !final) return false;
+  memo_.clear();
   if (m.status != CallMatch::Status::kMatch) {
     emit_text(OutputEvent::Kind::kContent, pos_, pos_ + marker_len);
     pos_ += marker_len;
@@ -157,8 +158,9 @@ bool StreamParser::step_reasoning(bool final) {
     return true;
   }
   size_t marker_len = syntax_->markers()[f.marker].text.size();
-  CallMatch m = syntax_->match(std::string_view(buf_).substr(pos_), f.marker, final, table_);
+  CallMatch m = syntax_->match(std::string_view(buf_).substr(pos_), f.marker, final, table_, memo_);
   if (m.status == CallMatch::Status::kNeedMore && !final) return false;
+  memo_.clear();
   if (m.status != CallMatch::Status::kMatch) {
     emit_text(OutputEvent::Kind::kReasoning, pos_, pos_ + marker_len);
     pos_ += marker_len;

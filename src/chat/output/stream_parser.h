@@ -44,6 +44,7 @@ class StreamParser final : public OutputParser {
   bool think_;
   ParserOptions options_;
   ToolTable table_;
+  ScanMemo memo_;  // the pending candidate's scans
   std::mt19937_64 rng_;
 
   std::string buf_;

@@ -1,6 +1,7 @@
 // Scanning helpers shared by the tool-call syntaxes, and the table of offered tools.
 #include "chat/output/syntax_util.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "base/json.h"
@@ -36,39 +37,57 @@ Scan expect(std::string_view s, size_t i, std::string_view lit) {
   return n == lit.size() ? Scan::kDone : Scan::kNeedMore;
 }
 
-Scan json_span_end(std::string_view s, size_t i, size_t* end) {
+Scan json_span_end(std::string_view s, size_t i, size_t* end, ScanMemo* memo) {
   if (i >= s.size()) return Scan::kNeedMore;
   if (s[i] != '{' && s[i] != '[') return Scan::kInvalid;
-  std::vector<char> closers;
-  bool in_string = false;
-  bool escaped = false;
-  for (size_t k = i; k < s.size(); ++k) {
-    char c = s[k];
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
+  ScanMemo::Brackets local{i, 0, {}, false, false};
+  ScanMemo::Brackets& st = memo ? memo->brackets.try_emplace(i, local).first->second : local;
+  if (st.end != 0) {
+    *end = st.end;
+    return Scan::kDone;
+  }
+  for (; st.pos < s.size(); ++st.pos) {
+    char c = s[st.pos];
+    if (st.in_string) {
+      if (st.escaped) {
+        st.escaped = false;
       } else if (c == '\\') {
-        escaped = true;
+        st.escaped = true;
       } else if (c == '"') {
-        in_string = false;
+        st.in_string = false;
       }
       continue;
     }
     if (c == '"') {
-      in_string = true;
+      st.in_string = true;
     } else if (c == '{' || c == '[') {
-      if (closers.size() >= static_cast<size_t>(base::kMaxJsonDepth)) return Scan::kInvalid;
-      closers.push_back(c == '{' ? '}' : ']');
+      if (st.closers.size() >= static_cast<size_t>(base::kMaxJsonDepth)) return Scan::kInvalid;
+      st.closers.push_back(c == '{' ? '}' : ']');
     } else if (c == '}' || c == ']') {
-      if (closers.empty() || closers.back() != c) return Scan::kInvalid;
-      closers.pop_back();
-      if (closers.empty()) {
-        *end = k + 1;
+      if (st.closers.empty() || st.closers.back() != c) return Scan::kInvalid;
+      st.closers.pop_back();
+      if (st.closers.empty()) {
+        st.end = st.pos + 1;
+        *end = st.end;
         return Scan::kDone;
       }
     }
   }
   return Scan::kNeedMore;
+}
+
+size_t find_from(std::string_view s, std::string_view needle, size_t from, ScanMemo* memo) {
+  if (!memo) return s.find(needle, from);
+  ScanMemo::Search& st = memo->finds[{from, needle.data()}];
+  if (st.found) return st.at;
+  size_t at = s.find(needle, std::max(from, st.at));
+  if (at != std::string_view::npos) {
+    st = {true, at};
+    return at;
+  }
+  // Resume where a match could still begin: a needle cut off by the end of the text so far.
+  st.at = s.size() >= needle.size() ? s.size() - needle.size() + 1 : 0;
+  return at;
 }
 
 std::optional<nlohmann::ordered_json> parse_json_text(std::string_view text) {

@@ -9,6 +9,8 @@
 
 namespace tf::chat::output {
 
+struct ScanMemo;
+
 enum class Scan { kNeedMore, kInvalid, kDone };
 
 inline bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
@@ -20,7 +22,11 @@ Scan expect(std::string_view s, size_t i, std::string_view lit);
 // The end (one past) of the JSON object or array that starts at s[i], by bracket matching that
 // knows strings; kInvalid on mismatched brackets or nesting past the JSON depth bound. The text
 // is not validated beyond that: parse the span afterwards.
-Scan json_span_end(std::string_view s, size_t i, size_t* end);
+// With a memo, a scan that needed more text resumes where it stopped.
+Scan json_span_end(std::string_view s, size_t i, size_t* end, ScanMemo* memo = nullptr);
+
+// s.find(needle, from), resumed through the memo; `needle` must outlive the memo (a constant).
+size_t find_from(std::string_view s, std::string_view needle, size_t from, ScanMemo* memo);
 
 // Parses JSON text with the nesting bound; nullopt when it does not parse.
 std::optional<nlohmann::ordered_json> parse_json_text(std::string_view text);
