@@ -166,6 +166,11 @@ TEST(Cache, SharesByCanonicalText) {
   EXPECT_NE(a->get(), c->get());
   ASSERT_TRUE(cache.get({GrammarKind::kRegex, "x", {}}, vocab).ok());
   EXPECT_EQ(cache.size(), 2u);
+  GrammarCache small(16, 1);  // a byte budget keeps only the newest entry
+  ASSERT_TRUE(small.get({GrammarKind::kRegex, "x", {}}, vocab).ok());
+  ASSERT_TRUE(small.get({GrammarKind::kRegex, "y", {}}, vocab).ok());
+  EXPECT_EQ(small.size(), 1u);
+  EXPECT_GT(small.memory_bytes(), 0u);
   EXPECT_FALSE(
       cache.get({GrammarKind::kJsonSchema, R"({"type":"integer","multipleOf":3})", {}}, vocab)
           .ok());

@@ -141,11 +141,18 @@ Result<std::shared_ptr<const CompiledGrammar>> GrammarCache::get(
   if (it != index_.end()) return it->second->second;
   lru_.emplace_front(key, compiled);
   index_[key] = lru_.begin();
-  while (lru_.size() > max_entries_) {
+  bytes_ += compiled->memory_bytes();
+  while (lru_.size() > 1 && (lru_.size() > max_entries_ || bytes_ > max_bytes_)) {
+    bytes_ -= lru_.back().second->memory_bytes();
     index_.erase(lru_.back().first);
     lru_.pop_back();
   }
   return compiled;
+}
+
+size_t GrammarCache::memory_bytes() const {
+  std::lock_guard lock(mu_);
+  return bytes_;
 }
 
 size_t GrammarCache::size() const {

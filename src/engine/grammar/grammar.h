@@ -137,20 +137,25 @@ class GrammarMatcher {
   std::vector<int32_t> merged_;
 };
 
-// Compiled grammars by (kind, canonical text, vocabulary fingerprint), least recently used out.
+// Compiled grammars by (kind, canonical text, vocabulary fingerprint), least recently used out
+// past max_entries or max_bytes (the newest entry always stays). Thread-safe.
 class GrammarCache {
  public:
-  explicit GrammarCache(size_t max_entries = 128, CompileLimits limits = {})
-      : max_entries_(max_entries), limits_(limits) {}
+  explicit GrammarCache(size_t max_entries = 128, size_t max_bytes = size_t{1} << 30,
+                        CompileLimits limits = {})
+      : max_entries_(max_entries), max_bytes_(max_bytes), limits_(limits) {}
   Result<std::shared_ptr<const CompiledGrammar>> get(
       const GrammarSpec& spec, const std::shared_ptr<const Vocabulary>& vocab);
   size_t size() const;
   size_t hits() const;
+  size_t memory_bytes() const;
 
  private:
   using Entry = std::pair<std::string, std::shared_ptr<const CompiledGrammar>>;
   mutable std::mutex mu_;
   size_t max_entries_;
+  size_t max_bytes_;
+  size_t bytes_ = 0;
   CompileLimits limits_;
   std::list<Entry> lru_;  // front: most recent
   std::unordered_map<std::string, std::list<Entry>::iterator> index_;
