@@ -124,6 +124,27 @@ TEST(OutputHermes, Qwen3ThinkingThenCall) {
   ASSERT_EQ(p.calls.size(), 1u);
 }
 
+// A long call streamed in small pieces: the held call's scans resume instead of restarting, so
+// this stays fast (restarting made it quadratic).
+TEST(OutputHermes, LongCallInSmallPieces) {
+  std::string city(200000, 'a');
+  for (size_t i = 0; i < city.size(); i += 37) city[i] = '}';
+  std::string text = "<tool_call>{\"name\": \"get_weather\", \"arguments\": {\"city\": \"" + city +
+                     "\"}}</tool_call>";
+  std::vector<size_t> cuts;
+  for (size_t c = 3; c < text.size(); c += 3) cuts.push_back(c);
+  Parsed p = run_cuts("hermes", "none", weather_tools(), text, cuts);
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].arguments, "{\"city\":\"" + city + "\"}");
+}
+
+TEST(OutputHermes, NestingPastTheBoundStaysText) {
+  std::string deep = std::string(600, '[') + std::string(600, ']');
+  expect_text(
+      "hermes", weather_tools(),
+      "<tool_call>{\"name\": \"get_time\", \"arguments\": {\"a\": " + deep + "}}</tool_call>");
+}
+
 TEST(OutputHermes, DetectsQwenAndHermesTemplates) {
   for (const char* name : {"Qwen-Qwen2.5-7B-Instruct.jinja", "Qwen-Qwen3.jinja",
                            "NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja"}) {

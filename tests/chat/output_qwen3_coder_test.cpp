@@ -80,6 +80,18 @@ TEST(OutputQwen3Coder, MalformedCallsStayText) {
   expect_text("qwen3_coder", o, "<tool_call><function=run><parameter=cmd>x</function></tool_call>");
 }
 
+TEST(OutputQwen3Coder, LongValueInSmallPieces) {
+  std::string body(200000, 'x');
+  for (size_t i = 0; i < body.size(); i += 41) body[i] = '<';
+  std::string text = "<tool_call>\n<function=run>\n<parameter=cmd>\n" + body +
+                     "\n</parameter>\n</function>\n</tool_call>";
+  std::vector<size_t> cuts;
+  for (size_t c = 3; c < text.size(); c += 3) cuts.push_back(c);
+  Parsed p = run_cuts("qwen3_coder", "none", coder_tools(), text, cuts);
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].arguments, "{\"cmd\":\"" + body + "\"}");
+}
+
 TEST(OutputQwen3Coder, DetectsCoderTemplateBeforeHermes) {
   // The Qwen3-Coder template teaches the XML form inside <tool_call>; no copy is in the shared
   // templates, so this checks the rule on the marker lines the template writes.
