@@ -1,7 +1,10 @@
 // allOf (merged when every branch is an object schema) and the oneOf check: branches must be
 // provably disjoint (by JSON type, or by a required property with distinct const/enum values),
 // since a value matching two branches would fail oneOf.
+#include <algorithm>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "engine/grammar/json_schema.h"
 
@@ -42,6 +45,38 @@ bool is_required(const json& s, const std::string& p) {
     if (r.is_string() && r.get<std::string>() == p) return true;
   }
   return false;
+}
+
+// The merged properties that every branch allows: dropped (or, if required, refused) where a
+// branch has additionalProperties false without listing them.
+Result<json> allowed_by_all(const std::vector<const json*>& parts, const json& props,
+                            const std::vector<std::string>& required, const std::string& path) {
+  json merged_props = json::object();
+  for (const auto& [name, sub] : props.items()) {
+    bool allowed = true;
+    for (const json* p : parts) {
+      bool listed = p->contains("properties") && (*p)["properties"].is_object() &&
+                    (*p)["properties"].contains(name);
+      if (listed || !p->contains("additionalProperties")) continue;
+      const json& ap = (*p)["additionalProperties"];
+      if (ap.is_boolean() && !ap.get<bool>()) {
+        allowed = false;
+      } else if (!ap.is_boolean()) {
+        return make_error(ErrorCode::kUnsupported,
+                          "'allOf' at {}: 'additionalProperties' with a schema in a branch is "
+                          "not supported",
+                          pointer_path(path));
+      }
+    }
+    bool req = std::find(required.begin(), required.end(), name) != required.end();
+    if (!allowed && req) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "'allOf' at {}: required property '{}' is forbidden by another branch",
+                        pointer_path(path), name);
+    }
+    if (allowed) merged_props[name] = sub;
+  }
+  return merged_props;
 }
 
 }  // namespace
@@ -195,33 +230,7 @@ Result<ExprPtr> SchemaCompiler::compile_all_of(const json& s, const std::string&
   for (const auto& r : required) {
     if (!props.contains(r)) props[r] = true;
   }
-  // A property must be allowed by every branch: dropped (or, if required, refused) where a
-  // branch has additionalProperties false without listing it.
-  json merged_props = json::object();
-  for (const auto& [name, sub] : props.items()) {
-    bool allowed = true;
-    for (const json* p : parts) {
-      bool listed = p->contains("properties") && (*p)["properties"].is_object() &&
-                    (*p)["properties"].contains(name);
-      if (listed || !p->contains("additionalProperties")) continue;
-      const json& ap = (*p)["additionalProperties"];
-      if (ap.is_boolean() && !ap.get<bool>()) {
-        allowed = false;
-      } else if (!ap.is_boolean()) {
-        return make_error(ErrorCode::kUnsupported,
-                          "'allOf' at {}: 'additionalProperties' with a schema in a branch is "
-                          "not supported",
-                          pointer_path(path));
-      }
-    }
-    bool req = std::find(required.begin(), required.end(), name) != required.end();
-    if (!allowed && req) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        "'allOf' at {}: required property '{}' is forbidden by another branch",
-                        pointer_path(path), name);
-    }
-    if (allowed) merged_props[name] = sub;
-  }
+  TF_ASSIGN_OR_RETURN(json merged_props, allowed_by_all(parts, props, required, path));
   json merged = {{"type", "object"}, {"properties", merged_props}, {"additionalProperties", false}};
   json req = json::array();
   std::set<std::string> seen;
