@@ -6,6 +6,38 @@
 #include "api/text_filters.h"
 
 namespace tf::api {
+namespace {
+
+// Folds a parser's events into a delta; returns how many tool calls ended.
+int add_events(Delta& d, const std::vector<chat::OutputEvent>& events) {
+  using Kind = chat::OutputEvent::Kind;
+  int ended = 0;
+  for (const auto& e : events) {
+    switch (e.kind) {
+      case Kind::kContent:
+        d.content += e.text;
+        break;
+      case Kind::kReasoning:
+        d.reasoning += e.text;
+        break;
+      case Kind::kToolCallBegin:
+        d.tool_calls.push_back({e.index, e.id, e.name, ""});
+        break;
+      case Kind::kToolCallArguments:
+        if (d.tool_calls.empty() || d.tool_calls.back().index != e.index) {
+          d.tool_calls.push_back({e.index, "", "", ""});
+        }
+        d.tool_calls.back().arguments += e.text;
+        break;
+      case Kind::kToolCallEnd:
+        ++ended;
+        break;
+    }
+  }
+  return ended;
+}
+
+}  // namespace
 
 Outcome run_generation(engine::EngineClient& engine, const tokenizer::Tokenizer& tok,
                        engine::Request request, const GenerationOptions& options,
@@ -21,24 +53,22 @@ Outcome run_generation(engine::EngineClient& engine, const tokenizer::Tokenizer&
   tokenizer::IncrementalDetokenizer detok(tok);
   for (int32_t t : prompt) detok.push(t);  // the reply's text continues the prompt's
   StopMatcher stops(options.stop);
-  ReasoningSplitter reasoning("<think>", "</think>", options.start_in_reasoning);
   bool cancelled = false;
+  int calls = 0;
 
-  // Text flows detokenizer -> stop strings -> reasoning split, so a stop string inside the
+  // Text flows detokenizer -> stop strings -> output parser, so a stop string inside the
   // reasoning also ends generation, as in vLLM.
   auto emit = [&](std::string text, std::vector<TokenLogprobInfo> lps, bool final) {
     Delta d;
     std::string visible = stops.push(text);
     if (final) visible += stops.flush();
-    if (options.split_reasoning) {
-      auto split = reasoning.push(visible);
+    if (options.parser) {
+      auto events = options.parser->push(visible);
       if (final) {
-        auto rest = reasoning.flush();
-        split.reasoning += rest.reasoning;
-        split.content += rest.content;
+        auto rest = options.parser->finish();
+        events.insert(events.end(), rest.begin(), rest.end());
       }
-      d.content = std::move(split.content);
-      d.reasoning = std::move(split.reasoning);
+      calls += add_events(d, events);
     } else {
       d.content = std::move(visible);
     }
@@ -95,7 +125,9 @@ Outcome run_generation(engine::EngineClient& engine, const tokenizer::Tokenizer&
             from_engine_error(f->error.value_or(Error{ErrorCode::kInternal, "unknown error"}));
       } else {
         emit(detok.flush(), {}, true);
-        out.finish_reason = f->reason == engine::FinishReason::kLength ? "length" : "stop";
+        out.finish_reason = f->reason == engine::FinishReason::kLength ? "length"
+                            : calls > 0                                ? "tool_calls"
+                                                                       : "stop";
       }
     }
   }

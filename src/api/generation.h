@@ -11,6 +11,7 @@
 
 #include "api/api_error.h"
 #include "api/responder.h"
+#include "chat/output/output_parser.h"
 #include "engine/engine_client.h"
 #include "tokenizer/tokenizer.h"
 
@@ -27,23 +28,34 @@ struct TokenLogprobInfo {
   std::vector<TopLogprob> top;
 };
 
+// A piece of a tool call: the call's first piece carries its id and name, later ones more of its
+// arguments' JSON text.
+struct ToolCallDelta {
+  int index = 0;
+  std::string id, name;
+  std::string arguments;
+};
+
 struct Delta {
   std::string content;
   std::string reasoning;
+  std::vector<ToolCallDelta> tool_calls;
   std::vector<TokenLogprobInfo> logprobs;
-  bool empty() const { return content.empty() && reasoning.empty() && logprobs.empty(); }
+  bool empty() const {
+    return content.empty() && reasoning.empty() && tool_calls.empty() && logprobs.empty();
+  }
 };
 
 struct GenerationOptions {
   std::vector<std::string> stop;
-  // Split <think>...</think> into reasoning; start inside it when the prompt opened the block.
-  bool split_reasoning = false;
-  bool start_in_reasoning = false;
+  // Splits reasoning and tool calls out of the text (chat); null: all text is content.
+  std::unique_ptr<chat::OutputParser> parser;
   bool logprobs = false;
 };
 
 struct Outcome {
-  std::string finish_reason;  // "stop", "length", or "cancelled" (client gone)
+  // "stop", "length", "tool_calls" (the reply called tools), or "cancelled" (client gone).
+  std::string finish_reason;
   engine::Usage usage;
   std::optional<ApiError> error;
 };

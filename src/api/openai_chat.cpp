@@ -28,11 +28,28 @@ json logprob_entries(const std::vector<TokenLogprobInfo>& lps) {
   return content;
 }
 
-// True when the rendered prompt leaves the model inside a <think> block (e.g. DeepSeek-R1).
-bool ends_in_think(std::string_view prompt) {
-  while (!prompt.empty() && (prompt.back() == '\n' || prompt.back() == ' '))
-    prompt.remove_suffix(1);
-  return prompt.ends_with("<think>");
+json tool_call_json(const ToolCallDelta& c) {
+  json fn = json::object();
+  if (!c.name.empty()) fn["name"] = c.name;
+  fn["arguments"] = c.arguments;
+  json j = {{"index", c.index}};
+  if (!c.id.empty()) {
+    j["id"] = c.id;
+    j["type"] = "function";
+  }
+  j["function"] = std::move(fn);
+  return j;
+}
+
+std::vector<chat::ToolSpec> offered_tools(const json& tools) {
+  std::vector<chat::ToolSpec> out;
+  if (!tools.is_array()) return out;
+  for (const auto& t : tools) {
+    const json& fn = t["function"];
+    out.push_back({fn["name"].get<std::string>(),
+                   fn.contains("parameters") ? fn["parameters"] : json::object()});
+  }
+  return out;
 }
 
 }  // namespace
@@ -54,9 +71,14 @@ void Service::chat_completions(std::string_view body, Responder& r) {
 
   GenerationOptions gen;
   gen.stop = req->common.stop;
-  gen.split_reasoning = has_think_tokens_;
-  gen.start_in_reasoning = has_think_tokens_ && ends_in_think(*prompt_text);
   gen.logprobs = req->logprobs;
+  chat::ParserOptions po;
+  if (!req->tool_choice_none) po.tools = offered_tools(req->tools);
+  po.parse_reasoning = reasoning_format_ != "none";
+  po.start_in_reasoning = po.parse_reasoning && chat::prompt_opens_reasoning(*prompt_text);
+  auto parser = chat::make_output_parser(tool_format_, reasoning_format_, std::move(po));
+  if (!parser) return send_error(r, from_engine_error(parser.error()));
+  gen.parser = std::move(*parser);
 
   const std::string id = new_id("chatcmpl");
   const int64_t created = unix_now();
@@ -83,6 +105,11 @@ void Service::chat_completions(std::string_view body, Responder& r) {
       json delta = json::object();
       if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
       if (!d.content.empty()) delta["content"] = d.content;
+      if (!d.tool_calls.empty()) {
+        json calls = json::array();
+        for (const auto& c : d.tool_calls) calls.push_back(tool_call_json(c));
+        delta["tool_calls"] = std::move(calls);
+      }
       json lp = gen.logprobs ? json{{"content", logprob_entries(d.logprobs)}} : json(nullptr);
       return r.send_event(dump(chunk(delta, lp, nullptr)));
     });
@@ -94,17 +121,36 @@ void Service::chat_completions(std::string_view body, Responder& r) {
   }
 
   std::string content, reasoning;
+  std::vector<ToolCallDelta> calls;  // whole calls, in index order
   std::vector<TokenLogprobInfo> lps;
   Outcome out = run_generation(*engine_, *tok_, std::move(*ereq), gen, r, [&](const Delta& d) {
     content += d.content;
     reasoning += d.reasoning;
+    for (const auto& c : d.tool_calls) {
+      if (!c.id.empty() || calls.empty()) {
+        calls.push_back(c);
+      } else {
+        calls.back().arguments += c.arguments;
+      }
+    }
     lps.insert(lps.end(), d.logprobs.begin(), d.logprobs.end());
     return true;
   });
   if (out.error) return send_error(r, *out.error);
   if (out.finish_reason == "cancelled") return;
-  json message = {{"role", "assistant"}, {"content", content}};
+  // OpenAI sends null content beside tool calls when the reply has no text.
+  json message = {{"role", "assistant"},
+                  {"content", calls.empty() || !content.empty() ? json(content) : json(nullptr)}};
   if (!reasoning.empty()) message["reasoning_content"] = reasoning;
+  if (!calls.empty()) {
+    json list = json::array();
+    for (const auto& c : calls) {
+      list.push_back({{"id", c.id},
+                      {"type", "function"},
+                      {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+    }
+    message["tool_calls"] = std::move(list);
+  }
   json choice = {
       {"index", 0},
       {"message", message},

@@ -266,6 +266,24 @@ ApiResult<json> validate_messages(const json& body) {
   return messages;
 }
 
+// tool_choice: "auto" and "none" are honoured; "required" and a named function would have to be
+// forced by a grammar, so they are refused rather than silently treated as "auto".
+ApiResult<bool> parse_tool_choice(const json& body) {
+  auto it = body.find("tool_choice");
+  if (it == body.end() || it->is_null()) return false;
+  if (it->is_string() && (*it == "auto" || *it == "none")) return *it == "none";
+  if (it->is_string() && *it != "required") {
+    return invalid_param("tool_choice",
+                         "'tool_choice' must be \"none\", \"auto\", \"required\" or "
+                         "{\"type\": \"function\", \"function\": {\"name\": ...}}");
+  }
+  if (!it->is_string() && !it->is_object())
+    return wrong_type("tool_choice", "a string or an object", *it);
+  return invalid_param("tool_choice",
+                       "'tool_choice' \"required\" or a named function needs constrained decoding, "
+                       "which this server does not offer yet; use \"auto\"");
+}
+
 }  // namespace
 
 ApiResult<ChatRequest> parse_chat_request(const json& body) {
@@ -282,6 +300,19 @@ ApiResult<ChatRequest> parse_chat_request(const json& body) {
       }
     }
     r.tools = *it;
+  }
+  TF_API_TRY(r.tool_choice_none, parse_tool_choice(body));
+  TF_API_TRY(bool parallel, boolean(body, "parallel_tool_calls", true));
+  (void)parallel;  // several calls are always parsed; one call per reply needs a grammar
+  if (auto it = body.find("response_format"); it != body.end() && !it->is_null()) {
+    if (!it->is_object() || !it->contains("type") || !(*it)["type"].is_string())
+      return wrong_type("response_format", "an object with a 'type'", *it);
+    if ((*it)["type"] != "text") {
+      return invalid_param("response_format",
+                           "'response_format' of type '" + (*it)["type"].get<std::string>() +
+                               "' needs constrained decoding, which this server does not offer "
+                               "yet; only 'text' is accepted");
+    }
   }
   if (auto it = body.find("chat_template_kwargs"); it != body.end() && !it->is_null()) {
     if (!it->is_object()) return wrong_type("chat_template_kwargs", "an object", *it);

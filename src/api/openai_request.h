@@ -37,6 +37,7 @@ struct ChatRequest {
   // ordered_json: templates' tojson shows keys in the order the client sent them.
   nlohmann::ordered_json messages;  // validated: array of {role, content|tool_calls|...}
   nlohmann::ordered_json tools;     // array or null
+  bool tool_choice_none = false;    // "none": tools are shown to the template, no call is parsed
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
   bool add_generation_prompt = true;
   bool logprobs = false;

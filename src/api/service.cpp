@@ -6,10 +6,12 @@
 
 #include <chrono>
 #include <random>
+#include <tuple>
 
 #include "api/json_util.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "chat/output/output_parser.h"
 
 namespace tf::api {
 
@@ -29,9 +31,18 @@ Service::Service(std::shared_ptr<engine::EngineClient> engine,
   id_salt_ = static_cast<uint64_t>(rd()) << 32 | rd();
   fingerprint_ =
       fmt::format("tf-{:08x}", static_cast<uint32_t>(std::hash<std::string>{}(model_.id)));
-  // Reasoning is split only for vocabularies that have the tags as single tokens.
-  has_think_tokens_ = tok_->encode("<think>", false, true).size() == 1 &&
-                      tok_->encode("</think>", false, true).size() == 1;
+  // Formats the chat template teaches; reasoning is split for any vocabulary that has the think
+  // tags as single tokens, whatever the template says.
+  if (template_) {
+    std::tie(tool_format_, reasoning_format_) =
+        chat::detect_output_formats(template_->source(), model_.architecture);
+  }
+  if (tok_->encode("<think>", false, true).size() == 1 &&
+      tok_->encode("</think>", false, true).size() == 1) {
+    reasoning_format_ = "think";
+  }
+  if (!model_.tool_parser.empty()) tool_format_ = model_.tool_parser;
+  if (!model_.reasoning_parser.empty()) reasoning_format_ = model_.reasoning_parser;
 }
 
 void Service::send_error(Responder& r, const ApiError& e) {

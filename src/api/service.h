@@ -23,6 +23,10 @@ struct ModelInfo {
   std::string id;                    // the served name
   std::vector<std::string> aliases;  // other names requests may use
   int64_t created = 0;               // unix seconds
+  std::string architecture;          // the checkpoint's, for picking output formats
+  // Output formats (chat::tool_formats(), chat::reasoning_formats()); empty: detected from the
+  // chat template and the architecture.
+  std::string tool_parser, reasoning_parser;
 };
 
 // Defaults applied when a request leaves a field unset (generation_config.json, then flags).
@@ -75,7 +79,7 @@ class Service {
   Defaults defaults_;
   uint64_t seed_salt_;
   std::string fingerprint_;
-  bool has_think_tokens_ = false;
+  std::string tool_format_ = "none", reasoning_format_ = "none";
   std::atomic<uint64_t> next_id_{1};
   uint64_t id_salt_ = 0;  // random per process, so reply ids never repeat across restarts
 };

@@ -1,4 +1,4 @@
-// StopMatcher and ReasoningSplitter.
+// StopMatcher.
 #include "api/text_filters.h"
 
 #include <algorithm>
@@ -45,45 +45,6 @@ std::string StopMatcher::push(std::string_view piece) {
 std::string StopMatcher::flush() {
   if (stopped_) return {};
   return std::exchange(held_, {});
-}
-
-ReasoningSplitter::ReasoningSplitter(std::string open_tag, std::string close_tag,
-                                     bool start_in_reasoning)
-    : open_(std::move(open_tag)),
-      close_(std::move(close_tag)),
-      in_reasoning_(start_in_reasoning),
-      seen_open_(start_in_reasoning) {}
-
-ReasoningSplitter::Split ReasoningSplitter::push(std::string_view piece) {
-  Split out;
-  held_ += piece;
-  for (;;) {
-    const std::string& tag = in_reasoning_ ? close_ : open_;
-    std::string& sink = in_reasoning_ ? out.reasoning : out.content;
-    if (!in_reasoning_ && seen_open_) {  // after </think>, everything is content
-      sink += held_;
-      held_.clear();
-      return out;
-    }
-    size_t at = held_.find(tag);
-    if (at != std::string::npos) {
-      sink += held_.substr(0, at);
-      held_.erase(0, at + tag.size());
-      if (!in_reasoning_) seen_open_ = true;
-      in_reasoning_ = !in_reasoning_;
-      continue;
-    }
-    size_t keep = partial_suffix(held_, tag);
-    sink += held_.substr(0, held_.size() - keep);
-    held_.erase(0, held_.size() - keep);
-    return out;
-  }
-}
-
-ReasoningSplitter::Split ReasoningSplitter::flush() {
-  Split out;
-  (in_reasoning_ ? out.reasoning : out.content) = std::exchange(held_, {});
-  return out;
 }
 
 }  // namespace tf::api

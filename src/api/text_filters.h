@@ -1,5 +1,5 @@
-// Streaming text filters applied after detokenization: stop strings (matched across token
-// boundaries, never emitted) and the split of <think> reasoning from the answer.
+// Streaming text filter applied after detokenization: stop strings (matched across token
+// boundaries, never emitted). Reasoning and tool calls are split later, by chat/output's parsers.
 #pragma once
 
 #include <string>
@@ -23,24 +23,6 @@ class StopMatcher {
   std::vector<std::string> stops_;
   std::string held_;
   bool stopped_ = false;
-};
-
-// Splits generated text into reasoning (inside <think>...</think>) and content. Tags are never
-// emitted; a partial tag at the end of a piece is held until it resolves.
-class ReasoningSplitter {
- public:
-  ReasoningSplitter(std::string open_tag, std::string close_tag, bool start_in_reasoning);
-  struct Split {
-    std::string reasoning, content;
-  };
-  Split push(std::string_view piece);
-  Split flush();
-
- private:
-  std::string open_, close_;
-  bool in_reasoning_;
-  bool seen_open_ = false;  // only the first <think> opens reasoning
-  std::string held_;
 };
 
 }  // namespace tf::api

@@ -53,6 +53,7 @@ Result<ChatTemplate> ChatTemplate::from_tokenizer_config(std::string_view json_t
     auto t = jinja::Template::parse(src.get<std::string>());
     if (!t.ok()) return t.error().with_context("chat_template '" + name + "'");
     ct.templates_.emplace_back(std::move(name), std::move(t).value());
+    ct.source_ += src.get<std::string>() + "\n";
     return {};
   };
   if (field->is_string()) {
@@ -79,6 +80,7 @@ Result<ChatTemplate> ChatTemplate::from_string(std::string_view source, std::str
   if (!t.ok()) return t.error();
   ChatTemplate ct;
   ct.templates_.emplace_back("default", std::move(t).value());
+  ct.source_ = source;
   ct.bos_token_ = std::move(bos_token);
   ct.eos_token_ = std::move(eos_token);
   // Like a tokenizer without that token: an empty string leaves the variable undefined.

@@ -43,9 +43,12 @@ class ChatTemplate {
   const std::string& bos_token() const { return bos_token_; }
   const std::string& eos_token() const { return eos_token_; }
   std::vector<std::string> template_names() const;
+  // Every template's source, joined: what the output formats are detected from.
+  const std::string& source() const { return source_; }
 
  private:
   std::vector<std::pair<std::string, jinja::Template>> templates_;
+  std::string source_;
   std::string bos_token_;
   std::string eos_token_;
   nlohmann::ordered_json special_tokens_ =

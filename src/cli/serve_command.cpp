@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "api/service.h"
+#include "chat/output/output_parser.h"
 #include "checkpoint/checkpoint.h"
 #include "cli/commands.h"
 #include "cli/http_options.h"
@@ -44,6 +45,7 @@ struct ServeArgs {
   std::vector<std::string> api_keys;
   size_t max_body_mib = 8;
   server::ServerOptions http;  // the HTTP limits and timeouts, set by flags
+  std::string tool_parser, reasoning_parser;  // empty: detected from the chat template
 };
 
 int fail(const Error& e) {
@@ -92,7 +94,8 @@ int serve(ServeArgs a) {
                       a.aliases,
                       std::chrono::duration_cast<std::chrono::seconds>(
                           std::chrono::system_clock::now().time_since_epoch())
-                          .count()};
+                          .count(),
+                      ckpt->config().architecture, a.tool_parser, a.reasoning_parser};
   auto service = std::make_shared<api::Service>(engine, opened->tokenizer, std::move(chat_template),
                                                 info, defaults, eo.seed_salt);
 
@@ -178,6 +181,12 @@ std::function<int()> add_serve_command(CLI::App& app) {
   cmd->add_option("--max-body-mib", a->max_body_mib, "Largest request body accepted")
       ->check(CLI::Range(1, 1024));
   add_http_options(*cmd, a->http);
+  cmd->add_option("--tool-parser", a->tool_parser,
+                  "Tool-call syntax of replies (default: detected from the chat template)")
+      ->check(CLI::IsMember(chat::tool_formats()));
+  cmd->add_option("--reasoning-parser", a->reasoning_parser,
+                  "Reasoning markers of replies (default: detected)")
+      ->check(CLI::IsMember(chat::reasoning_formats()));
   return [a] { return serve(*a); };
 }
 

@@ -733,6 +733,106 @@ TEST_F(ServiceTest, TemplateRefusalsKeepTheirWordsButFailuresHideTheTemplate) {
   EXPECT_EQ(msg.find("upper"), std::string::npos) << msg;
 }
 
+// ---- tool calls (the template teaches Hermes-style <tool_call> blocks) ----
+
+class ToolCallTest : public ServiceTest {
+ protected:
+  void SetUp() override {
+    make_service(std::string(kTemplate) + "{# tools are called as <tool_call>{...}</tool_call> #}");
+  }
+  // Scripts `text` byte by byte (the fake vocabulary has every byte), so a call's markers and
+  // JSON arrive split at every position.
+  void script_text(const std::string& text) {
+    std::vector<int32_t> ids;
+    for (unsigned char c : text) ids.push_back(FakeTokenizer::kByte0 + c);
+    engine->add(Script::tokens(ids));
+  }
+  static json tools_body(json extra = json::object()) {
+    json b = json::parse(chat_body());
+    json params = {{"type", "object"}, {"properties", {{"city", {{"type", "string"}}}}}};
+    json fn = {{"name", "get_weather"}, {"parameters", params}};
+    b["tools"] = json::array({{{"type", "function"}, {"function", fn}}});
+    b.update(extra);
+    return b;
+  }
+};
+
+TEST_F(ToolCallTest, WholeAndStreamedCallsAgree) {
+  const std::string text =
+      "Let me check.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"Paris\"}}\n</tool_call>";
+  script_text(text);
+  auto whole = chat(tools_body().dump());
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  json choice = whole.json()["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls");
+  EXPECT_EQ(choice["message"]["content"], "Let me check.");
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u);
+  json call = choice["message"]["tool_calls"][0];
+  EXPECT_EQ(call["type"], "function");
+  EXPECT_EQ(call["function"]["name"], "get_weather");
+  EXPECT_EQ(json::parse(call["function"]["arguments"].get<std::string>()),
+            json({{"city", "Paris"}}));
+  EXPECT_TRUE(call["id"].get<std::string>().starts_with("call_"));
+
+  script_text(text);
+  auto streamed = chat(tools_body({{"stream", true}}).dump());
+  EXPECT_EQ(joined(streamed), "Let me check.");
+  std::string name, arguments, id, finish;
+  for (const auto& c : streamed.chunks()) {
+    const json& d = c["choices"][0]["delta"];
+    if (!c["choices"][0]["finish_reason"].is_null()) finish = c["choices"][0]["finish_reason"];
+    if (!d.contains("tool_calls")) continue;
+    for (const auto& t : d["tool_calls"]) {
+      EXPECT_EQ(t["index"], 0);
+      if (t.contains("id")) id = t["id"];
+      if (t["function"].contains("name")) name += t["function"]["name"].get<std::string>();
+      arguments += t["function"]["arguments"].get<std::string>();
+    }
+  }
+  EXPECT_EQ(finish, "tool_calls");
+  EXPECT_EQ(name, "get_weather");
+  EXPECT_EQ(arguments, call["function"]["arguments"]);
+  EXPECT_TRUE(id.starts_with("call_"));
+}
+
+TEST_F(ToolCallTest, MalformedUnknownAndRefusedCallsStayText) {
+  const std::vector<std::string> texts = {
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": }\n</tool_call>",
+      "<tool_call>\n{\"name\": \"launch_rockets\", \"arguments\": {}}\n</tool_call>",
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}",
+  };
+  for (const auto& text : texts) {
+    SCOPED_TRACE(text);
+    script_text(text);
+    auto r = chat(tools_body().dump());
+    ASSERT_EQ(r.status, 200) << r.body;
+    json choice = r.json()["choices"][0];
+    EXPECT_EQ(choice["message"]["content"], text);
+    EXPECT_FALSE(choice["message"].contains("tool_calls"));
+    EXPECT_EQ(choice["finish_reason"], "stop");
+  }
+  // tool_choice "none": the template still sees the tools, but no call is parsed.
+  const std::string call =
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>";
+  script_text(call);
+  auto r = chat(tools_body({{"tool_choice", "none"}}).dump());
+  EXPECT_EQ(r.json()["choices"][0]["message"]["content"], call);
+}
+
+TEST_F(ToolCallTest, ForcedChoicesAndJsonFormatsAreRefusedNotIgnored) {
+  expect_invalid(chat(tools_body({{"tool_choice", "required"}}).dump()), "tool_choice");
+  expect_invalid(
+      chat(tools_body({{"tool_choice", {{"type", "function"}, {"function", {{"name", "x"}}}}}})
+               .dump()),
+      "tool_choice");
+  expect_invalid(chat(tools_body({{"tool_choice", "sometimes"}}).dump()), "tool_choice");
+  expect_invalid(chat(chat_body({{"response_format", {{"type", "json_object"}}}})),
+                 "response_format");
+  expect_invalid(chat(chat_body({{"response_format", "json"}})), "response_format");
+  EXPECT_TRUE(engine->requests().empty());
+}
+
 TEST_F(ServiceTest, ClientGoneBeforeTokenizingSubmitsAndSendsNothing) {
   for (bool chat_request : {false, true}) {
     RecordingResponder r;

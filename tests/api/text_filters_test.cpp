@@ -1,4 +1,4 @@
-// StopMatcher and ReasoningSplitter on their own: pieces arriving in every possible split.
+// StopMatcher on its own: pieces arriving in every possible split.
 #include "api/text_filters.h"
 
 #include <gtest/gtest.h>
@@ -51,34 +51,6 @@ TEST(StopMatcher, HoldsOnlyAPossiblePrefix) {
 TEST(StopMatcher, EarliestOccurrenceWins) {
   StopMatcher m({"zz", "b"});
   EXPECT_EQ(m.push("azzb"), "a");
-}
-
-TEST(ReasoningSplitter, EverySplitGivesTheSameParts) {
-  const std::string text = "<think>plan it</think>the answer";
-  for (size_t step = 1; step <= text.size(); ++step) {
-    SCOPED_TRACE(step);
-    ReasoningSplitter s("<think>", "</think>", false);
-    std::string reasoning, content;
-    for (size_t i = 0; i < text.size(); i += step) {
-      auto p = s.push(text.substr(i, step));
-      reasoning += p.reasoning;
-      content += p.content;
-    }
-    auto f = s.flush();
-    EXPECT_EQ(reasoning + f.reasoning, "plan it");
-    EXPECT_EQ(content + f.content, "the answer");
-  }
-}
-
-TEST(ReasoningSplitter, StartInsideAndOnlyFirstBlock) {
-  ReasoningSplitter s("<think>", "</think>", true);
-  auto a = s.push("hmm</think>ok <think>not again</think>");
-  EXPECT_EQ(a.reasoning, "hmm");
-  EXPECT_EQ(a.content, "ok <think>not again</think>");
-  ReasoningSplitter plain("<think>", "</think>", false);
-  auto b = plain.push("no tags <thi");
-  EXPECT_EQ(b.content, "no tags ");
-  EXPECT_EQ(plain.flush().content, "<thi");
 }
 
 }  // namespace
