@@ -65,6 +65,11 @@ TEST(JsonSchema, AdditionalProperties) {
          {R"({"id":1,"i":"y"})", true}});
   check(R"({"type":"object"})", {{"{}", true}, {R"({"k":[1,{"z":null}]})", true}});
   check(R"({"type":"object","additionalProperties":false})", {{"{}", true}, {R"({"k":1})", false}});
+  check(R"({"type":"object","properties":{"a":false,"b":{"type":"null"}},
+            "additionalProperties":true})",
+        {{R"({"b":null})", true}, {R"({"a":1})", false}, {R"({"c":1})", true}});
+  EXPECT_NE(compile_error(schema(R"({"properties":{"a":false},"required":["a"]})")).find("false"),
+            std::string::npos);
 }
 
 TEST(JsonSchema, EnumConst) {

@@ -234,10 +234,11 @@ Result<ExprPtr> SchemaCompiler::compile_object(const json& s, const std::string&
                         pointer_path(path));
     }
     for (const auto& [name, sub] : s["properties"].items()) {
+      names.insert(name);
+      if (sub.is_boolean() && !sub.get<bool>()) continue;  // must be absent: never written
       TF_ASSIGN_OR_RETURN(ExprPtr v,
                           compile(sub, path + "/properties/" + pointer_escape(name), depth + 1));
       shape.properties.push_back({json(name).dump(), v, false});
-      names.insert(name);
     }
   }
   const json ap = s.contains("additionalProperties") ? s["additionalProperties"] : json();
@@ -265,6 +266,12 @@ Result<ExprPtr> SchemaCompiler::compile_object(const json& s, const std::string&
                           pointer_path(path));
       }
       std::string name = r.get<std::string>();
+      if (s.contains("properties") && s["properties"].contains(name) &&
+          s["properties"][name] == json(false)) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "required property '{}' at {} has the schema false", name,
+                          pointer_path(path));
+      }
       auto it =
           std::find_if(shape.properties.begin(), shape.properties.end(),
                        [&](const ObjectProperty& p) { return p.key_json == json(name).dump(); });
