@@ -38,12 +38,7 @@ constexpr double kLayerParams = double(kQkv) * kHidden + double(kHidden) * kHidd
 __global__ void fill_random(bf16* p, size_t n, uint32_t seed, float scale) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x) {
-    uint32_t h = uint32_t(i) * 2654435761u ^ seed ^ uint32_t(i >> 32) * 0x9e3779b9u;
-    h ^= h >> 15;
-    h *= 0x2c1b3c6du;
-    h ^= h >> 12;
-    h *= 0x297a2d39u;
-    h ^= h >> 15;
+    const uint32_t h = tf::gpu_check::index_hash(i, seed);
     p[i] = __float2bfloat16((float(h) * 2.3283064e-10f * 2.0f - 1.0f) * scale);
   }
 }

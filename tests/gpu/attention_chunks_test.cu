@@ -29,12 +29,7 @@ constexpr int kHeads = 32, kKvHeads = 8, kHd = 128, kBs = 16;
 __global__ void fill_kernel(bf16* p, size_t n, uint32_t seed) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x) {
-    uint32_t h = uint32_t(i) * 2654435761u ^ seed ^ uint32_t(i >> 32) * 0x9e3779b9u;
-    h ^= h >> 15;
-    h *= 0x2c1b3c6du;
-    h ^= h >> 12;
-    h *= 0x297a2d39u;
-    h ^= h >> 15;
+    const uint32_t h = tf::gpu_check::index_hash(i, seed);
     const float a = float(h & 0xffff) / 65536.0f, b = float(h >> 16) / 65536.0f;
     p[i] = __float2bfloat16((a + b - 1.0f) * 2.4f);
   }

@@ -43,6 +43,17 @@ namespace tf::gpu_check {
 
 inline int g_failures = 0;
 
+// A 32-bit mix of (index, seed): the random data of the GPU tests and benches, never constant.
+__host__ __device__ inline uint32_t index_hash(size_t i, uint32_t seed) {
+  uint32_t h = uint32_t(i) * 2654435761u ^ seed ^ uint32_t(i >> 32) * 0x9e3779b9u;
+  h ^= h >> 15;
+  h *= 0x2c1b3c6du;
+  h ^= h >> 12;
+  h *= 0x297a2d39u;
+  h ^= h >> 15;
+  return h;
+}
+
 inline void expect(bool ok, const std::string& what) {
   if (!ok) {
     ++g_failures;
