@@ -132,7 +132,9 @@ TEST(BoundTest, KindsThatAdmitABound) {
       EXPECT_EQ(bound, 0u);
       EXPECT_TRUE(tok->encode(std::string(64, '\x03'), false, false).empty());
     }
-    if (tok->kind() == "wordpiece" || tok->kind() == "wordpiece-hf") EXPECT_EQ(bound, 0u) << name;
+    if (tok->kind() == "wordpiece" || tok->kind() == "wordpiece-hf") {
+      EXPECT_EQ(bound, 0u) << name;
+    }
   }
 }
 
