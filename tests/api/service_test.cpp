@@ -32,7 +32,8 @@ class ServiceTest : public ::testing::Test {
     auto t = chat::ChatTemplate::from_string(tmpl);
     ASSERT_TRUE(t.ok());
     service = std::make_unique<Service>(
-        engine, tok, *t, ModelInfo{"test-model", {"alias-model"}, 1700000000}, defaults, 42);
+        engine, tok, *t, ModelInfo{"test-model", {"alias-model"}, 1700000000, "", "", ""}, defaults,
+        42);
   }
 
   // A chat body with one user message, merged with `extra`.
