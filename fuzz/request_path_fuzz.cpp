@@ -89,7 +89,7 @@ api::Service& service() {
       std::fprintf(stderr, "request_path_fuzz: cannot load the Qwen3 tokenizer and template\n");
       std::exit(1);
     }
-    api::ModelInfo model{"m", {}, 0};
+    api::ModelInfo model{"m", {}, 0, "", "", ""};
     return new api::Service(std::make_shared<FakeEngine>(), std::move(tok).value(),
                             std::move(tmpl).value(), model, api::Defaults{}, 1);
   }();
