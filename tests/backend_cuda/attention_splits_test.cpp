@@ -38,11 +38,17 @@ TEST(AttentionSplits, SplitsGrowOnlyPastTheTargetCount) {
   EXPECT_EQ(attention_splits(128, 127), 1);
 }
 
-TEST(AttentionSplits, TileRowsFillFourWarps) {
-  EXPECT_EQ(attention_tile_rows(1), 64);
-  EXPECT_EQ(attention_tile_rows(4), 16);
-  EXPECT_EQ(attention_tile_rows(3), 21);
-  EXPECT_EQ(attention_tile_rows(64), 1);
+TEST(AttentionSplits, TileRowsFillTheKernelsLines) {
+  // The narrow kernel holds 64 query lines (four warps of 16), the wide one (the default) 128.
+  EXPECT_EQ(attention_tile_rows(1, TileKernel::kNarrow), 64);
+  EXPECT_EQ(attention_tile_rows(4, TileKernel::kNarrow), 16);
+  EXPECT_EQ(attention_tile_rows(3, TileKernel::kNarrow), 21);
+  EXPECT_EQ(attention_tile_rows(64, TileKernel::kNarrow), 1);
+  EXPECT_EQ(attention_tile_rows(1), 128);
+  EXPECT_EQ(attention_tile_rows(4), 32);
+  EXPECT_EQ(attention_tile_rows(3), 42);
+  EXPECT_EQ(attention_tile_rows(64), 2);
+  EXPECT_EQ(attention_tile_rows(128), 1);
 }
 
 }  // namespace
