@@ -11,6 +11,7 @@
 #include <random>
 
 #include "engine/grammar/token_table.h"
+#include "grammar/tokenizer_vocabulary.h"  // tests/: the vocabulary of a tokenizer
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -93,13 +94,7 @@ int main(int argc, char** argv) {
     std::cerr << tok.error().message << "\n";
     return 1;
   }
-  std::vector<std::string> tokens;
-  std::vector<int32_t> eos, special;
-  for (int id = 0; id < (*tok)->vocab_size(); ++id) {
-    tokens.push_back((*tok)->token_bytes(id));
-    if ((*tok)->is_eog(id)) eos.push_back(id);
-    if ((*tok)->is_special(id)) special.push_back(id);
-  }
+  auto [tokens, eos, special] = tf::grammar::testing::tokenizer_vocabulary(**tok);
   auto t0 = Clock::now();
   auto vocab = tf::grammar::Vocabulary::create(std::move(tokens), eos, special);
   std::printf("vocabulary: %d tokens, trie %zu nodes, built in %.1f ms\n\n", vocab->size(),

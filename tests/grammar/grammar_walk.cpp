@@ -10,6 +10,7 @@
 
 #include "engine/grammar/grammar.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer_vocabulary.h"
 
 namespace {
 
@@ -102,13 +103,7 @@ int main(int argc, char** argv) {
     std::cerr << tok.error().message << "\n";
     return 1;
   }
-  std::vector<std::string> tokens;
-  std::vector<int32_t> eos, special;
-  for (int id = 0; id < (*tok)->vocab_size(); ++id) {
-    tokens.push_back((*tok)->token_bytes(id));
-    if ((*tok)->is_eog(id)) eos.push_back(id);
-    if ((*tok)->is_special(id)) special.push_back(id);
-  }
+  auto [tokens, eos, special] = tf::grammar::testing::tokenizer_vocabulary(**tok);
   auto vocab = tf::grammar::Vocabulary::create(std::move(tokens), eos, special);
   int samples = std::atoi(argv[3]);
   std::mt19937_64 rng(std::strtoull(argv[4], nullptr, 10));
