@@ -1,10 +1,9 @@
 // Engine implementation: the loop drains submissions and cancellations, asks the scheduler for a
-// step, runs it, samples, and posts events. A failed step is retried chunk by chunk so a fault
-// costs only the streams that cause it.
+// step, has the model runner run it, the row sampler pick each row's token and the output
+// processor append and send it.
 #include "engine/engine.h"
 
 #include <algorithm>
-#include <exception>
 
 namespace tf::engine {
 
@@ -36,20 +35,41 @@ namespace {
 int64_t pool_blocks(const model::Model& m, const EngineOptions& o) {
   return std::max<int64_t>(1, o.kv_budget_bytes / model::KvCache::block_bytes(m.config()));
 }
+
+// The longest sequence: the model's context (or the option's), bounded by the pool.
+int64_t engine_context(const model::Model& m, const EngineOptions& o) {
+  const int64_t pool_tokens = pool_blocks(m, o) * model::KvCache::kDefaultBlockSize;
+  const int64_t model_ctx = m.config().max_position > 0 ? m.config().max_position : pool_tokens;
+  return std::min(o.context > 0 ? o.context : model_ctx, pool_tokens);
+}
+Status check_output_rules(const OutputRules& r, int vocab) {
+  if (r.grammar && r.grammar->vocabulary().size() > vocab) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "the grammar's vocabulary has {} tokens; the model's has {}",
+                      r.grammar->vocabulary().size(), vocab);
+  }
+  auto bad = [&](int32_t t) { return t < -1 || t >= vocab; };
+  if (bad(r.reasoning_open) || std::any_of(r.reasoning_close.begin(), r.reasoning_close.end(),
+                                           [&](int32_t t) { return t < 0 || t >= vocab; })) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "a reasoning marker's token is outside the vocabulary");
+  }
+  return {};
+}
 }  // namespace
 
 Engine::Engine(std::shared_ptr<model::Model> model, EngineOptions options)
     : model_(std::move(model)),
       opt_(std::move(options)),
+      context_(engine_context(*model_, opt_)),
       kv_(model_->config(), pool_blocks(*model_, opt_)),
       blocks_(kv_.num_blocks()),
       cache_(opt_.prefix_cache ? std::make_unique<PrefixCache>(blocks_, kv_.block_size())
                                : nullptr),
-      scheduler_({opt_.max_batch_tokens, opt_.max_parallel, kv_.block_size()}, cache_.get()) {
-  const int64_t pool_tokens = kv_.num_blocks() * kv_.block_size();
-  const int64_t model_ctx =
-      model_->config().max_position > 0 ? model_->config().max_position : pool_tokens;
-  context_ = std::min(opt_.context > 0 ? opt_.context : model_ctx, pool_tokens);
+      scheduler_({opt_.max_batch_tokens, opt_.max_parallel, kv_.block_size()}, cache_.get()),
+      sampler_(*model_),
+      runner_(*model_, kv_, sampler_, opt_.fault_hook),
+      output_(opt_.eog_ids, context_) {
   overlap_ = opt_.overlap.value_or(model_->overlaps_steps());
   stats_.total_blocks = kv_.num_blocks();
   thread_ = std::thread([this] { loop(); });
@@ -83,10 +103,12 @@ Result<std::shared_ptr<Channel>> Engine::submit(Request request) {
   if (request.max_tokens < 1) {
     return make_error(ErrorCode::kInvalidArgument, "max_tokens must be at least 1");
   }
+  TF_RETURN_IF_ERROR(check_output_rules(request.output, vocab));
   auto seq = std::make_unique<Sequence>();
   seq->req = std::move(request);
   seq->req.sampling.seed =
       seq->req.seed ? *seq->req.seed : derive_seed(seq->req.prompt, opt_.seed_salt);
+  if (seq->req.output.any()) seq->rules = std::make_unique<ReplyRules>(seq->req.output);
   seq->tokens = seq->req.prompt;
   seq->prompt_len = n;
   seq->cache_ns = std::hash<std::string>{}(seq->req.cache_salt);
@@ -136,7 +158,7 @@ void Engine::loop() {
     update_stats_locked();
   }
   // Shutdown: every stream still held ends cleanly with a final event.
-  if (!inflight_.empty()) model_->discard_queued();
+  if (!inflight_.empty()) runner_.discard();
   drain_inbox();
   for (auto& [id, s] : seqs_) {
     if (s->state != SeqState::kFinished) finish(*s, FinishReason::kCancelled);
@@ -198,52 +220,6 @@ void Engine::erase_finished() {
   });
 }
 
-Status Engine::forward(std::span<const ScheduledChunk> chunks, float* logits, int32_t* argmax,
-                       bool logits_needed) {
-  if (opt_.fault_hook) {
-    std::vector<RequestId> ids;
-    for (const auto& c : chunks) ids.push_back(c.seq->req.id);
-    TF_RETURN_IF_ERROR(opt_.fault_hook(ids));
-  }
-  std::vector<model::SeqChunk> batch;
-  batch.reserve(chunks.size());
-  for (const auto& c : chunks) {
-    const Sequence& s = *c.seq;
-    batch.push_back({std::span<const int32_t>(s.tokens).subspan(s.computed, c.n), s.computed,
-                     s.blocks, c.wants_logits() ? 1 : 0});
-    if (c.wants_logits() && draws_in_model(s)) {
-      batch.back().draw = device_draw(s, static_cast<uint64_t>(s.tokens.size()));
-    }
-  }
-  try {
-    return model_->forward_argmax(batch, kv_, logits, argmax, logits_needed);
-  } catch (const std::exception& e) {  // e.g. bad_alloc: contained to this step's streams
-    return make_error(ErrorCode::kInternal, "model step failed: {}", e.what());
-  }
-}
-
-std::vector<Status> Engine::run_chunks(std::span<const ScheduledChunk> chunks, float* logits,
-                                       int32_t* argmax, bool logits_needed) {
-  std::vector<Status> result(chunks.size());
-  Status all = forward(chunks, logits, argmax, logits_needed);
-  if (all.ok()) return result;
-  if (chunks.size() == 1) {
-    result[0] = all;
-    return result;
-  }
-  // Isolate: each chunk alone, its logits at its own offset. Rows of a chunk give the same
-  // values alone as in the batch, so the survivors' replies are unchanged.
-  const int64_t vocab = model_->config().vocab_size;
-  int64_t offset = 0;
-  for (size_t i = 0; i < chunks.size(); ++i) {
-    const bool wants = chunks[i].wants_logits();
-    result[i] =
-        forward(chunks.subspan(i, 1), logits + offset * vocab, argmax + offset, logits_needed);
-    offset += wants ? 1 : 0;
-  }
-  return result;
-}
-
 void Engine::step() {
   if (!inflight_.empty()) {
     step_overlapped();
@@ -270,36 +246,35 @@ void Engine::step() {
       c.seq->scheduled_once = true;
       c.seq->first_scheduled = now;
     }
-    logits_needed = logits_needed ||
-                    (c.wants_logits() && !greedy_from_argmax(*c.seq) && !draws_in_model(*c.seq));
+    logits_needed = logits_needed || (c.wants_logits() && sampler_.needs_logits(*c.seq));
   }
   if (overlap_ && launch_overlapped(plan.chunks)) return;
-  argmax_.resize(plan.chunks.size());
-  std::vector<Status> status = run_chunks(plan.chunks, logits, argmax_.data(), logits_needed);
+  values_.resize(plan.chunks.size());
+  std::vector<Status> status = runner_.run(plan.chunks, logits, values_.data(), logits_needed);
   profile_.lap("forward");
-  // Each row's token: the model's value (its argmax, or its own draw), or the host's work on its
-  // logits row (a draw, logprobs), done on the model's host threads at once (each a function of
-  // its row alone); then emitted in order. id -1: the chunk emits no token.
+  // Each row's token: the model's value, a forced token, or the host's work on its logits row
+  // (a draw, logprobs), done on the model's host threads at once (each a function of its row
+  // alone); then emitted in order.
   std::vector<Drawn> drawn(plan.chunks.size());
   std::vector<std::pair<size_t, const float*>> host_rows;  // (chunk, its logits row)
   int64_t offset = 0;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     if (!plan.chunks[i].wants_logits()) continue;
     const float* row = logits + offset * vocab;
-    drawn[i].id = argmax_[offset++];
-    const Sequence& s = *plan.chunks[i].seq;
-    const bool host_draw = !greedy_from_argmax(s) && !draws_in_model(s);
-    if (status[i].ok() && (host_draw || s.req.logprobs >= 0)) host_rows.emplace_back(i, row);
+    const int32_t value = values_[offset++];
+    Sequence& s = *plan.chunks[i].seq;
+    if (!status[i].ok()) continue;
+    if (sampler_.needs_logits(s)) {
+      drawn[i].id = value;
+      host_rows.emplace_back(i, row);
+    } else {
+      drawn[i] = sampler_.pick(s, nullptr, value);
+    }
   }
   auto work = [&](size_t b, size_t e) {
     for (size_t k = b; k < e; ++k) {
       const auto [i, row] = host_rows[k];
-      const Sequence& s = *plan.chunks[i].seq;
-      Drawn& d = drawn[i];
-      d.id = draw(s, row, d.id);
-      if (s.req.logprobs >= 0) {
-        d.logprob = chosen_logprob({row, static_cast<size_t>(vocab)}, d.id, &d.top, s.req.logprobs);
-      }
+      drawn[i] = sampler_.pick(*plan.chunks[i].seq, row, drawn[i].id);
     }
   };
   if (ThreadPool* pool = model_->host_pool(); pool != nullptr && host_rows.size() > 1) {
@@ -315,7 +290,13 @@ void Engine::step() {
       continue;
     }
     advance(s, plan.chunks[i].n);
-    if (drawn[i].id >= 0) emit_token(s, std::move(drawn[i]));
+    if (drawn[i].dead_end) {
+      finish(s, FinishReason::kError,
+             make_error(ErrorCode::kInvalidArgument,
+                        "the output's grammar allows no token of this model's vocabulary here"));
+    } else if (drawn[i].id >= 0) {
+      emit_token(s, std::move(drawn[i]));
+    }
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -335,30 +316,6 @@ void Engine::advance(Sequence& s, int64_t n) {
   }
 }
 
-Status Engine::launch_rows(const std::vector<Sequence*>& seqs, bool follow) {
-  if (opt_.fault_hook) {
-    std::vector<RequestId> ids;
-    for (const Sequence* s : seqs) ids.push_back(s->req.id);
-    TF_RETURN_IF_ERROR(opt_.fault_hook(ids));
-  }
-  // A following step's row sits one past the last token: the token itself is still on the
-  // device (the step before's argmax), so the chunk's token span is only a stand-in.
-  std::vector<model::SeqChunk> batch;
-  batch.reserve(seqs.size());
-  for (const Sequence* s : seqs) {
-    const int64_t pos = follow ? static_cast<int64_t>(s->tokens.size()) : s->computed;
-    batch.push_back({std::span(s->tokens).last(1), pos, s->blocks, 1});
-    // The token after pos: index pos + 1 (forward()'s rows draw index tokens.size(), one past
-    // their last position, alike).
-    if (draws_in_model(*s)) batch.back().draw = device_draw(*s, static_cast<uint64_t>(pos + 1));
-  }
-  try {
-    return model_->launch_decode(batch, kv_, follow);
-  } catch (const std::exception& e) {
-    return make_error(ErrorCode::kInternal, "model step failed: {}", e.what());
-  }
-}
-
 // Only decode rows whose token is the model's value (greedy's argmax, or its own draw), which a
 // following step can read on the device. Anything else, or a launch that fails, takes the plain
 // path (which isolates faults).
@@ -366,13 +323,13 @@ bool Engine::launch_overlapped(std::span<const ScheduledChunk> chunks) {
   std::vector<Sequence*> seqs;
   for (const auto& c : chunks) {
     const Sequence& s = *c.seq;
-    if (c.n != 1 || !c.wants_logits() || !(greedy_from_argmax(s) || draws_in_model(s))) {
+    if (c.n != 1 || !c.wants_logits() || sampler_.choice(s) != RowSampler::Choice::kModelValue) {
       return false;
     }
     seqs.push_back(c.seq);
   }
-  if (!launch_rows(seqs, false).ok()) {
-    model_->discard_queued();
+  if (!runner_.launch(seqs, false).ok()) {
+    runner_.discard();
     return false;
   }
   for (Sequence* s : seqs) s->in_flight = true;
@@ -392,10 +349,10 @@ void Engine::step_overlapped() {
     const int64_t next_len = static_cast<int64_t>(s->tokens.size()) + 1;
     chain = chain && s->state == SeqState::kRunning && !s->cancelled &&
             next_len - s->prompt_len < s->req.max_tokens && next_len < context_ &&
-            scheduler_.reserve(*s, next_len, blocks_);
+            (!s->rules || s->rules->free_ahead() >= 2) && scheduler_.reserve(*s, next_len, blocks_);
   }
-  if (chain && !launch_rows(inflight_, true).ok()) {
-    model_->discard_queued();  // the step before goes too: its rows rerun on the plain path
+  if (chain && !runner_.launch(inflight_, true).ok()) {
+    runner_.discard();  // the step before goes too: its rows rerun on the plain path
     for (Sequence* s : inflight_) s->in_flight = false;
     inflight_.clear();
     erase_finished();
@@ -409,10 +366,10 @@ void Engine::step_overlapped() {
   std::vector<Sequence*> rows = std::move(inflight_);
   inflight_.clear();
   std::vector<int32_t> argmax(rows.size());
-  const Status read = model_->collect(argmax.data());
+  const Status read = runner_.collect(argmax.data());
   profile_.lap("wait");
   if (!read.ok()) {  // nothing advanced: the plain path reruns these rows and isolates the fault
-    model_->discard_queued();
+    runner_.discard();
     for (Sequence* s : rows) s->in_flight = false;
     erase_finished();
     return;
@@ -437,74 +394,13 @@ void Engine::step_overlapped() {
   profile_.step_done();
 }
 
-// Greedy with nothing else asked of the logits: the model's argmax is the token (sample()'s greedy
-// branch is that same argmax), and the step needs no logits on the host.
-bool Engine::greedy_from_argmax(const Sequence& s) {
-  const auto& sp = s.req.sampling;
-  return (sp.temperature <= 0.0f || sp.top_k == 1) && !sp.has_penalties() && s.req.logprobs < 0;
-}
-
-// Sampled rows the model draws itself: its value for the row is the token. The choice depends
-// on the request alone, so a reply never mixes the two draws' orders.
-bool Engine::draws_in_model(const Sequence& s) const {
-  const auto& sp = s.req.sampling;
-  return model_->draws_on_device() && sp.temperature > 0.0f && sp.top_k != 1 &&
-         !sp.has_penalties() && s.req.logprobs < 0;
-}
-
-// The model's draw of the token at `index` of s: the request's parameters and the keyed uniform
-// of that index, as sample() keys a host draw.
-model::DeviceDraw Engine::device_draw(const Sequence& s, uint64_t index) {
-  const auto& sp = s.req.sampling;
-  return {sp.temperature, sp.top_k, sp.top_p, sp.min_p, keyed_uniform(sp.seed, index)};
-}
-
-int32_t Engine::draw(const Sequence& s, const float* row, int32_t argmax) const {
-  if (greedy_from_argmax(s) || draws_in_model(s)) return argmax;  // the model's value is the token
-  const int64_t vocab = model_->config().vocab_size;
-  std::span<const float> logits(row, static_cast<size_t>(vocab));
-  std::vector<float> adjusted;
-  const auto& sp = s.req.sampling;
-  if (sp.has_penalties()) {
-    adjusted.assign(row, row + vocab);
-    apply_penalties(adjusted, sp, std::span(s.tokens).first(s.prompt_len),
-                    std::span(s.tokens).subspan(s.prompt_len));
-    logits = adjusted;
-  }
-  return sample(logits, sp, static_cast<uint64_t>(s.tokens.size()));
-}
-
 void Engine::emit_token(Sequence& s, Drawn drawn) {
-  if (!s.prefilled_sent) {
-    s.prefilled_sent = true;
-    s.channel->push(Prefilled{std::max<int64_t>(s.cached_tokens, 0)});
-  }
-  const int32_t id = drawn.id;
-  s.tokens.push_back(id);
-  if (s.generated() == 1) s.first_token = Clock::now();
-
-  Tokens ev;
-  ev.ids = {id};
-  if (s.req.logprobs >= 0) {  // such rows always go through the host's work in step()
-    ev.logprobs.push_back(drawn.logprob.value());
-    ev.top_logprobs.push_back(std::move(drawn.top));
-  }
-  s.channel->push(std::move(ev));
+  const std::optional<FinishReason> end = output_.append(s, std::move(drawn));
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.generated_tokens;
   }
-
-  const bool eog = !s.req.ignore_eos &&
-                   std::find(opt_.eog_ids.begin(), opt_.eog_ids.end(), id) != opt_.eog_ids.end();
-  const bool stop_id =
-      std::find(s.req.stop_ids.begin(), s.req.stop_ids.end(), id) != s.req.stop_ids.end();
-  if (eog || stop_id) {
-    finish(s, FinishReason::kStop);
-  } else if (s.generated() >= s.req.max_tokens ||
-             static_cast<int64_t>(s.tokens.size()) >= context_) {
-    finish(s, FinishReason::kLength);
-  }
+  if (end) finish(s, *end);
 }
 
 void Engine::update_stats_locked() {
@@ -521,20 +417,7 @@ void Engine::finish(Sequence& s, FinishReason reason, std::optional<Error> error
   std::erase(running_, &s);
   std::erase(waiting_, &s);
   s.state = SeqState::kFinished;
-  const auto now = Clock::now();
-  auto secs = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
-  Finished f;
-  f.reason = reason;
-  f.error = std::move(error);
-  f.usage = {s.prompt_len, std::max<int64_t>(s.generated(), 0),
-             std::max<int64_t>(s.cached_tokens, 0)};
-  if (s.scheduled_once) {
-    f.timings.queued_seconds = secs(s.first_scheduled - s.submitted);
-    if (s.generated() > 0) {
-      f.timings.prefill_seconds = secs(s.first_token - s.first_scheduled);
-      f.timings.decode_seconds = secs(now - s.first_token);
-    }
-  }
+  Finished f = OutputProcessor::finished(s, reason, std::move(error));
   {
     // Before the event, so a reader who sees Finished also sees the blocks returned.
     std::lock_guard<std::mutex> lock(mu_);

@@ -19,7 +19,10 @@
 #include "engine/block_manager.h"
 #include "engine/channel.h"
 #include "engine/engine_client.h"
+#include "engine/model_runner.h"
+#include "engine/output_processor.h"
 #include "engine/request.h"
+#include "engine/row_sampler.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
 #include "engine/step_profile.h"
@@ -39,7 +42,7 @@ struct EngineOptions {
   // Overlapped greedy decode (Model::launch_decode); unset: where the model gains from it.
   std::optional<bool> overlap;
   // Test hook, called before each model step with the ids it holds; an error fails that step.
-  std::function<Status(std::span<const RequestId>)> fault_hook;
+  ModelRunner::FaultHook fault_hook;
 };
 
 struct EngineStats {
@@ -79,33 +82,16 @@ class Engine final : public EngineClient {
   void drain_inbox();
   void expire_and_cancel();
   void step();
-  // Runs the chunks; on failure retries each alone so only the failing ones are lost.
-  // Returns, per chunk, ok or the error that chunk hit.
-  std::vector<Status> run_chunks(std::span<const ScheduledChunk> chunks, float* logits,
-                                 int32_t* argmax, bool logits_needed);
-  Status forward(std::span<const ScheduledChunk> chunks, float* logits, int32_t* argmax,
-                 bool logits_needed);
-  // Overlapped decode: a step of greedy decode rows is queued (launch_overlapped) and read one
-  // loop turn later (step_overlapped), which first queues the same rows' next step where every
-  // row will still be running then, so the model computes while the engine emits.
+  // Overlapped decode: a step of rows whose token is the model's value is queued
+  // (launch_overlapped) and read one loop turn later (step_overlapped), which first queues the
+  // same rows' next step where every row will still be running then, so the model computes while
+  // the engine emits.
   bool launch_overlapped(std::span<const ScheduledChunk> chunks);
   void step_overlapped();
-  Status launch_rows(const std::vector<Sequence*>& seqs, bool follow);
   // After a step's row of `s` ran: advances it, records new whole blocks in the prefix cache.
   void advance(Sequence& s, int64_t n);
-  void erase_finished();
-  // A row's next token, and its logprobs where the request asks for them.
-  struct Drawn {
-    int32_t id = -1;
-    std::optional<Logprob> logprob = std::nullopt;
-    std::vector<Logprob> top = {};
-  };
   void emit_token(Sequence& s, Drawn drawn);
-  // The row's next token from its logits (penalties applied to a copy) or its argmax.
-  int32_t draw(const Sequence& s, const float* logits, int32_t argmax) const;
-  static bool greedy_from_argmax(const Sequence& s);
-  bool draws_in_model(const Sequence& s) const;
-  static model::DeviceDraw device_draw(const Sequence& s, uint64_t index);
+  void erase_finished();
   void finish(Sequence& s, FinishReason reason, std::optional<Error> error = std::nullopt);
   void update_stats_locked();
 
@@ -116,6 +102,9 @@ class Engine final : public EngineClient {
   BlockManager blocks_;
   std::unique_ptr<PrefixCache> cache_;
   Scheduler scheduler_;
+  RowSampler sampler_;
+  ModelRunner runner_;
+  OutputProcessor output_;
 
   // Engine-thread state.
   std::map<RequestId, std::unique_ptr<Sequence>> seqs_;
@@ -123,7 +112,7 @@ class Engine final : public EngineClient {
   std::vector<Sequence*> running_;
   uint64_t next_arrival_ = 0;
   std::vector<float> logits_;
-  std::vector<int32_t> argmax_;  // per logits row of the step
+  std::vector<int32_t> values_;  // per logits row of the step: the model's argmax or draw
   StepProfile profile_;
   bool overlap_ = false;
   std::vector<Sequence*> inflight_;  // the rows of the queued overlapped step, in order

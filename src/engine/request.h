@@ -5,18 +5,33 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "base/result.h"
+#include "engine/grammar/grammar.h"
 #include "engine/sampler.h"
 
 namespace tf::engine {
 
 using RequestId = uint64_t;
 using Clock = std::chrono::steady_clock;
+
+// The reply's shape: a grammar it must follow (after its reasoning block, when it has one) and
+// the reasoning block's markers and budget. Reasoning is tracked only where the markers are set.
+struct OutputRules {
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;  // null: free text
+  int32_t reasoning_open = -1;  // the token that opens a reasoning block as the reply's first
+  std::vector<int32_t> reasoning_close;  // the tokens that close it
+  bool starts_in_reasoning = false;      // the prompt already opened the block
+  int max_reasoning_tokens = -1;  // tokens inside the block before the engine closes it; -1: any
+
+  bool tracks_reasoning() const { return !reasoning_close.empty(); }
+  bool any() const { return grammar != nullptr || tracks_reasoning(); }
+};
 
 struct Request {
   RequestId id = 0;
@@ -31,10 +46,12 @@ struct Request {
   int priority = 0;
   std::optional<Clock::time_point> deadline;
   std::string cache_salt;
+  OutputRules output;
 };
 
 struct Prefilled {
   int64_t cached_tokens = 0;
+  int64_t reasoning_tokens = 0;  // of completion_tokens: the reasoning block's, markers included
 };
 
 struct Tokens {
@@ -50,6 +67,7 @@ struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   int64_t cached_tokens = 0;
+  int64_t reasoning_tokens = 0;  // of completion_tokens: the reasoning block's, markers included
 };
 
 struct Timings {

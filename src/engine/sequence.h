@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/channel.h"
+#include "engine/reply_rules.h"
 #include "engine/request.h"
 
 namespace tf::engine {
@@ -19,11 +20,12 @@ struct Sequence {
   SeqState state = SeqState::kWaiting;
   std::vector<int32_t> tokens;  // prompt then generated tokens
   int64_t prompt_len = 0;
-  int64_t computed = 0;         // tokens whose K/V are in the cache
-  int64_t cached_tokens = -1;   // prompt tokens served from the prefix cache (-1: not yet)
-  int64_t cache_inserted = 0;   // whole blocks already recorded in the prefix cache
-  uint64_t cache_ns = 0;        // prefix-cache namespace (from cache_salt)
-  std::vector<int32_t> blocks;  // block table
+  int64_t computed = 0;               // tokens whose K/V are in the cache
+  int64_t cached_tokens = -1;         // prompt tokens served from the prefix cache (-1: not yet)
+  int64_t cache_inserted = 0;         // whole blocks already recorded in the prefix cache
+  uint64_t cache_ns = 0;              // prefix-cache namespace (from cache_salt)
+  std::vector<int32_t> blocks;        // block table
+  std::unique_ptr<ReplyRules> rules;  // the reply's grammar and reasoning; null: none asked
   bool cancelled = false;
   bool in_flight = false;  // a row of a queued overlapped step: kept alive until it is read
   bool prefilled_sent = false;

@@ -1,0 +1,80 @@
+// ModelRunner: the step's batch for the model, fault isolation, and the overlapped launches.
+#include "engine/model_runner.h"
+
+#include <exception>
+
+namespace tf::engine {
+
+Status ModelRunner::check_fault(std::span<const RequestId> ids) const {
+  return fault_hook_ ? fault_hook_(ids) : Status{};
+}
+
+Status ModelRunner::forward(std::span<const ScheduledChunk> chunks, float* logits, int32_t* values,
+                            bool logits_needed) {
+  std::vector<RequestId> ids;
+  std::vector<model::SeqChunk> batch;
+  batch.reserve(chunks.size());
+  for (const auto& c : chunks) {
+    const Sequence& s = *c.seq;
+    ids.push_back(s.req.id);
+    batch.push_back({std::span<const int32_t>(s.tokens).subspan(s.computed, c.n), s.computed,
+                     s.blocks, c.wants_logits() ? 1 : 0});
+    if (c.wants_logits() && sampler_.draws_in_model(s)) {
+      batch.back().draw = RowSampler::device_draw(s, static_cast<uint64_t>(s.tokens.size()));
+    }
+  }
+  TF_RETURN_IF_ERROR(check_fault(ids));
+  try {
+    return model_.forward_argmax(batch, kv_, logits, values, logits_needed);
+  } catch (const std::exception& e) {  // e.g. bad_alloc: contained to this step's streams
+    return make_error(ErrorCode::kInternal, "model step failed: {}", e.what());
+  }
+}
+
+std::vector<Status> ModelRunner::run(std::span<const ScheduledChunk> chunks, float* logits,
+                                     int32_t* values, bool logits_needed) {
+  std::vector<Status> result(chunks.size());
+  Status all = forward(chunks, logits, values, logits_needed);
+  if (all.ok()) return result;
+  if (chunks.size() == 1) {
+    result[0] = all;
+    return result;
+  }
+  // Isolate: each chunk alone, its logits at its own offset. Rows of a chunk give the same
+  // values alone as in the batch, so the survivors' replies are unchanged.
+  const int64_t vocab = model_.config().vocab_size;
+  int64_t offset = 0;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const bool wants = chunks[i].wants_logits();
+    result[i] =
+        forward(chunks.subspan(i, 1), logits + offset * vocab, values + offset, logits_needed);
+    offset += wants ? 1 : 0;
+  }
+  return result;
+}
+
+Status ModelRunner::launch(const std::vector<Sequence*>& rows, bool follow) {
+  std::vector<RequestId> ids;
+  for (const Sequence* s : rows) ids.push_back(s->req.id);
+  TF_RETURN_IF_ERROR(check_fault(ids));
+  // A following step's row sits one past the last token: the token itself is still on the
+  // device (the step before's argmax), so the chunk's token span is only a stand-in.
+  std::vector<model::SeqChunk> batch;
+  batch.reserve(rows.size());
+  for (const Sequence* s : rows) {
+    const int64_t pos = follow ? static_cast<int64_t>(s->tokens.size()) : s->computed;
+    batch.push_back({std::span(s->tokens).last(1), pos, s->blocks, 1});
+    // The token after pos: index pos + 1 (forward()'s rows draw index tokens.size(), one past
+    // their last position, alike).
+    if (sampler_.draws_in_model(*s)) {
+      batch.back().draw = RowSampler::device_draw(*s, static_cast<uint64_t>(pos + 1));
+    }
+  }
+  try {
+    return model_.launch_decode(batch, kv_, follow);
+  } catch (const std::exception& e) {
+    return make_error(ErrorCode::kInternal, "model step failed: {}", e.what());
+  }
+}
+
+}  // namespace tf::engine

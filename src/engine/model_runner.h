@@ -1,0 +1,47 @@
+// Runs a step's rows through the model: builds the model's batch from the scheduled chunks (their
+// device draws included), retries a failed step chunk by chunk so that a fault costs only the
+// rows that cause it, and queues and reads the overlapped (pipelined) decode steps.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "base/result.h"
+#include "engine/row_sampler.h"
+#include "engine/scheduler.h"
+#include "engine/sequence.h"
+#include "model/kv_cache.h"
+#include "model/model.h"
+
+namespace tf::engine {
+
+class ModelRunner {
+ public:
+  // Test hook, called before each model step with the ids it holds; an error fails that step.
+  using FaultHook = std::function<Status(std::span<const RequestId>)>;
+  ModelRunner(model::Model& model, model::KvCache& kv, const RowSampler& sampler, FaultHook hook)
+      : model_(model), kv_(kv), sampler_(sampler), fault_hook_(std::move(hook)) {}
+
+  // Runs the chunks; per chunk, ok or the error it hit. `values` gets one entry per chunk that
+  // wants logits (its argmax, or its device draw), `logits` its row where logits_needed.
+  std::vector<Status> run(std::span<const ScheduledChunk> chunks, float* logits, int32_t* values,
+                          bool logits_needed);
+  // Queues one decode step of `rows`; with `follow`, each row's token is the one the step
+  // queued before leaves on the device.
+  Status launch(const std::vector<Sequence*>& rows, bool follow);
+  Status collect(int32_t* values) { return model_.collect(values); }
+  void discard() { model_.discard_queued(); }
+
+ private:
+  Status forward(std::span<const ScheduledChunk> chunks, float* logits, int32_t* values,
+                 bool logits_needed);
+  Status check_fault(std::span<const RequestId> ids) const;
+
+  model::Model& model_;
+  model::KvCache& kv_;
+  const RowSampler& sampler_;
+  FaultHook fault_hook_;
+};
+
+}  // namespace tf::engine

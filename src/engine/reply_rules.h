@@ -1,0 +1,50 @@
+// One reply's progress through its OutputRules (request.h): whether it is in its reasoning block,
+// the grammar matcher of its answer, and the tokens the engine writes itself (a reasoning block
+// closed at its budget). The row sampler asks it how the next token is chosen.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <optional>
+#include <span>
+
+#include "engine/grammar/grammar.h"
+#include "engine/request.h"
+
+namespace tf::engine {
+
+class ReplyRules {
+ public:
+  explicit ReplyRules(const OutputRules& rules);
+
+  // The token the engine writes next instead of drawing one (the reasoning block's close).
+  std::optional<int32_t> forced() const;
+  // The next token is drawn under an allowed-token mask (fill_mask).
+  bool masked() const;
+  // Sets the bits of the tokens allowed next (words of 32 ids, id % 32 the bit).
+  void fill_mask(std::span<uint32_t> mask);
+  // Whether `token` may come next; the host draw checks its pick (never false for a masked draw).
+  bool allows(int32_t token);
+  // Records the reply's next token (drawn or forced).
+  void accept(int32_t token);
+  // How many of the coming tokens are sure to be drawn freely (no mask, nothing forced), so that
+  // steps may be queued ahead of reading them; 0 when the next one is not.
+  int64_t free_ahead() const;
+  // Tokens of the reasoning block so far, its markers included.
+  int64_t reasoning_tokens() const { return reasoning_tokens_; }
+
+ private:
+  enum class Phase { kOpenable, kReasoning, kAnswer };
+  void step_reasoning(int32_t token);
+
+  const OutputRules& rules_;
+  std::optional<grammar::GrammarMatcher> matcher_;
+  Phase phase_ = Phase::kAnswer;
+  int64_t reasoning_tokens_ = 0;
+  int64_t inside_ = 0;        // tokens after the open marker, before the close began
+  size_t close_matched_ = 0;  // of rules_.reasoning_close, matched so far
+  std::deque<int32_t> forced_;
+};
+
+}  // namespace tf::engine

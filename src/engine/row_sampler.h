@@ -1,0 +1,48 @@
+// How each row's next token is chosen, decided once per row and step: the model's own value (its
+// argmax, or its device draw), a token the reply's rules force, or a host draw from the row's
+// logits (penalties, a grammar mask, logprobs), always by the same keyed rule.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "engine/sampler.h"
+#include "engine/sequence.h"
+#include "model/model.h"
+
+namespace tf::engine {
+
+// A row's next token, and its logprobs where the request asks for them.
+struct Drawn {
+  int32_t id = -1;  // -1: the chunk emits no token
+  std::optional<Logprob> logprob = std::nullopt;
+  std::vector<Logprob> top = {};
+  bool dead_end = false;  // the grammar allows no token here
+};
+
+class RowSampler {
+ public:
+  explicit RowSampler(const model::Model& model) : model_(model) {}
+
+  enum class Choice { kModelValue, kForced, kHost };
+  Choice choice(const Sequence& s) const;
+  // The step must bring this row's logits to the host.
+  bool needs_logits(const Sequence& s) const;
+  // The model draws the row itself: its chunk carries device_draw(s, index).
+  bool draws_in_model(const Sequence& s) const;
+  static model::DeviceDraw device_draw(const Sequence& s, uint64_t index);
+  // The row's token: `model_value` where that is the token, else from `logits` (the row's raw
+  // logits; null where needs_logits is false).
+  Drawn pick(Sequence& s, const float* logits, int32_t model_value) const;
+
+ private:
+  static bool greedy_from_argmax(const Sequence& s);
+  static bool free_next(const Sequence& s);
+  static bool apply_mask(Sequence& s, std::vector<float>& logits);
+  int32_t host_draw(Sequence& s, const float* logits, bool& dead_end) const;
+
+  const model::Model& model_;
+};
+
+}  // namespace tf::engine

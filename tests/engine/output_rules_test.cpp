@@ -1,0 +1,223 @@
+// The engine under a request's OutputRules on a real model: grammar-masked draws follow the
+// grammar and are the same batched as solo; a reasoning budget makes the engine close the block
+// itself; the grammar starts after the block; the first token may open the block instead.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "checkpoint/checkpoint.h"
+#include "engine/engine.h"
+#include "engine/grammar_vocabulary.h"
+#include "support/paths.h"
+#include "tokenizer/from_checkpoint.h"
+
+namespace tf::engine {
+namespace {
+
+struct Reply {
+  std::vector<int32_t> ids;
+  FinishReason reason = FinishReason::kError;
+  std::string error;
+  Usage usage;
+};
+
+Reply collect(Channel& ch) {
+  Reply r;
+  while (auto ev = ch.pop()) {
+    if (auto* t = std::get_if<Tokens>(&*ev)) {
+      r.ids.insert(r.ids.end(), t->ids.begin(), t->ids.end());
+    } else if (auto* f = std::get_if<Finished>(&*ev)) {
+      r.reason = f->reason;
+      r.usage = f->usage;
+      if (f->error) r.error = f->error->message;
+    }
+  }
+  return r;
+}
+
+constexpr int32_t kEos = 2;
+constexpr int32_t kOpen = 300, kClose = 301;  // stand-ins for a family's think markers
+
+class OutputRulesTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const std::string path = testing::shared_path("models/stories260K.gguf");
+    if (!std::filesystem::exists(path)) return;
+    auto ckpt = checkpoint::Checkpoint::open(path);
+    ASSERT_TRUE(ckpt.ok()) << ckpt.error().message;
+    auto tok = tokenizer::tokenizer_for(**ckpt);
+    ASSERT_TRUE(tok.ok()) << tok.error().message;
+    tok_ = *tok;
+    vocab_ = grammar_vocabulary(*tok_);
+    auto m = model::load_model(*ckpt, {2});
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    model_ = std::shared_ptr<model::Model>(std::move(*m));
+  }
+  static void TearDownTestSuite() {
+    model_.reset();
+    tok_.reset();
+    vocab_.reset();
+  }
+  void SetUp() override {
+    if (!model_) GTEST_SKIP() << "missing ../shared/models/stories260K.gguf (see DATA.md)";
+  }
+
+  static EngineOptions options() {
+    EngineOptions o;
+    o.eog_ids = {kEos};
+    o.kv_budget_bytes = int64_t{64} << 20;
+    return o;
+  }
+
+  static std::shared_ptr<const grammar::CompiledGrammar> compile(grammar::GrammarSpec spec) {
+    auto g = grammar::compile_grammar(spec, vocab_);
+    EXPECT_TRUE(g.ok()) << g.error().message;
+    return g.ok() ? *g : nullptr;
+  }
+
+  static Request make_request(RequestId id, float temperature, uint64_t seed, int max_tokens) {
+    Request r;
+    r.id = id;
+    r.prompt = tok_->encode("Once upon a time, there was a little");
+    r.prompt.push_back(3 + static_cast<int32_t>(id % 200));
+    r.sampling.temperature = temperature;
+    r.seed = seed;
+    r.max_tokens = max_tokens;
+    return r;
+  }
+
+  static Reply solo(const Request& r) {
+    Engine e(model_, options());
+    auto ch = e.submit(r);
+    EXPECT_TRUE(ch.ok()) << (ch.ok() ? "" : ch.error().message);
+    return ch.ok() ? collect(**ch) : Reply{};
+  }
+
+  // The text a grammar saw: each token's bytes as it continues a sequence, end ids dropped.
+  static std::string text(std::span<const int32_t> ids) {
+    std::string s;
+    for (int32_t id : ids) {
+      if (id != kEos) s += tok_->token_bytes(id);
+    }
+    return s;
+  }
+
+  static std::shared_ptr<model::Model> model_;
+  static std::shared_ptr<tokenizer::Tokenizer> tok_;
+  static std::shared_ptr<const grammar::Vocabulary> vocab_;
+};
+std::shared_ptr<model::Model> OutputRulesTest::model_;
+std::shared_ptr<tokenizer::Tokenizer> OutputRulesTest::tok_;
+std::shared_ptr<const grammar::Vocabulary> OutputRulesTest::vocab_;
+
+const char* kSchema = R"({"type": "object", "properties": {
+  "color": {"enum": ["red", "green", "blue"]}, "big": {"type": "boolean"},
+  "tag": {"type": "string", "maxLength": 6}}, "required": ["color", "big", "tag"],
+  "additionalProperties": false})";
+
+TEST_F(OutputRulesTest, MaskedRepliesFollowTheSchemaAndMatchSoloRuns) {
+  auto g = compile({grammar::GrammarKind::kJsonSchema, kSchema, {}});
+  ASSERT_TRUE(g);
+  std::vector<Request> reqs;
+  for (int i = 0; i < 8; ++i) {
+    reqs.push_back(make_request(10 + i, i % 2 ? 1.0f : 0.0f, 40 + i, 96));
+    reqs.back().output.grammar = g;
+    if (i % 4 == 3) reqs.back().sampling.repetition_penalty = 1.3f;  // penalties, then the mask
+  }
+  Engine e(model_, options());
+  std::vector<std::shared_ptr<Channel>> chans;
+  for (const auto& r : reqs) {
+    auto ch = e.submit(r);
+    ASSERT_TRUE(ch.ok());
+    chans.push_back(*ch);
+  }
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    Reply batched = collect(*chans[i]);
+    EXPECT_EQ(batched.ids, solo(reqs[i]).ids) << "request " << i;
+    ASSERT_EQ(batched.reason, FinishReason::kStop) << text(batched.ids);
+    EXPECT_EQ(batched.ids.back(), kEos);
+    auto j = nlohmann::json::parse(text(batched.ids), nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << text(batched.ids);
+    EXPECT_TRUE(j["color"] == "red" || j["color"] == "green" || j["color"] == "blue") << j;
+    EXPECT_TRUE(j["big"].is_boolean()) << j;
+    EXPECT_LE(j["tag"].get<std::string>().size(), 6u) << j;
+    EXPECT_EQ(j.size(), 3u) << j;
+  }
+}
+
+TEST_F(OutputRulesTest, UnmaskedRepliesAreNotJson) {  // the mask is what made them JSON
+  Reply free = solo(make_request(10, 0.0f, 40, 24));
+  EXPECT_TRUE(nlohmann::json::parse(text(free.ids), nullptr, false).is_discarded());
+}
+
+TEST_F(OutputRulesTest, BudgetClosesTheReasoningBlock) {
+  Request r = make_request(20, 0.0f, 1, 12);
+  r.ignore_eos = true;
+  r.output.reasoning_close = {kClose};
+  r.output.starts_in_reasoning = true;
+  r.output.max_reasoning_tokens = 5;
+  Reply got = solo(r);
+  ASSERT_EQ(got.ids.size(), 12u);
+  EXPECT_EQ(got.ids[5], kClose);  // written by the engine: the model's own sixth token differs
+  EXPECT_EQ(got.usage.reasoning_tokens, 6);
+  r.output = {};
+  Reply free = solo(r);
+  EXPECT_NE(free.ids[5], kClose);
+  EXPECT_TRUE(std::equal(free.ids.begin(), free.ids.begin() + 5, got.ids.begin()));
+}
+
+TEST_F(OutputRulesTest, GrammarStartsAfterTheReasoningBlock) {
+  auto g = compile({grammar::GrammarKind::kChoice, "", {"yes", "no"}});
+  ASSERT_TRUE(g);
+  for (float temperature : {0.0f, 1.0f}) {
+    Request r = make_request(30, temperature, 9, 40);
+    r.output.grammar = g;
+    r.output.reasoning_close = {kClose};
+    r.output.starts_in_reasoning = true;
+    r.output.max_reasoning_tokens = 4;
+    Reply got = solo(r);
+    ASSERT_EQ(got.reason, FinishReason::kStop);
+    ASSERT_GE(got.ids.size(), 6u);
+    EXPECT_EQ(got.ids[4], kClose);
+    const std::string answer = text(std::span(got.ids).subspan(5));
+    EXPECT_TRUE(answer == "yes" || answer == "no") << answer;
+    EXPECT_EQ(got.usage.reasoning_tokens, 5);
+  }
+}
+
+TEST_F(OutputRulesTest, FirstTokenMayOpenTheBlockOrStartTheAnswer) {
+  auto g = compile({grammar::GrammarKind::kChoice, "", {"yes", "no"}});
+  ASSERT_TRUE(g);
+  Request r = make_request(40, 0.0f, 3, 40);
+  r.output.grammar = g;
+  r.output.reasoning_open = kOpen;
+  r.output.reasoning_close = {kClose};
+  r.output.max_reasoning_tokens = 2;
+  r.sampling.logit_bias = {{kOpen, 100.0f}};  // the model opens the block
+  Reply opened = solo(r);
+  ASSERT_EQ(opened.reason, FinishReason::kStop);
+  ASSERT_GE(opened.ids.size(), 5u);
+  EXPECT_EQ(opened.ids[0], kOpen);
+  EXPECT_EQ(opened.ids[3], kClose);
+  std::string answer = text(std::span(opened.ids).subspan(4));
+  EXPECT_TRUE(answer == "yes" || answer == "no") << answer;
+  EXPECT_EQ(opened.usage.reasoning_tokens, 4);
+
+  r.sampling.logit_bias = {{kOpen, -100.0f}};  // it answers at once, under the grammar
+  Reply answered = solo(r);
+  ASSERT_EQ(answered.reason, FinishReason::kStop);
+  answer = text(answered.ids);
+  EXPECT_TRUE(answer == "yes" || answer == "no") << answer;
+  EXPECT_EQ(answered.usage.reasoning_tokens, 0);
+}
+
+TEST_F(OutputRulesTest, RulesOutsideTheVocabularyAreRefused) {
+  Engine e(model_, options());
+  Request r = make_request(50, 0.0f, 1, 4);
+  r.output.reasoning_close = {1 << 20};
+  EXPECT_FALSE(e.submit(r).ok());
+}
+
+}  // namespace
+}  // namespace tf::engine
