@@ -7,13 +7,11 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "chat/jinja/py_text.h"
+
 namespace tf::chat::jinja {
 
 namespace {
-
-bool py_space(unsigned char c) {
-  return c == ' ' || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f);
-}
 
 Value bound(const std::string& name, std::function<Value(CallArgs&)> fn) {
   auto c = std::make_shared<Callable>();
@@ -129,15 +127,7 @@ Value string_method(Interp& in, const std::string& s, const std::string& name) {
   if (name == "splitlines") {
     return bound(name, [s](CallArgs&) {
       std::vector<Value> lines;
-      size_t start = 0;
-      for (size_t i = 0; i < s.size(); ++i) {
-        if (s[i] == '\n' || s[i] == '\r') {
-          lines.emplace_back(s.substr(start, i - start));
-          if (s[i] == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
-          start = i + 1;
-        }
-      }
-      if (start < s.size()) lines.emplace_back(s.substr(start));
+      for (auto& line : py_splitlines(s)) lines.emplace_back(std::move(line));
       return Value::list(std::move(lines));
     });
   }
@@ -153,8 +143,13 @@ Value string_method(Interp& in, const std::string& s, const std::string& name) {
   }
   if (name == "isalpha") return all_of(name, [](int c) -> int { return std::isalpha(c); });
   if (name == "isalnum") return all_of(name, [](int c) -> int { return std::isalnum(c); });
-  if (name == "isspace")
-    return all_of(name, [](int c) -> int { return py_space(static_cast<unsigned char>(c)); });
+  if (name == "isspace") {
+    return bound(name, [s](CallArgs&) {
+      size_t i = 0;
+      while (i < s.size() && py_space_len(s, i)) i += py_space_len(s, i);
+      return Value(!s.empty() && i == s.size());
+    });
+  }
   if (name == "islower" || name == "isupper") {
     bool lower = name == "islower";
     return bound(name, [s, lower](CallArgs&) {
@@ -347,20 +342,25 @@ Value get_method(Interp& in, const Value& obj, const std::string& name) {
 std::vector<Value> py_split(const std::string& s, const Value& sep, int64_t maxsplit) {
   std::vector<Value> out;
   if (sep.is_none() || sep.is_undefined()) {
-    size_t i = 0;
-    while (true) {
-      while (i < s.size() && py_space(static_cast<unsigned char>(s[i]))) ++i;
-      if (i >= s.size()) break;
+    // Runs of Python whitespace (Unicode spaces included) separate the words.
+    auto skip_space = [&](size_t i) {
+      while (i < s.size()) {
+        size_t n = py_space_len(s, i);
+        if (!n) break;
+        i += n;
+      }
+      return i;
+    };
+    size_t i = skip_space(0);
+    while (i < s.size()) {
       if (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit) {
-        size_t e = s.size();
-        while (e > i && py_space(static_cast<unsigned char>(s[e - 1]))) --e;
-        out.emplace_back(s.substr(i, e - i));
+        out.emplace_back(py_strip(s.substr(i), Value(nullptr), false, true));
         break;
       }
       size_t j = i;
-      while (j < s.size() && !py_space(static_cast<unsigned char>(s[j]))) ++j;
+      while (j < s.size() && !py_space_len(s, j)) ++j;
       out.emplace_back(s.substr(i, j - i));
-      i = j;
+      i = skip_space(j);
     }
     return out;
   }
@@ -379,12 +379,27 @@ std::vector<Value> py_split(const std::string& s, const Value& sep, int64_t maxs
 
 std::string py_strip(const std::string& s, const Value& chars, bool left, bool right) {
   if (chars.is_none() || chars.is_undefined()) {
-    size_t b = 0, e = s.size();
+    size_t b = 0;
     if (left) {
-      while (b < e && py_space(static_cast<unsigned char>(s[b]))) ++b;
+      while (b < s.size()) {
+        size_t n = py_space_len(s, b);
+        if (!n) break;
+        b += n;
+      }
     }
-    if (right) {
-      while (e > b && py_space(static_cast<unsigned char>(s[e - 1]))) --e;
+    size_t e = s.size();
+    if (right) {  // the end of the last non-space character, found forwards (UTF-8 is one-way)
+      e = b;
+      for (size_t i = b; i < s.size();) {
+        size_t n = py_space_len(s, i);
+        if (n) {
+          i += n;
+        } else {
+          decode_at(s, i, &n);
+          i += n;
+          e = i;
+        }
+      }
     }
     return s.substr(b, e - b);
   }

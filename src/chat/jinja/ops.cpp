@@ -156,6 +156,10 @@ bool contains(const Value& container, const Value& item) {
       }
       return false;
     case Value::Type::kDict:
+      // Dict keys are hashed in Python, so a list or dict is refused rather than looked for.
+      if (item.is_dict() || (item.is_list() && !item.as_list().is_tuple)) {
+        throw JinjaError("unhashable type: '" + item.type_name() + "'");
+      }
       return container.as_dict().find(item) != nullptr;
     case Value::Type::kUndefined:
       return false;

@@ -1,10 +1,26 @@
 // Jinja's builtin tests (`x is defined`, `n is divisibleby 3`, ...), as Interp::test.
+#include <cctype>
 #include <cmath>
+#include <string>
 
 #include "chat/jinja/interp.h"
 #include "chat/jinja/methods.h"
 
 namespace tf::chat::jinja {
+namespace {
+
+// str.islower()/isupper(): some cased character, none of the other case (ASCII letters only).
+bool str_is_case(const std::string& s, bool lower) {
+  bool cased = false;
+  for (unsigned char c : s) {
+    if (!std::isalpha(c)) continue;
+    if ((std::islower(c) != 0) != lower) return false;
+    cased = true;
+  }
+  return cased;
+}
+
+}  // namespace
 
 bool Interp::test(const std::string& name, const Value& v, CallArgs& args) {
   step();
@@ -28,12 +44,17 @@ bool Interp::test(const std::string& name, const Value& v, CallArgs& args) {
   if (n == "mapping") return v.is_dict() && !v.as_dict().is_namespace;
   if (n == "iterable") return v.is_list() || v.is_dict() || v.is_string() || v.is_undefined();
   if (n == "sequence") return v.is_list() || v.is_dict() || v.is_string() || v.is_undefined();
-  if (n == "callable") return v.is_callable();
-  if (n == "lower") return v.is_string() && py_lower(v.as_string()) == v.as_string();
-  if (n == "upper") return v.is_string() && py_upper(v.as_string()) == v.as_string();
+  // Undefined defines __call__ (to raise when called), so Python's callable() accepts it.
+  if (n == "callable") return v.is_callable() || v.is_undefined();
+  if (n == "lower" || n == "upper") return str_is_case(v.str(), n == "lower");
   if (n == "even" || n == "odd") {
-    if (!v.is_int() && !v.is_bool()) throw JinjaError("test '" + n + "' needs an integer");
-    return (v.as_int() % 2 == 0) == (n == "even");
+    if (v.is_undefined()) throw JinjaError(v.undefined_hint());
+    if (!v.is_number()) {
+      throw JinjaError("unsupported operand type(s) for %: '" + v.type_name() + "' and 'int'");
+    }
+    double r = v.is_float() ? std::fmod(v.as_float(), 2.0) : static_cast<double>(v.as_int() % 2);
+    if (r < 0) r += 2;  // Python's % takes the sign of the divisor
+    return r == (n == "even" ? 0.0 : 1.0);
   }
   if (n == "divisibleby") {
     const Value& d = need_other();
