@@ -17,6 +17,7 @@ GrammarIr json_object_ir();
 Result<GrammarIr> regex_to_ir(std::string_view regex, const CompileLimits& limits);
 Result<GrammarIr> ebnf_to_ir(std::string_view text, const CompileLimits& limits);
 Result<GrammarIr> choice_to_ir(const std::vector<std::string>& choices);
+Result<GrammarIr> tagged_json_to_ir(const GrammarSpec& spec, const CompileLimits& limits);
 
 // A regex as an expression. json_string: the matched text is the content of a JSON string, so
 // characters that JSON must escape are written escaped.

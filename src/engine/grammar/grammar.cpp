@@ -81,6 +81,8 @@ Result<GrammarIr> to_ir(const GrammarSpec& spec, const CompileLimits& limits) {
       return choice_to_ir(spec.choices);
     case GrammarKind::kEbnf:
       return ebnf_to_ir(spec.text, limits);
+    case GrammarKind::kTaggedJson:
+      return tagged_json_to_ir(spec, limits);
   }
   return make_error(ErrorCode::kInvalidArgument, "unknown grammar kind");
 }
@@ -116,6 +118,19 @@ Result<std::string> canonical_key(const GrammarSpec& spec) {
     case GrammarKind::kRegex:
     case GrammarKind::kEbnf:
       return key + spec.text;
+    case GrammarKind::kTaggedJson: {
+      nlohmann::ordered_json j = {{"open", spec.open},
+                                  {"separator", spec.separator},
+                                  {"close", spec.close},
+                                  {"max", spec.max_items},
+                                  {"items", nlohmann::ordered_json::array()}};
+      for (const auto& item : spec.items) {
+        auto schema = base::parse_json(item.schema);
+        if (!schema.ok()) return schema.error().with_context("JSON Schema");
+        j["items"].push_back({item.head, schema->dump(), item.tail});
+      }
+      return key + j.dump();
+    }
   }
   return key;
 }

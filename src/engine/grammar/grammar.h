@@ -47,12 +47,25 @@ class Vocabulary {
   std::unique_ptr<VocabTrie> trie_;
 };
 
-enum class GrammarKind { kJsonSchema, kJsonObject, kRegex, kChoice, kEbnf };
+enum class GrammarKind { kJsonSchema, kJsonObject, kRegex, kChoice, kEbnf, kTaggedJson };
+
+// One alternative of a kTaggedJson item: literal text, a JSON value of a schema, literal text
+// (a forced tool call: the call's opening with the tool's name, its arguments, its closing).
+struct TaggedJson {
+  std::string head;
+  std::string schema;  // JSON Schema text
+  std::string tail;
+};
 
 struct GrammarSpec {
   GrammarKind kind = GrammarKind::kJsonObject;
   std::string text;                  // the schema (JSON text), the regex or the EBNF grammar
   std::vector<std::string> choices;  // kChoice: the output is exactly one of these
+  // kTaggedJson: `open`, then 1..max_items items (each one of `items`) with `separator` between
+  // them, then `close`.
+  std::vector<TaggedJson> items = {};
+  std::string open = {}, separator = {}, close = {};
+  int max_items = 1;
 };
 
 // Bounds on compile work, so that hostile grammars fail cleanly instead of exhausting memory.

@@ -1,0 +1,104 @@
+// kTaggedJson grammars (forced tool calls): literal heads and tails around schema-valid JSON, one
+// of several alternatives, up to max_items with a separator; a bad schema is refused by name.
+#include "grammar_test_util.h"
+
+namespace tf::grammar {
+namespace {
+
+using testing::compile_error;
+using testing::compile_ok;
+using testing::full_match;
+
+GrammarSpec calls(int max_items) {
+  GrammarSpec s;
+  s.kind = GrammarKind::kTaggedJson;
+  s.items = {{"<tool_call>\n{\"name\": \"weather\", \"arguments\": ",
+              R"({"type": "object", "properties": {"city": {"type": "string"}},
+                  "required": ["city"], "additionalProperties": false})",
+              "}\n</tool_call>"},
+             {"<tool_call>\n{\"name\": \"time\", \"arguments\": ",
+              R"({"type": "object", "properties": {"zone": {"enum": ["utc", "local"]}},
+                  "required": ["zone"], "additionalProperties": false})",
+              "}\n</tool_call>"}};
+  s.separator = "\n";
+  s.max_items = max_items;
+  return s;
+}
+
+const char* kWeather =
+    "<tool_call>\n{\"name\": \"weather\", \"arguments\": {\"city\": \"Oslo\"}}\n"
+    "</tool_call>";
+const char* kTime =
+    "<tool_call>\n{\"name\": \"time\", \"arguments\": {\"zone\": \"utc\"}}\n"
+    "</tool_call>";
+
+// Joins the pieces (appends: GCC 12 warns falsely on chains of operator+ here).
+std::string join(std::initializer_list<std::string_view> parts) {
+  std::string out;
+  for (std::string_view p : parts) out.append(p);
+  return out;
+}
+
+TEST(TaggedJson, OneCallOfAnOfferedToolWithValidArguments) {
+  auto g = compile_ok(calls(1));
+  EXPECT_TRUE(full_match(g, kWeather));
+  EXPECT_TRUE(full_match(g, kTime));
+  EXPECT_FALSE(full_match(g, join({kWeather, "\n", kTime})));  // one call at most
+  EXPECT_FALSE(full_match(g,
+                          "<tool_call>\n{\"name\": \"time\", \"arguments\": "
+                          "{\"zone\": \"mars\"}}\n</tool_call>"));  // not in the enum
+  EXPECT_FALSE(full_match(g,
+                          "<tool_call>\n{\"name\": \"weather\", \"arguments\": "
+                          "{\"zone\": \"utc\"}}\n</tool_call>"));  // another tool's arguments
+  EXPECT_FALSE(
+      full_match(g, "<tool_call>\n{\"name\": \"other\", \"arguments\": {}}\n</tool_call>"));
+  EXPECT_FALSE(full_match(g, join({"Sure! ", kWeather})));
+}
+
+TEST(TaggedJson, SeveralCallsWithTheSeparator) {
+  auto g = compile_ok(calls(3));
+  EXPECT_TRUE(full_match(g, join({kWeather, "\n", kTime})));
+  EXPECT_TRUE(full_match(g, join({kTime, "\n", kTime, "\n", kWeather})));
+  EXPECT_FALSE(full_match(g, join({kTime, "\n", kTime, "\n", kWeather, "\n", kTime})));
+  EXPECT_FALSE(full_match(g, join({kWeather, kTime})));  // the separator is required
+}
+
+TEST(TaggedJson, OpenAndCloseAroundTheCalls) {
+  const GrammarSpec tagged = calls(2);
+  GrammarSpec s;
+  s.kind = GrammarKind::kTaggedJson;
+  for (const auto& item : tagged.items) {
+    s.items.push_back({item.head.substr(std::string_view("<tool_call>\n").size()), item.schema,
+                       std::string(1, '}')});
+  }
+  s.open = std::string_view("[TOOL_CALLS][");
+  s.separator = std::string_view(", ");
+  s.close = std::string(1, ']');
+  s.max_items = 2;
+  auto g = compile_ok(s);
+  EXPECT_TRUE(full_match(g,
+                         "[TOOL_CALLS][{\"name\": \"time\", \"arguments\": {\"zone\": "
+                         "\"local\"}}, {\"name\": \"weather\", \"arguments\": {\"city\": "
+                         "\"\"}}]"));
+  EXPECT_FALSE(full_match(g,
+                          "[TOOL_CALLS][{\"name\": \"time\", \"arguments\": {\"zone\": "
+                          "\"local\"}}"));
+}
+
+TEST(TaggedJson, UnsupportedKeywordsAreNamed) {
+  GrammarSpec s = calls(1);
+  s.items[1].schema = R"({"type": "object", "patternProperties": {"x": {}}})";
+  EXPECT_NE(compile_error(s).find("patternProperties"), std::string::npos) << compile_error(s);
+}
+
+TEST(TaggedJson, CacheKeysTellSpecsApart) {
+  auto a = canonical_key(calls(1)), b = canonical_key(calls(2));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE(*a, *b);
+  GrammarSpec c = calls(1);
+  c.items[0].tail = "}</tool_call>";
+  EXPECT_NE(*canonical_key(c), *a);
+}
+
+}  // namespace
+}  // namespace tf::grammar
