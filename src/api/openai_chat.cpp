@@ -1,10 +1,11 @@
-// POST /v1/chat/completions: renders the chat, runs it, and encodes chat.completion objects or
-// chat.completion.chunk events exactly as OpenAI's API reference defines them.
+// The openai_chat adapter, POST /v1/chat/completions: renders the chat, runs it on the core, and
+// encodes chat.completion objects or chat.completion.chunk events as OpenAI's reference defines.
 #include <fmt/format.h>
 
-#include "api/generation.h"
+#include "api/core.h"
 #include "api/json_util.h"
 #include "api/openai_stream.h"
+#include "api/route.h"
 #include "api/service.h"
 
 namespace tf::api {
@@ -41,18 +42,16 @@ json tool_call_json(const ToolCallDelta& c) {
   return j;
 }
 
-std::vector<chat::ToolSpec> offered_tools(const json& tools) {
-  std::vector<chat::ToolSpec> out;
-  if (!tools.is_array()) return out;
-  for (const auto& t : tools) {
-    const json& fn = t["function"];
-    out.push_back({fn["name"].get<std::string>(),
-                   fn.contains("parameters") ? fn["parameters"] : json::object()});
-  }
-  return out;
-}
-
 }  // namespace
+
+ChatPrompt chat_prompt(const ChatRequest& req) {
+  ChatPrompt p;
+  p.messages = req.messages;
+  p.tools = req.tools;
+  p.kwargs = req.chat_template_kwargs;
+  p.add_generation_prompt = req.add_generation_prompt;
+  return p;
+}
 
 void Service::chat_completions(std::string_view body, Responder& r) {
   auto j = parse_body(body);
@@ -60,24 +59,24 @@ void Service::chat_completions(std::string_view body, Responder& r) {
   auto req = parse_chat_request(*j);
   if (!req) return send_error(r, req.error());
   if (auto e = check_model(req->common.model)) return send_error(r, *e);
-  auto prompt_text = render_chat(*req);
-  if (!prompt_text) return send_error(r, prompt_text.error());
-  // The template writes BOS itself where the model wants one, as apply_chat_template does.
-  auto ids = tokenize_prompt(*prompt_text, false, "messages", r);
+  std::string prompt_text;
+  auto ids = chat_prompt_ids(chat_prompt(*req), r, &prompt_text);
   if (!ids) return send_error(r, ids.error());
   auto ereq = make_request(req->common, std::move(*ids), req->logprobs ? req->top_logprobs : -1,
                            "messages");
   if (!ereq) return send_error(r, ereq.error());
+  const auto tools =
+      req->tool_choice_none ? std::vector<chat::ToolSpec>{} : offered_tools(req->tools);
+  if (auto ok = apply_output_controls(req->constraint, req->reasoning, tools, prompt_text, *ereq);
+      !ok) {
+    return send_error(r, ok.error());
+  }
 
   GenerationOptions gen;
   gen.stop = req->common.stop;
   gen.logprobs = req->logprobs;
-  chat::ParserOptions po;
-  if (!req->tool_choice_none) po.tools = offered_tools(req->tools);
-  po.parse_reasoning = reasoning_format_ != "none";
-  po.start_in_reasoning = po.parse_reasoning && chat::prompt_opens_reasoning(*prompt_text);
-  auto parser = chat::make_output_parser(tool_format_, reasoning_format_, std::move(po));
-  if (!parser) return send_error(r, from_engine_error(parser.error()));
+  auto parser = make_parser(tools, prompt_text);
+  if (!parser) return send_error(r, parser.error());
   gen.parser = std::move(*parser);
 
   const std::string id = new_id("chatcmpl");
@@ -103,11 +102,11 @@ void Service::chat_completions(std::string_view body, Responder& r) {
     Outcome out = run_generation(*engine_, *tok_, std::move(*ereq), gen, r, [&](const Delta& d) {
       if (!head.open()) return false;
       json delta = json::object();
-      if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
-      if (!d.content.empty()) delta["content"] = d.content;
-      if (!d.tool_calls.empty()) {
+      if (auto reasoning = d.reasoning(); !reasoning.empty()) delta["reasoning_content"] = reasoning;
+      if (auto content = d.content(); !content.empty()) delta["content"] = content;
+      if (auto tool_calls = d.tool_calls(); !tool_calls.empty()) {
         json calls = json::array();
-        for (const auto& c : d.tool_calls) calls.push_back(tool_call_json(c));
+        for (const auto& c : tool_calls) calls.push_back(tool_call_json(c));
         delta["tool_calls"] = std::move(calls);
       }
       json lp = gen.logprobs ? json{{"content", logprob_entries(d.logprobs)}} : json(nullptr);
@@ -124,9 +123,9 @@ void Service::chat_completions(std::string_view body, Responder& r) {
   std::vector<ToolCallDelta> calls;  // whole calls, in index order
   std::vector<TokenLogprobInfo> lps;
   Outcome out = run_generation(*engine_, *tok_, std::move(*ereq), gen, r, [&](const Delta& d) {
-    content += d.content;
-    reasoning += d.reasoning;
-    for (const auto& c : d.tool_calls) {
+    content += d.content();
+    reasoning += d.reasoning();
+    for (const auto& c : d.tool_calls()) {
       if (!c.id.empty() || calls.empty()) {
         calls.push_back(c);
       } else {
@@ -137,7 +136,7 @@ void Service::chat_completions(std::string_view body, Responder& r) {
     return true;
   });
   if (out.error) return send_error(r, *out.error);
-  if (out.finish_reason == "cancelled") return;
+  if (out.cancelled()) return;
   // OpenAI sends null content beside tool calls when the reply has no text.
   json message = {{"role", "assistant"},
                   {"content", calls.empty() || !content.empty() ? json(content) : json(nullptr)}};
@@ -155,7 +154,7 @@ void Service::chat_completions(std::string_view body, Responder& r) {
       {"index", 0},
       {"message", message},
       {"logprobs", gen.logprobs ? json{{"content", logprob_entries(lps)}} : json(nullptr)},
-      {"finish_reason", out.finish_reason}};
+      {"finish_reason", openai_finish_reason(out.reason)}};
   json resp = {{"id", id},
                {"object", "chat.completion"},
                {"created", created},
@@ -164,6 +163,11 @@ void Service::chat_completions(std::string_view body, Responder& r) {
                {"choices", json::array({choice})},
                {"usage", usage_json(out.usage)}};
   r.send(200, "application/json", dump(resp));
+}
+
+void add_openai_chat_routes(std::vector<Route>& t) {
+  t.push_back({"POST", "/v1/chat/completions", true, false, Envelope::kOpenAI,
+               [](Service& s, const RouteCall& c, Responder& r) { s.chat_completions(c.body, r); }});
 }
 
 }  // namespace tf::api

@@ -1,9 +1,11 @@
-// POST /v1/completions: text or token-id prompts, encoded as text_completion objects or chunks.
+// The openai_completions adapter, POST /v1/completions: text or token-id prompts, encoded as
+// text_completion objects or chunks.
 #include <fmt/format.h>
 
-#include "api/generation.h"
+#include "api/core.h"
 #include "api/json_util.h"
 #include "api/openai_stream.h"
+#include "api/route.h"
 #include "api/service.h"
 
 namespace tf::api {
@@ -98,7 +100,7 @@ void Service::completions(std::string_view body, Responder& r) {
         l.add(d.logprobs, offset);
         lp = l.to_json();
       }
-      return r.send_event(dump(chunk(d.content, lp, nullptr)));
+      return r.send_event(dump(chunk(d.content(), lp, nullptr)));
     });
     finish_stream(
         r, out, head, [&](json finish) { return chunk("", nullptr, std::move(finish)); },
@@ -109,16 +111,16 @@ void Service::completions(std::string_view body, Responder& r) {
   std::string text = echo;
   LegacyLogprobs lps;
   Outcome out = run_generation(*engine_, *tok_, std::move(*ereq), gen, r, [&](const Delta& d) {
-    text += d.content;
+    text += d.content();
     lps.add(d.logprobs, offset);
     return true;
   });
   if (out.error) return send_error(r, *out.error);
-  if (out.finish_reason == "cancelled") return;
+  if (out.cancelled()) return;
   json choice = {{"text", text},
                  {"index", 0},
                  {"logprobs", gen.logprobs ? lps.to_json() : json(nullptr)},
-                 {"finish_reason", out.finish_reason}};
+                 {"finish_reason", openai_finish_reason(out.reason)}};
   r.send(200, "application/json",
          dump({{"id", id},
                {"object", "text_completion"},
@@ -127,6 +129,11 @@ void Service::completions(std::string_view body, Responder& r) {
                {"system_fingerprint", fingerprint_},
                {"choices", json::array({choice})},
                {"usage", usage_json(out.usage)}}));
+}
+
+void add_openai_completions_routes(std::vector<Route>& t) {
+  t.push_back({"POST", "/v1/completions", true, false, Envelope::kOpenAI,
+               [](Service& s, const RouteCall& c, Responder& r) { s.completions(c.body, r); }});
 }
 
 }  // namespace tf::api

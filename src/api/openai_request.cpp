@@ -7,89 +7,13 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "api/json_fields.h"
 #include "base/json.h"
 
 namespace tf::api {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-const char* type_name(const json& v) {
-  switch (v.type()) {
-    case json::value_t::null:
-      return "null";
-    case json::value_t::boolean:
-      return "boolean";
-    case json::value_t::string:
-      return "string";
-    case json::value_t::array:
-      return "array";
-    case json::value_t::object:
-      return "object";
-    case json::value_t::number_float:
-      return "number";
-    default:
-      return "integer";
-  }
-}
-
-ApiError wrong_type(const std::string& param, const char* want, const json& v) {
-  return invalid_param(param, "'" + param + "' must be " + want + ", got " + type_name(v));
-}
-
-// Reads an optional number within [lo, hi]; null counts as absent.
-ApiResult<std::optional<double>> number(const json& body, const std::string& key, double lo,
-                                        double hi) {
-  auto it = body.find(key);
-  if (it == body.end() || it->is_null()) return std::optional<double>{};
-  if (!it->is_number()) return wrong_type(key, "a number", *it);
-  double v = it->get<double>();
-  if (!std::isfinite(v) || v < lo || v > hi) {
-    return invalid_param(
-        key, fmt::format("'{}' must be between {} and {}, got {}", key, lo, hi, it->dump()));
-  }
-  return std::optional<double>{v};
-}
-
-ApiResult<std::optional<int64_t>> integer(const json& body, const std::string& key, int64_t lo,
-                                          int64_t hi) {
-  auto it = body.find(key);
-  if (it == body.end() || it->is_null()) return std::optional<int64_t>{};
-  if (!it->is_number_integer()) {
-    // Accept integral floats such as 5.0 the way OpenAI does; refuse 5.5 and NaN.
-    if (it->is_number_float() && std::isfinite(it->get<double>()) &&
-        std::floor(it->get<double>()) == it->get<double>() && std::fabs(it->get<double>()) < 9e15) {
-      int64_t v = static_cast<int64_t>(it->get<double>());
-      if (v >= lo && v <= hi) return std::optional<int64_t>{v};
-    }
-    if (!it->is_number()) return wrong_type(key, "an integer", *it);
-    return invalid_param(key, fmt::format("'{}' must be an integer between {} and {}, got {}", key,
-                                          lo, hi, it->dump()));
-  }
-  if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(hi)) {
-    return invalid_param(key, fmt::format("'{}' must be between {} and {}", key, lo, hi));
-  }
-  int64_t v = it->get<int64_t>();
-  if (v < lo || v > hi) {
-    return invalid_param(key,
-                         fmt::format("'{}' must be between {} and {}, got {}", key, lo, hi, v));
-  }
-  return std::optional<int64_t>{v};
-}
-
-ApiResult<bool> boolean(const json& body, const std::string& key, bool def) {
-  auto it = body.find(key);
-  if (it == body.end() || it->is_null()) return def;
-  if (!it->is_boolean()) return wrong_type(key, "a boolean", *it);
-  return it->get<bool>();
-}
-
-#define TF_API_TRY(decl, expr) TF_ASSIGN_OR_RETURN(decl, expr)
-
-template <typename T>
-std::optional<T> narrow(const std::optional<double>& v) {
-  return v ? std::optional<T>(static_cast<T>(*v)) : std::nullopt;
-}
 
 ApiResult<CommonFields> parse_common(const json& body, bool chat) {
   CommonFields c;
@@ -266,22 +190,130 @@ ApiResult<json> validate_messages(const json& body) {
   return messages;
 }
 
-// tool_choice: "auto" and "none" are honoured; "required" and a named function would have to be
-// forced by a grammar, so they are refused rather than silently treated as "auto".
-ApiResult<bool> parse_tool_choice(const json& body) {
+// tool_choice: "auto" and "none" are honoured by the parser; "required" and a named function are
+// output constraints (a forced call), applied by OutputControls.
+ApiResult<bool> parse_tool_choice(const json& body, OutputConstraint& constraint) {
   auto it = body.find("tool_choice");
   if (it == body.end() || it->is_null()) return false;
   if (it->is_string() && (*it == "auto" || *it == "none")) return *it == "none";
-  if (it->is_string() && *it != "required") {
-    return invalid_param("tool_choice",
-                         "'tool_choice' must be \"none\", \"auto\", \"required\" or "
-                         "{\"type\": \"function\", \"function\": {\"name\": ...}}");
-  }
+  constexpr const char* kShape =
+      "'tool_choice' must be \"none\", \"auto\", \"required\" or "
+      "{\"type\": \"function\", \"function\": {\"name\": ...}}";
+  if (it->is_string() && *it != "required") return invalid_param("tool_choice", kShape);
   if (!it->is_string() && !it->is_object())
     return wrong_type("tool_choice", "a string or an object", *it);
-  return invalid_param("tool_choice",
-                       "'tool_choice' \"required\" or a named function needs constrained decoding, "
-                       "which this server does not offer yet; use \"auto\"");
+  constraint.kind = OutputConstraint::Kind::kToolCall;
+  constraint.field = "tool_choice";
+  if (it->is_object()) {
+    auto fn = it->find("function");
+    if (fn == it->end() || !fn->is_object() || !fn->contains("name") ||
+        !(*fn)["name"].is_string()) {
+      return invalid_param("tool_choice", kShape);
+    }
+    constraint.tool_name = (*fn)["name"].get<std::string>();
+  }
+  return false;
+}
+
+// response_format: "text" asks nothing; json_object and json_schema are output constraints.
+std::optional<ApiError> parse_response_format(const json& body, OutputConstraint& constraint) {
+  auto it = body.find("response_format");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_object() || !it->contains("type") || !(*it)["type"].is_string())
+    return wrong_type("response_format", "an object with a 'type'", *it);
+  const std::string type = (*it)["type"].get<std::string>();
+  if (type == "text") return std::nullopt;
+  OutputConstraint c;
+  c.field = "response_format";
+  if (type == "json_object") {
+    c.kind = OutputConstraint::Kind::kJsonObject;
+  } else if (type == "json_schema") {
+    auto js = it->find("json_schema");
+    if (js == it->end() || !js->is_object() || !js->contains("schema") ||
+        !(*js)["schema"].is_object()) {
+      return invalid_param("response_format.json_schema",
+                           "'response_format.json_schema' must be an object with a 'schema' "
+                           "object");
+    }
+    c.kind = OutputConstraint::Kind::kJsonSchema;
+    c.text = (*js)["schema"].dump();
+    auto strict = boolean(*js, "strict", false, "response_format.json_schema.strict");
+    if (!strict) return strict.error();
+    c.strict = *strict;
+  } else {
+    return invalid_param("response_format", "'response_format' type must be 'text', "
+                                            "'json_object' or 'json_schema', got '" +
+                                                type + "'");
+  }
+  if (constraint.kind != OutputConstraint::Kind::kNone) {
+    return invalid_param("response_format",
+                         "'response_format' cannot be combined with '" + constraint.field + "'");
+  }
+  constraint = std::move(c);
+  return std::nullopt;
+}
+
+// structured_outputs (vLLM's extension): exactly one of regex, choice or grammar.
+std::optional<ApiError> parse_structured_outputs(const json& body, OutputConstraint& constraint) {
+  auto it = body.find("structured_outputs");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_object()) return wrong_type("structured_outputs", "an object", *it);
+  OutputConstraint c;
+  int n = 0;
+  for (const char* key : {"regex", "grammar"}) {
+    auto v = it->find(key);
+    if (v == it->end() || v->is_null()) continue;
+    const std::string field = std::string("structured_outputs.") + key;
+    if (!v->is_string()) return wrong_type(field, "a string", *v);
+    c.kind = std::string(key) == "regex" ? OutputConstraint::Kind::kRegex
+                                         : OutputConstraint::Kind::kGrammar;
+    c.field = field;
+    c.text = v->get<std::string>();
+    ++n;
+  }
+  if (auto v = it->find("choice"); v != it->end() && !v->is_null()) {
+    if (!v->is_array() || v->empty())
+      return invalid_param("structured_outputs.choice",
+                           "'structured_outputs.choice' must be a non-empty array of strings");
+    c.choices.clear();
+    for (const auto& s : *v) {
+      if (!s.is_string())
+        return wrong_type("structured_outputs.choice", "an array of strings", *v);
+      c.choices.push_back(s.get<std::string>());
+    }
+    c.kind = OutputConstraint::Kind::kChoice;
+    c.field = "structured_outputs.choice";
+    ++n;
+  }
+  if (n != 1) {
+    return invalid_param("structured_outputs",
+                         "'structured_outputs' must hold exactly one of 'regex', 'choice' or "
+                         "'grammar'");
+  }
+  if (constraint.kind != OutputConstraint::Kind::kNone) {
+    return invalid_param(c.field, "'" + c.field + "' cannot be combined with '" +
+                                      constraint.field + "'");
+  }
+  constraint = std::move(c);
+  return std::nullopt;
+}
+
+// enable_thinking (a template kwarg), reasoning_effort and max_thinking_tokens (an extension).
+ApiResult<ReasoningControls> parse_chat_reasoning(const json& body, const json& kwargs) {
+  ReasoningControls rc;
+  if (auto e = body.find("reasoning_effort"); e != body.end() && !e->is_null()) {
+    TF_API_TRY(rc, reasoning_effort(*e, "reasoning_effort"));
+  }
+  if (auto it = kwargs.find("enable_thinking"); it != kwargs.end() && it->is_boolean()) {
+    rc.enabled = it->get<bool>();
+    if (!*rc.enabled) rc.max_tokens.reset();
+  }
+  TF_API_TRY(auto budget, integer(body, "max_thinking_tokens", 0, 1 << 24));
+  if (budget) {
+    rc.max_tokens = static_cast<int>(*budget);
+    rc.field = "max_thinking_tokens";
+  }
+  return rc;
 }
 
 }  // namespace
@@ -301,22 +333,19 @@ ApiResult<ChatRequest> parse_chat_request(const json& body) {
     }
     r.tools = *it;
   }
-  TF_API_TRY(r.tool_choice_none, parse_tool_choice(body));
+  TF_API_TRY(r.tool_choice_none, parse_tool_choice(body, r.constraint));
   TF_API_TRY(bool parallel, boolean(body, "parallel_tool_calls", true));
   (void)parallel;  // several calls are always parsed; one call per reply needs a grammar
-  if (auto it = body.find("response_format"); it != body.end() && !it->is_null()) {
-    if (!it->is_object() || !it->contains("type") || !(*it)["type"].is_string())
-      return wrong_type("response_format", "an object with a 'type'", *it);
-    if ((*it)["type"] != "text") {
-      return invalid_param("response_format",
-                           "'response_format' of type '" + (*it)["type"].get<std::string>() +
-                               "' needs constrained decoding, which this server does not offer "
-                               "yet; only 'text' is accepted");
-    }
-  }
+  if (auto e = parse_response_format(body, r.constraint)) return *e;
+  if (auto e = parse_structured_outputs(body, r.constraint)) return *e;
   if (auto it = body.find("chat_template_kwargs"); it != body.end() && !it->is_null()) {
     if (!it->is_object()) return wrong_type("chat_template_kwargs", "an object", *it);
     r.chat_template_kwargs = *it;
+  }
+  TF_API_TRY(r.reasoning, parse_chat_reasoning(body, r.chat_template_kwargs));
+  // Reasoning turned off is also the template's business (Qwen3 and others read the kwarg).
+  if (r.reasoning.enabled == false && !r.chat_template_kwargs.contains("enable_thinking")) {
+    r.chat_template_kwargs["enable_thinking"] = false;
   }
   TF_API_TRY(r.add_generation_prompt, boolean(body, "add_generation_prompt", true));
   TF_API_TRY(r.logprobs, boolean(body, "logprobs", false));
@@ -327,6 +356,26 @@ ApiResult<ChatRequest> parse_chat_request(const json& body) {
     r.top_logprobs = static_cast<int>(*top);
   }
   return r;
+}
+
+ApiResult<ReasoningControls> reasoning_effort(const json& value, const std::string& field) {
+  if (!value.is_string()) return wrong_type(field, "a string", value);
+  const std::string e = value.get<std::string>();
+  ReasoningControls rc;
+  rc.field = field;
+  if (e == "none") {
+    rc.enabled = false;
+  } else if (e == "minimal" || e == "low") {
+    rc.max_tokens = 1024;
+  } else if (e == "medium") {
+    rc.max_tokens = 4096;
+  } else if (e == "high" || e == "xhigh") {
+    rc.max_tokens = 16384;
+  } else {
+    return invalid_param(field, "'" + field + "' must be one of none, minimal, low, medium, high, "
+                                              "xhigh; got '" + e + "'");
+  }
+  return rc;
 }
 
 ApiResult<CompletionRequest> parse_completion_request(const json& body) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "api/api_error.h"
+#include "api/output_controls.h"
 
 namespace tf::api {
 
@@ -38,6 +39,10 @@ struct ChatRequest {
   nlohmann::ordered_json messages;  // validated: array of {role, content|tool_calls|...}
   nlohmann::ordered_json tools;     // array or null
   bool tool_choice_none = false;    // "none": tools are shown to the template, no call is parsed
+  // response_format, tool_choice "required" / a named function, or structured_outputs; and
+  // enable_thinking / reasoning_effort / max_thinking_tokens. OutputControls applies both.
+  OutputConstraint constraint;
+  ReasoningControls reasoning;
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
   bool add_generation_prompt = true;
   bool logprobs = false;
@@ -54,6 +59,10 @@ struct CompletionRequest {
 };
 
 ApiResult<ChatRequest> parse_chat_request(const nlohmann::ordered_json& body);
+// reasoning_effort's thinking budget: "none" turns reasoning off; low, medium, high are 1,024,
+// 4,096 and 16,384 tokens. Shared with the Responses API's reasoning.effort.
+ApiResult<ReasoningControls> reasoning_effort(const nlohmann::ordered_json& value,
+                                              const std::string& field);
 ApiResult<CompletionRequest> parse_completion_request(const nlohmann::ordered_json& body);
 
 }  // namespace tf::api

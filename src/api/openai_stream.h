@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
-#include "api/generation.h"
+#include "api/core.h"
 #include "api/json_util.h"
 #include "api/responder.h"
 #include "api/service.h"
@@ -47,12 +47,12 @@ inline void finish_stream(
     const std::function<nlohmann::ordered_json(nlohmann::ordered_json)>& chunk,
     bool include_usage) {
   if (out.error && !head.started()) return Service::send_error(r, *out.error);
-  if (out.finish_reason == "cancelled") return;  // the client is gone
+  if (out.cancelled()) return;  // the client is gone
   if (!head.open()) return;
   if (out.error) {
     r.send_event(dump(openai_error_body(*out.error)));
   } else {
-    r.send_event(dump(chunk(out.finish_reason)));
+    r.send_event(dump(chunk(openai_finish_reason(out.reason))));
     if (include_usage) {
       nlohmann::ordered_json u = chunk(nullptr);
       u["choices"] = nlohmann::ordered_json::array();

@@ -1,5 +1,5 @@
-// Service: body parsing, model checks, prompt building and the request plumbing shared by the
-// OpenAI endpoints; the response encoders live in openai_chat.cpp and openai_completions.cpp.
+// Service: body parsing, model checks, prompt building and the request plumbing shared by every
+// adapter, plus the small routes (models, health, tokenize); the adapters live in their own files.
 #include "api/service.h"
 
 #include <fmt/format.h>
@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "api/json_util.h"
+#include "api/response_store.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "chat/output/output_parser.h"
@@ -26,7 +27,9 @@ Service::Service(std::shared_ptr<engine::EngineClient> engine,
       template_(std::move(chat_template)),
       model_(std::move(model)),
       defaults_(defaults),
-      seed_salt_(seed_salt) {
+      seed_salt_(seed_salt),
+      controls_(tok_),
+      responses_(std::make_unique<ResponseStore>()) {
   std::random_device rd;
   id_salt_ = static_cast<uint64_t>(rd()) << 32 | rd();
   fingerprint_ =
@@ -44,6 +47,8 @@ Service::Service(std::shared_ptr<engine::EngineClient> engine,
   if (!model_.tool_parser.empty()) tool_format_ = model_.tool_parser;
   if (!model_.reasoning_parser.empty()) reasoning_format_ = model_.reasoning_parser;
 }
+
+Service::~Service() = default;
 
 void Service::send_error(Responder& r, const ApiError& e) {
   if (e.code == "cancelled") return;  // the client left: nobody would read the answer
@@ -98,7 +103,8 @@ ApiResult<std::vector<int32_t>> Service::tokenize_prompt(std::string_view text, 
 }
 
 ApiResult<engine::Request> Service::make_request(const CommonFields& c, std::vector<int32_t> prompt,
-                                                 int logprobs, std::string_view prompt_field) {
+                                                 int logprobs, std::string_view prompt_field,
+                                                 std::string_view max_tokens_field) {
   const int64_t ctx = engine_->context();
   const int64_t n = static_cast<int64_t>(prompt.size());
   if (n == 0) return invalid_param("prompt", "the prompt is empty");
@@ -116,7 +122,7 @@ ApiResult<engine::Request> Service::make_request(const CommonFields& c, std::vec
                     fmt::format("This model's maximum context length is {} tokens. However, you "
                                 "requested {} tokens ({} in the prompt, {} for the completion).",
                                 ctx, n + max_tokens, n, max_tokens),
-                    "max_tokens", "context_length_exceeded"};
+                    std::string(max_tokens_field), "context_length_exceeded"};
   }
   engine::Request req;
   req.id = next_id_++;
@@ -144,32 +150,78 @@ ApiResult<engine::Request> Service::make_request(const CommonFields& c, std::vec
   return req;
 }
 
-ApiResult<std::string> Service::render_chat(const ChatRequest& req) const {
+ApiResult<std::string> Service::render_chat(const ChatPrompt& prompt) const {
   if (!template_) {
     return bad_request("this model has no chat template; use /v1/completions");
   }
   chat::RenderOptions opt;
-  opt.tools = req.tools;
-  opt.add_generation_prompt = req.add_generation_prompt;
-  opt.kwargs = req.chat_template_kwargs;
-  auto text = template_->render(req.messages, opt);
+  opt.tools = prompt.tools;
+  opt.add_generation_prompt = prompt.add_generation_prompt;
+  opt.kwargs = prompt.kwargs;
+  auto text = template_->render(prompt.messages, opt);
   if (text) return std::move(*text);
   // The template's own refusals (raise_exception) and limits are for the client; how a template
   // failed inside is not, so it goes to the log.
   const Error& e = text.error();
   switch (e.code) {
     case ErrorCode::kInvalidArgument:
-      return invalid_param("messages",
+      return invalid_param(prompt.field,
                            "the model's chat template refused these messages: " + e.message);
     case ErrorCode::kResourceExhausted:
-      return invalid_param("messages",
+      return invalid_param(prompt.field,
                            "the conversation is too large for the chat template: " + e.message);
     default:
       TF_LOG_WARN("chat template failed: {}", e.message);
-      return invalid_param("messages",
+      return invalid_param(prompt.field,
                            "the model's chat template cannot render these messages (a field it "
                            "expects is missing or has another type)");
   }
+}
+
+ApiResult<std::vector<int32_t>> Service::chat_prompt_ids(const ChatPrompt& prompt, Responder& r,
+                                                         std::string* rendered) const {
+  auto text = render_chat(prompt);
+  if (!text) return text.error();
+  // The template writes BOS itself where the model wants one, as apply_chat_template does.
+  auto ids = tokenize_prompt(*text, false, prompt.field, r);
+  if (ids && rendered) *rendered = std::move(*text);
+  return ids;
+}
+
+ApiResult<std::unique_ptr<chat::OutputParser>> Service::make_parser(
+    std::vector<chat::ToolSpec> tools, std::string_view rendered_prompt) const {
+  chat::ParserOptions po;
+  po.tools = std::move(tools);
+  po.parse_reasoning = reasoning_format_ != "none";
+  po.start_in_reasoning = po.parse_reasoning && chat::prompt_opens_reasoning(rendered_prompt);
+  auto parser = chat::make_output_parser(tool_format_, reasoning_format_, std::move(po));
+  if (!parser) return from_engine_error(parser.error());
+  return std::move(*parser);
+}
+
+ApiResult<bool> Service::apply_output_controls(const OutputConstraint& constraint,
+                                               const ReasoningControls& reasoning,
+                                               const std::vector<chat::ToolSpec>& tools,
+                                               std::string_view rendered_prompt,
+                                               engine::Request& request) const {
+  OutputContext ctx;
+  ctx.tools = &tools;
+  ctx.tool_format = tool_format_;
+  ctx.reasoning_format = reasoning_format_;
+  ctx.prompt_opens_reasoning =
+      reasoning_format_ != "none" && chat::prompt_opens_reasoning(rendered_prompt);
+  return controls_.apply(constraint, reasoning, ctx, request);
+}
+
+std::vector<chat::ToolSpec> offered_tools(const json& tools) {
+  std::vector<chat::ToolSpec> out;
+  if (!tools.is_array()) return out;
+  for (const auto& t : tools) {
+    const json& fn = t["function"];
+    out.push_back({fn["name"].get<std::string>(),
+                   fn.contains("parameters") ? fn["parameters"] : json::object()});
+  }
+  return out;
 }
 
 std::string Service::new_id(std::string_view prefix) {
@@ -223,7 +275,7 @@ void Service::tokenize(std::string_view body, Responder& r) const {
   if (j->contains("messages")) {
     auto req = parse_chat_request(*j);
     if (!req) return send_error(r, req.error());
-    auto rendered = render_chat(*req);
+    auto rendered = render_chat(chat_prompt(*req));
     if (!rendered) return send_error(r, rendered.error());
     text = *rendered;
     add_special = false;  // the template writes its own BOS

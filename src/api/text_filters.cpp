@@ -28,7 +28,12 @@ std::string StopMatcher::push(std::string_view piece) {
   held_ += piece;
   // The earliest stop string occurrence wins.
   size_t cut = std::string::npos;
-  for (const auto& s : stops_) cut = std::min(cut, held_.find(s));
+  for (const auto& s : stops_) {
+    if (size_t at = held_.find(s); at < cut) {
+      cut = at;
+      matched_ = s;
+    }
+  }
   if (cut != std::string::npos) {
     stopped_ = true;
     std::string out = held_.substr(0, cut);

@@ -18,11 +18,14 @@ class StopMatcher {
   // End of generation: everything held back is emitted (unless a stop matched).
   std::string flush();
   bool stopped() const { return stopped_; }
+  // The stop string that matched (empty until one does).
+  const std::string& matched() const { return matched_; }
 
  private:
   std::vector<std::string> stops_;
   std::string held_;
   bool stopped_ = false;
+  std::string matched_;
 };
 
 }  // namespace tf::api

@@ -150,7 +150,8 @@ void Connection::dispatch() {
   }
   if (req.method() == http::verb::options) return answer_options();
   HttpRequest hr{req.method_string(), req.target(), req[http::field::authorization],
-                 req["x-api-key"], req.body()};
+                 req["x-api-key"], req.body(),
+                 [&req](std::string_view name) -> std::string_view { return req[name]; }};
   RoutedRequest routed = resolve(hr, ctx_.opt.api_keys, *ctx_.service);
   if (!routed.blocking) {
     BufferedResponder r;

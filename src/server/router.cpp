@@ -1,4 +1,4 @@
-// The route table. Errors use OpenAI's envelope (Anthropic routes, when added, use theirs).
+// The router over the adapters' route table: API-key check, then the route, 405 or 404.
 #include "server/router.h"
 
 #include <algorithm>
@@ -9,60 +9,19 @@
 namespace tf::server {
 namespace {
 
-using Handler = void (*)(api::Service&, const HttpRequest&, api::Responder&);
+std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }
 
-struct Route {
-  std::string_view method, path;
-  bool blocking;
-  Handler handler;
-};
-
-// GET routes also answer HEAD. Paths ending in '/' match any one segment after them.
-constexpr Route kRoutes[] = {
-    {"GET", "/health", false,
-     [](api::Service& s, const HttpRequest&, api::Responder& r) { s.health(r); }},
-    {"GET", "/v1/health", false,
-     [](api::Service& s, const HttpRequest&, api::Responder& r) { s.health(r); }},
-    {"GET", "/v1/models", false,
-     [](api::Service& s, const HttpRequest&, api::Responder& r) { s.models(r); }},
-    {"GET", "/v1/models/", false,
-     [](api::Service& s, const HttpRequest& q, api::Responder& r) {
-       std::string_view path = q.target.substr(0, q.target.find('?'));
-       s.model(path.substr(std::string_view("/v1/models/").size()), r);
-     }},
-    {"POST", "/v1/chat/completions", true,
-     [](api::Service& s, const HttpRequest& q, api::Responder& r) {
-       s.chat_completions(q.body, r);
-     }},
-    {"POST", "/v1/completions", true,
-     [](api::Service& s, const HttpRequest& q, api::Responder& r) { s.completions(q.body, r); }},
-    {"POST", "/tokenize", true,
-     [](api::Service& s, const HttpRequest& q, api::Responder& r) { s.tokenize(q.body, r); }},
-    {"POST", "/v1/tokenize", true,
-     [](api::Service& s, const HttpRequest& q, api::Responder& r) { s.tokenize(q.body, r); }},
-    {"POST", "/detokenize", true,
-     [](api::Service& s, const HttpRequest& q, api::Responder& r) { s.detokenize(q.body, r); }},
-    {"POST", "/v1/detokenize", true,
-     [](api::Service& s, const HttpRequest& q, api::Responder& r) { s.detokenize(q.body, r); }},
-};
-
-bool path_matches(const Route& rt, std::string_view path) {
-  if (!rt.path.ends_with('/')) return rt.path == path;
-  if (!path.starts_with(rt.path) || path.size() == rt.path.size()) return false;
-  return path.find('/', rt.path.size()) == std::string_view::npos;
+// The envelope of the API a path belongs to, whatever the method.
+api::Envelope envelope_of(std::string_view path) {
+  for (const auto& rt : api::routes()) {
+    if (api::match_pattern(rt.pattern, path, nullptr)) return rt.envelope;
+  }
+  return path.starts_with("/v1/messages") ? api::Envelope::kAnthropic : api::Envelope::kOpenAI;
 }
 
-bool authorized(const HttpRequest& req, const std::vector<std::string>& keys) {
-  if (keys.empty()) return true;
-  std::string_view presented = req.x_api_key;
-  if (presented.empty()) presented = bearer_token(req.authorization);
-  bool ok = false;
-  for (const auto& k : keys) ok |= constant_time_equal(presented, k);  // no early exit
-  return ok;
-}
-
-RoutedRequest refusal(api::ApiError e) {
-  return {false, [e = std::move(e)](api::Responder& r) { api::Service::send_error(r, e); }};
+RoutedRequest refusal(api::Envelope envelope, api::ApiError e) {
+  return {false,
+          [envelope, e = std::move(e)](api::Responder& r) { api::send_error(envelope, r, e); }};
 }
 
 }  // namespace
@@ -80,10 +39,20 @@ std::string_view bearer_token(std::string_view authorization) {
   return token;
 }
 
+bool authorized(std::string_view authorization, std::string_view x_api_key,
+                const std::vector<std::string>& keys) {
+  if (keys.empty()) return true;
+  std::string_view presented = x_api_key;
+  if (presented.empty()) presented = bearer_token(authorization);
+  bool ok = false;
+  for (const auto& k : keys) ok |= constant_time_equal(presented, k);  // no early exit
+  return ok;
+}
+
 std::string allowed_methods(std::string_view path) {
   std::string allow;
-  for (const auto& rt : kRoutes) {
-    if (!path_matches(rt, path)) continue;
+  for (const auto& rt : api::routes()) {
+    if (!api::match_pattern(rt.pattern, path, nullptr)) continue;
     std::string m = rt.method == "GET" ? "GET, HEAD" : std::string(rt.method);
     if (allow.find(m) == std::string::npos) allow += (allow.empty() ? "" : ", ") + m;
   }
@@ -92,33 +61,50 @@ std::string allowed_methods(std::string_view path) {
 
 RoutedRequest resolve(const HttpRequest& req, const std::vector<std::string>& api_keys,
                       api::Service& service) {
-  std::string_view path = req.target.substr(0, req.target.find('?'));
-  std::string_view method = req.method == "HEAD" ? "GET" : req.method;
-  const Route* found = nullptr;
-  for (const auto& rt : kRoutes) {
-    if (path_matches(rt, path) && rt.method == method) found = &rt;
+  const std::string_view path = path_of(req.target);
+  const std::string_view method = req.method == "HEAD" ? "GET" : req.method;
+  const api::Route* found = nullptr;
+  api::RouteCall call{req.method, req.target, req.body, {}, req.header};
+  for (const auto& rt : api::routes()) {
+    if (rt.method == method && api::match_pattern(rt.pattern, path, &call.params)) {
+      found = &rt;
+      break;
+    }
   }
+  const api::Envelope envelope = found ? found->envelope : envelope_of(path);
   // Health stays open so load balancers need no key.
-  const bool is_health = found && (found->path == "/health" || found->path == "/v1/health");
-  if (!is_health && !authorized(req, api_keys)) {
-    return refusal(api::unauthorized(
-        "Incorrect or missing API key: send it as 'Authorization: Bearer KEY' or 'x-api-key: "
-        "KEY'"));
+  if (!(found && found->open) && !authorized(req.authorization, req.x_api_key, api_keys)) {
+    return refusal(envelope, api::unauthorized("Incorrect or missing API key: send it as "
+                                               "'Authorization: Bearer KEY' or 'x-api-key: KEY'"));
   }
   if (found) {
-    return {found->blocking,
-            [found, &service, req](api::Responder& r) { found->handler(service, req, r); }};
+    if (!call.header) {
+      call.header = [a = req.authorization, k = req.x_api_key](std::string_view name) {
+        auto eq = [](std::string_view x, std::string_view y) {
+          return std::equal(x.begin(), x.end(), y.begin(), y.end(), [](char p, char q) {
+            return std::tolower(static_cast<unsigned char>(p)) ==
+                   std::tolower(static_cast<unsigned char>(q));
+          });
+        };
+        if (eq(name, "authorization")) return a;
+        if (eq(name, "x-api-key")) return k;
+        return std::string_view();
+      };
+    }
+    return {found->blocking, [found, &service, call = std::move(call)](api::Responder& r) {
+              found->handler(service, call, r);
+            }};
   }
   if (std::string allow = allowed_methods(path); !allow.empty()) {
-    return refusal({405,
-                    "invalid_request_error",
-                    std::string(req.method) + " is not allowed on " + std::string(path) +
-                        " (allowed: " + allow + ")",
-                    {},
-                    "method_not_allowed"});
+    return refusal(envelope, {405,
+                              "invalid_request_error",
+                              std::string(req.method) + " is not allowed on " + std::string(path) +
+                                  " (allowed: " + allow + ")",
+                              {},
+                              "method_not_allowed"});
   }
-  return refusal(
-      api::not_found("Unknown route: " + std::string(req.method) + " " + std::string(path)));
+  return refusal(envelope, api::not_found("Unknown route: " + std::string(req.method) + " " +
+                                          std::string(path)));
 }
 
 void route(const HttpRequest& req, const std::vector<std::string>& api_keys, api::Service& service,

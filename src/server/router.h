@@ -1,5 +1,6 @@
-// Routing: maps a request's method and path (after the API-key check) to a Service handler, and
-// says whether that handler may block (it then runs on a request thread, not an I/O thread).
+// Routing: matches a request's method and path (after the API-key check) against the adapters'
+// route table (api/route.h), and says whether the handler may block (it then runs on a request
+// thread, not an I/O thread). Refusals use the envelope of the API the path belongs to.
 #pragma once
 
 #include <functional>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "api/responder.h"
+#include "api/route.h"
 #include "api/service.h"
 
 namespace tf::server {
@@ -19,6 +21,8 @@ struct HttpRequest {
   std::string_view authorization;
   std::string_view x_api_key;
   std::string_view body;
+  // Any header by name (case-insensitive); unset: only the two above are known.
+  std::function<std::string_view(std::string_view)> header;
 };
 
 struct RoutedRequest {
@@ -39,11 +43,16 @@ inline void route(std::string_view method, std::string_view target, std::string_
                   std::string_view x_api_key, std::string_view body,
                   const std::vector<std::string>& api_keys, api::Service& service,
                   api::Responder& r) {
-  route({method, target, authorization, x_api_key, body}, api_keys, service, r);
+  route({method, target, authorization, x_api_key, body, {}}, api_keys, service, r);
 }
 
 // The methods a known path allows ("GET, HEAD", "POST"); empty for unknown paths.
 std::string allowed_methods(std::string_view path);
+
+// Whether the request presents one of `keys` (as a bearer token or x-api-key); true when none
+// are configured.
+bool authorized(std::string_view authorization, std::string_view x_api_key,
+                const std::vector<std::string>& keys);
 
 // Accepts "Bearer KEY" with the scheme in any case (RFC 9110 makes it case-insensitive).
 std::string_view bearer_token(std::string_view authorization);

@@ -96,6 +96,7 @@ struct Script {
   std::optional<Error> error;         // with kError
   std::optional<Error> submit_error;  // submit() fails
   bool hang = false;                  // no Finished until cancel() (a long generation)
+  bool prefilled = true;              // false: no Prefilled either (a long prompt filling)
   int64_t cached_tokens = 0;
 
   // One Tokens event per id, with logprob -0.5*(i+1) and `top` alternatives when top > 0.
@@ -130,7 +131,7 @@ class ScriptedEngine : public engine::EngineClient {
     if (s.submit_error) return *s.submit_error;
     auto ch = std::make_shared<engine::Channel>();
     Live live{ch, {}, static_cast<int64_t>(request.prompt.size()), s.cached_tokens};
-    ch->push(engine::Prefilled{s.cached_tokens});
+    if (s.prefilled) ch->push(engine::Prefilled{s.cached_tokens});
     for (auto& e : s.events) {
       if (auto* t = std::get_if<engine::Tokens>(&e)) live.completion += t->ids.size();
       ch->push(e);

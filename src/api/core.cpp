@@ -1,0 +1,191 @@
+// run_generation: the event loop between the engine's channel and an API adapter.
+#include "api/core.h"
+
+#include <chrono>
+
+#include "api/text_filters.h"
+
+namespace tf::api {
+namespace {
+
+// Appends a parser's events to a delta; returns how many tool calls ended.
+int add_events(Delta& d, const std::vector<chat::OutputEvent>& events) {
+  using In = chat::OutputEvent::Kind;
+  using Out = CoreEvent::Kind;
+  int ended = 0;
+  for (const auto& e : events) {
+    switch (e.kind) {
+      case In::kContent:
+        d.events.push_back({Out::kText, e.text, 0, {}, {}});
+        break;
+      case In::kReasoning:
+        d.events.push_back({Out::kReasoning, e.text, 0, {}, {}});
+        break;
+      case In::kToolCallBegin:
+        d.events.push_back({Out::kToolCallStart, {}, e.index, e.id, e.name});
+        break;
+      case In::kToolCallArguments:
+        d.events.push_back({Out::kToolCallArguments, e.text, e.index, {}, {}});
+        break;
+      case In::kToolCallEnd:
+        d.events.push_back({Out::kToolCallEnd, {}, e.index, {}, {}});
+        ++ended;
+        break;
+    }
+  }
+  return ended;
+}
+
+TokenLogprobInfo logprob_info(const tokenizer::Tokenizer& tok, const engine::Tokens& t, size_t i) {
+  TokenLogprobInfo info{tok.token_bytes(t.ids[i]), t.logprobs[i].logprob, {}};
+  if (i < t.top_logprobs.size()) {
+    for (const auto& alt : t.top_logprobs[i]) {
+      info.top.push_back({tok.token_bytes(alt.id), alt.logprob});
+    }
+  }
+  return info;
+}
+
+}  // namespace
+
+std::string Delta::content() const {
+  std::string s;
+  for (const auto& e : events) {
+    if (e.kind == CoreEvent::Kind::kText) s += e.text;
+  }
+  return s;
+}
+
+std::string Delta::reasoning() const {
+  std::string s;
+  for (const auto& e : events) {
+    if (e.kind == CoreEvent::Kind::kReasoning) s += e.text;
+  }
+  return s;
+}
+
+std::vector<ToolCallDelta> Delta::tool_calls() const {
+  std::vector<ToolCallDelta> calls;
+  for (const auto& e : events) {
+    if (e.kind == CoreEvent::Kind::kToolCallStart) {
+      calls.push_back({e.index, e.id, e.name, ""});
+    } else if (e.kind == CoreEvent::Kind::kToolCallArguments) {
+      if (calls.empty() || calls.back().index != e.index) calls.push_back({e.index, "", "", ""});
+      calls.back().arguments += e.text;
+    }
+  }
+  return calls;
+}
+
+const char* openai_finish_reason(FinishReason r) {
+  switch (r) {
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kToolCalls:
+      return "tool_calls";
+    default:
+      return "stop";
+  }
+}
+
+Outcome run_generation(engine::EngineClient& engine, const tokenizer::Tokenizer& tok,
+                       engine::Request request, const GenerationOptions& options,
+                       Responder& responder, const std::function<bool(const Delta&)>& on_delta) {
+  Outcome out;
+  const engine::RequestId id = request.id;
+  const std::vector<int32_t> prompt = request.prompt;
+  auto ch = engine.submit(std::move(request));
+  if (!ch) {
+    out.reason = FinishReason::kError;
+    out.error = from_engine_error(ch.error());
+    return out;
+  }
+  tokenizer::IncrementalDetokenizer detok(tok);
+  for (int32_t t : prompt) detok.push(t);  // the reply's text continues the prompt's
+  StopMatcher stops(options.stop);
+  bool cancelled = false, in_reasoning = false;
+  int calls = 0;
+
+  // Text flows detokenizer -> stop strings -> output parser, so a stop string inside the
+  // reasoning also ends generation, as in vLLM. Returns whether the piece was reasoning.
+  auto emit = [&](std::string text, std::vector<TokenLogprobInfo> lps, bool final) {
+    Delta d;
+    std::string visible = stops.push(text);
+    if (final) visible += stops.flush();
+    if (options.parser) {
+      auto events = options.parser->push(visible);
+      if (final) {
+        auto rest = options.parser->finish();
+        events.insert(events.end(), rest.begin(), rest.end());
+      }
+      calls += add_events(d, events);
+    } else if (!visible.empty()) {
+      d.events.push_back({CoreEvent::Kind::kText, std::move(visible), 0, {}, {}});
+    }
+    const bool was_reasoning = in_reasoning;
+    if (!d.events.empty()) in_reasoning = d.events.back().kind == CoreEvent::Kind::kReasoning;
+    d.logprobs = std::move(lps);
+    if (!d.empty() && !on_delta(d)) cancelled = true;
+    return in_reasoning || was_reasoning;
+  };
+
+  bool any_event = false;
+  for (;;) {
+    auto ev = (*ch)->pop_for(std::chrono::milliseconds(100));
+    // Checked on every event as well as when idle: a client that left, streamed or not, cancels
+    // its request within a step, freeing its slot and its KV.
+    if (!cancelled && !responder.alive()) {
+      cancelled = true;
+      engine.cancel(id);
+    }
+    if (!ev) {
+      if ((*ch)->finished()) break;
+      if (!cancelled && !any_event && options.on_wait && !options.on_wait()) cancelled = true;
+      if (cancelled) engine.cancel(id);
+      continue;
+    }
+    if (auto* t = std::get_if<engine::Tokens>(&*ev)) {
+      any_event = true;
+      if (cancelled || stops.stopped()) continue;  // draining after a cancel we asked for
+      for (size_t i = 0; i < t->ids.size(); ++i) {
+        const int32_t tid = t->ids[i];
+        out.output_ids.push_back(tid);
+        std::vector<TokenLogprobInfo> lps;
+        if (options.logprobs && i < t->logprobs.size()) lps.push_back(logprob_info(tok, *t, i));
+        std::string text = tok.is_eog(tid) ? std::string() : detok.push(tid);
+        if (emit(std::move(text), std::move(lps), false)) ++out.reasoning_tokens;
+        if (stops.stopped()) {
+          engine.cancel(id);  // a stop string ends the reply: free the stream's KV now
+          break;
+        }
+      }
+      if (cancelled) engine.cancel(id);
+    } else if (auto* f = std::get_if<engine::Finished>(&*ev)) {
+      out.usage = f->usage;
+      if (stops.stopped()) {
+        out.reason = FinishReason::kStopString;
+        out.stop_sequence = stops.matched();
+      } else if (cancelled) {
+        out.reason = FinishReason::kCancelled;
+      } else if (f->reason == engine::FinishReason::kCancelled) {  // by the server, not the client
+        out.reason = FinishReason::kError;
+        out.error =
+            ApiError{503, "server_error", "the server is shutting down", {}, "shutting_down"};
+      } else if (f->reason == engine::FinishReason::kError) {
+        out.reason = FinishReason::kError;
+        out.error =
+            from_engine_error(f->error.value_or(Error{ErrorCode::kInternal, "unknown error"}));
+      } else {
+        emit(detok.flush(), {}, true);
+        out.reason = f->reason == engine::FinishReason::kLength ? FinishReason::kLength
+                     : calls > 0                                ? FinishReason::kToolCalls
+                                                                : FinishReason::kStop;
+      }
+    } else {
+      any_event = true;  // Prefilled: the prompt is in; the reply comes next
+    }
+  }
+  return out;
+}
+
+}  // namespace tf::api
