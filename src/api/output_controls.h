@@ -10,6 +10,7 @@
 
 #include "api/api_error.h"
 #include "chat/output/output_parser.h"
+#include "engine/grammar/grammar.h"
 #include "engine/request.h"
 #include "tokenizer/tokenizer.h"
 
@@ -36,10 +37,16 @@ struct OutputContext {
   const std::vector<chat::ToolSpec>* tools = nullptr;  // offered (after tool_choice)
   std::string tool_format = "none", reasoning_format = "none";
   bool prompt_opens_reasoning = false;  // the rendered prompt ends inside a think block
+  bool parallel_tool_calls = true;      // a forced "required" reply may hold several calls
 };
+
+// Thinking budgets of reasoning_effort (Chat) and reasoning.effort (Responses), in tokens.
+inline constexpr int kLowEffortTokens = 1024, kMediumEffortTokens = 4096, kHighEffortTokens = 16384;
 
 class OutputControls {
  public:
+  // Builds the grammar view of the tokenizer's vocabulary once (tens of milliseconds for a
+  // 150k-token vocabulary) and compiles grammars on demand, cached by their text.
   explicit OutputControls(std::shared_ptr<const tokenizer::Tokenizer> tokenizer);
   ~OutputControls();
   // Sets request's constraint and reasoning budget, or a 400 naming the field (an unsupported
@@ -48,7 +55,16 @@ class OutputControls {
                         const OutputContext& context, engine::Request& request) const;
 
  private:
+  ApiResult<grammar::GrammarSpec> grammar_spec(const OutputConstraint& c,
+                                               const OutputContext& context) const;
+  ApiResult<bool> apply_reasoning(const ReasoningControls& reasoning, const OutputContext& context,
+                                  engine::OutputRules& out) const;
+
   std::shared_ptr<const tokenizer::Tokenizer> tok_;
+  std::shared_ptr<const grammar::Vocabulary> vocab_;
+  mutable grammar::GrammarCache cache_;
+  int32_t think_open_ = -1;           // "<think>" as one token, where it is one
+  std::vector<int32_t> think_close_;  // "</think>"
 };
 
 }  // namespace tf::api

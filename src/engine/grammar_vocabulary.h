@@ -3,12 +3,17 @@
 #pragma once
 
 #include <memory>
+#include <span>
+#include <string>
 
 #include "engine/grammar/grammar.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tf::engine {
 
-std::shared_ptr<const grammar::Vocabulary> grammar_vocabulary(const tokenizer::Tokenizer& tok);
+// Special tokens whose text is in `allowed` stay available to grammars (e.g. Mistral's
+// [TOOL_CALLS], which a forced call must write).
+std::shared_ptr<const grammar::Vocabulary> grammar_vocabulary(
+    const tokenizer::Tokenizer& tok, std::span<const std::string> allowed = {});
 
 }  // namespace tf::engine

@@ -81,6 +81,8 @@ class CallSyntax {
   // candidate and may be used to resume scans (see ScanMemo).
   virtual CallMatch match(std::string_view text, size_t marker, bool final, const ToolTable& tools,
                           ScanMemo& memo) const = 0;
+  // The text a grammar forces for calls in this syntax (a form match() accepts); none by default.
+  virtual std::optional<ForcedCallForm> forced_form() const { return std::nullopt; }
 };
 
 std::unique_ptr<CallSyntax> make_hermes_syntax();

@@ -30,6 +30,11 @@ class HermesSyntax final : public CallSyntax {
     return {CallMatch::Status::kMatch, close + kClose.size(), {std::move(*call)}};
   }
 
+  std::optional<ForcedCallForm> forced_form() const override {
+    return ForcedCallForm{
+        "", "\n", "", "<tool_call>\n{\"name\": ", ", \"arguments\": ", "}\n</tool_call>", true};
+  }
+
  private:
   static std::optional<ParsedCall> parse_call(std::string_view text, const ToolTable& tools) {
     auto v = parse_json_text(text);

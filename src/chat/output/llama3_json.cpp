@@ -33,6 +33,11 @@ class Llama3JsonSyntax final : public CallSyntax {
     }
   }
 
+  // The bare form the Llama 3.1 template teaches; calls joined by ';' as match() reads them.
+  std::optional<ForcedCallForm> forced_form() const override {
+    return ForcedCallForm{"", "; ", "", "{\"name\": ", ", \"parameters\": ", "}", true};
+  }
+
  private:
   std::vector<Marker> markers_{{std::string(kPythonTag)}, {"{", true}};
 };

@@ -45,6 +45,12 @@ class MistralSyntax final : public CallSyntax {
     return s[i] == '[' ? array_form(s, i, tools, memo) : name_form(s, i, tools, memo);
   }
 
+  // The array form (v3 and later templates): one [TOOL_CALLS] with every call in a list.
+  std::optional<ForcedCallForm> forced_form() const override {
+    return ForcedCallForm{
+        "[TOOL_CALLS][", ", ", "]", "{\"name\": ", ", \"arguments\": ", "}", true};
+  }
+
  private:
   static CallMatch array_form(std::string_view s, size_t i, const ToolTable& tools,
                               ScanMemo& memo) {

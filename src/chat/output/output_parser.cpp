@@ -102,6 +102,13 @@ bool prompt_opens_reasoning(std::string_view rendered_prompt) {
   return rendered_prompt.find("</think>", open) == std::string_view::npos;
 }
 
+std::optional<ForcedCallForm> forced_call_form(std::string_view tool_format) {
+  for (const FormatEntry& f : kFormats) {
+    if (f.name == tool_format && f.make) return f.make()->forced_form();
+  }
+  return std::nullopt;
+}
+
 std::vector<std::string> tool_formats() {
   std::vector<std::string> names;
   for (const FormatEntry& f : kFormats) names.emplace_back(f.name);

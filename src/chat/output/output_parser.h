@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -46,6 +47,19 @@ class OutputParser {
   // content, unchanged).
   virtual std::vector<OutputEvent> finish() = 0;
 };
+
+// How a format writes calls when a grammar forces them (tool_choice "required" or a named
+// function): `open`, then calls joined by `separator`, then `close`; a call is name_prefix, the
+// tool's name as a JSON string, name_suffix, its arguments as JSON, then `tail`.
+struct ForcedCallForm {
+  std::string open, separator, close;
+  std::string name_prefix, name_suffix, tail;
+  bool several = true;  // the format carries more than one call in a reply
+};
+
+// The form for tool_format; nullopt where the format has none (its arguments are not JSON, or it
+// has no calls).
+std::optional<ForcedCallForm> forced_call_form(std::string_view tool_format);
 
 // tool_format: one of tool_formats(); reasoning_format: "think" or "none".
 Result<std::unique_ptr<OutputParser>> make_output_parser(std::string_view tool_format,

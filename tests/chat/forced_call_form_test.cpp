@@ -1,0 +1,58 @@
+// Each format's forced-call form (what tool_choice "required" makes the model write) is read back
+// by the same format's parser as the calls it spells, whole and with several calls.
+#include <gtest/gtest.h>
+
+#include "chat/output/output_parser.h"
+
+namespace tf::chat {
+namespace {
+
+std::string spell(const ForcedCallForm& f,
+                  const std::vector<std::pair<std::string, std::string>>& calls) {
+  std::string out = f.open;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    if (i > 0) out += f.separator;
+    out += f.name_prefix + nlohmann::ordered_json(calls[i].first).dump() + f.name_suffix +
+           calls[i].second + f.tail;
+  }
+  return out + f.close;
+}
+
+TEST(ForcedCallForm, ParsersReadWhatTheFormWrites) {
+  int forms = 0;
+  for (const std::string& format : tool_formats()) {
+    auto form = forced_call_form(format);
+    if (!form) continue;
+    ++forms;
+    const std::vector<std::pair<std::string, std::string>> calls = {
+        {"get_weather", R"({"city": "Oslo"})"}, {"now", "{}"}};
+    const size_t n = form->several ? 2 : 1;
+    ParserOptions po;
+    po.tools = {{"get_weather", nlohmann::ordered_json::object()},
+                {"now", nlohmann::ordered_json::object()}};
+    po.parse_reasoning = false;
+    auto parser = make_output_parser(format, "none", po);
+    ASSERT_TRUE(parser.ok()) << format;
+    auto events = (*parser)->push(spell(*form, {calls.begin(), calls.begin() + n}));
+    auto tail = (*parser)->finish();
+    events.insert(events.end(), tail.begin(), tail.end());
+    std::vector<std::string> names, args(n);
+    for (const auto& e : events) {
+      // Only the separator's white space may stay text between calls.
+      if (e.kind == OutputEvent::Kind::kContent) {
+        EXPECT_EQ(e.text.find_first_not_of(" \n"), std::string::npos) << format << ": " << e.text;
+      }
+      if (e.kind == OutputEvent::Kind::kToolCallBegin) names.push_back(e.name);
+      if (e.kind == OutputEvent::Kind::kToolCallArguments) args.at(e.index) += e.text;
+    }
+    ASSERT_EQ(names.size(), n) << format;
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_EQ(names[i], calls[i].first) << format;
+      EXPECT_EQ(nlohmann::json::parse(args[i]), nlohmann::json::parse(calls[i].second)) << format;
+    }
+  }
+  EXPECT_GE(forms, 3);  // hermes, llama3_json, mistral
+}
+
+}  // namespace
+}  // namespace tf::chat
