@@ -388,17 +388,13 @@ std::string py_strip(const std::string& s, const Value& chars, bool left, bool r
       }
     }
     size_t e = s.size();
-    if (right) {  // the end of the last non-space character, found forwards (UTF-8 is one-way)
-      e = b;
-      for (size_t i = b; i < s.size();) {
-        size_t n = py_space_len(s, i);
-        if (n) {
-          i += n;
-        } else {
-          decode_at(s, i, &n);
-          i += n;
-          e = i;
-        }
+    if (right) {
+      while (e > b) {
+        size_t start = e - 1;  // back to the first byte of the last character
+        while (start > b && e - start < 4 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80)
+          --start;
+        if (py_space_len(s, start) != e - start) break;
+        e = start;
       }
     }
     return s.substr(b, e - b);
