@@ -57,28 +57,43 @@ void AddedTokenMatcher::add(AddedToken token) {
   by_content_.emplace(token.content, index);
   has_normalized_ = has_normalized_ || token.normalized;
   if (token.match.empty()) token.match = token.content;
-  is_first_byte_[static_cast<unsigned char>(token.match[0])] = true;
-  auto& list = by_first_byte_[static_cast<unsigned char>(token.match[0])];
   tokens_.push_back(std::move(token));
-  list.push_back(index);
-  std::stable_sort(list.begin(), list.end(), [this](size_t a, size_t b) {
-    return tokens_[a].match.size() > tokens_[b].match.size();
-  });
+  trie_insert(index);
 }
 
 void AddedTokenMatcher::reindex() {
-  by_first_byte_.clear();
-  is_first_byte_.fill(false);
-  for (size_t i = 0; i < tokens_.size(); ++i) {
-    if (tokens_[i].match.empty()) continue;
-    is_first_byte_[static_cast<unsigned char>(tokens_[i].match[0])] = true;
-    by_first_byte_[static_cast<unsigned char>(tokens_[i].match[0])].push_back(i);
+  trie_.assign(1, TrieNode{});
+  root_next_.fill(-1);
+  for (size_t i = 0; i < tokens_.size(); ++i) trie_insert(i);
+}
+
+void AddedTokenMatcher::trie_insert(size_t index) {
+  const std::string& match = tokens_[index].match;
+  if (match.empty()) return;
+  int32_t node = 0;
+  for (size_t i = 0; i < match.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(match[i]);
+    int32_t child = trie_child(node, byte);
+    if (child < 0) {
+      child = static_cast<int32_t>(trie_.size());
+      trie_.emplace_back();
+      if (node == 0) {
+        root_next_[byte] = child;
+      } else {
+        trie_[node].next.emplace_back(byte, child);
+      }
+    }
+    node = child;
   }
-  for (auto& [byte, list] : by_first_byte_) {
-    std::stable_sort(list.begin(), list.end(), [this](size_t a, size_t b) {
-      return tokens_[a].match.size() > tokens_[b].match.size();
-    });
+  trie_[node].tokens.push_back(index);
+}
+
+int32_t AddedTokenMatcher::trie_child(int32_t node, unsigned char byte) const {
+  if (node == 0) return root_next_[byte];
+  for (const auto& [b, child] : trie_[node].next) {
+    if (b == byte) return child;
   }
+  return -1;
 }
 
 const AddedToken* AddedTokenMatcher::find(TokenId id) const {
@@ -96,20 +111,28 @@ std::vector<Fragment> AddedTokenMatcher::split(std::string_view text, bool parse
   std::vector<Fragment> out;
   size_t text_begin = 0;  // start of the pending plain text
   size_t pos = 0;
+  std::vector<std::pair<int32_t, size_t>> ends;  // trie nodes holding tokens, and their match end
   while (pos < text.size()) {
-    if (!is_first_byte_[static_cast<unsigned char>(text[pos])]) {
+    int32_t node = root_next_[static_cast<unsigned char>(text[pos])];
+    if (node < 0) {
       ++pos;
       continue;
     }
+    ends.clear();
+    for (size_t end = pos + 1;; ++end) {
+      if (!trie_[node].tokens.empty()) ends.emplace_back(node, end);
+      if (end == text.size()) break;
+      node = trie_child(node, static_cast<unsigned char>(text[end]));
+      if (node < 0) break;
+    }
+    // Longest first, then in the order added: the first that may match here wins.
     const AddedToken* hit = nullptr;
-    auto it = by_first_byte_.find(static_cast<unsigned char>(text[pos]));
-    if (it != by_first_byte_.end()) {
-      for (size_t index : it->second) {
+    for (auto e = ends.rbegin(); e != ends.rend() && hit == nullptr; ++e) {
+      for (size_t index : trie_[e->first].tokens) {
         const AddedToken& t = tokens_[index];
         if ((t.special && !parse_special) || t.normalized != normalized) continue;
-        if (text.compare(pos, t.match.size(), t.match) != 0) continue;
-        if (t.single_word && (is_word_char(char_before(text, pos)) ||
-                              is_word_char(char_at(text, pos + t.match.size())))) {
+        if (t.single_word &&
+            (is_word_char(char_before(text, pos)) || is_word_char(char_at(text, e->second)))) {
           continue;
         }
         hit = &t;

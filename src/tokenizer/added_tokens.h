@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -59,12 +60,28 @@ class AddedTokenMatcher {
  private:
   void reindex();
 
+  // A byte trie over the tokens' `match` strings: at each position of the text one walk finds
+  // every token that matches there, however many share a prefix (Llama 3's 250 reserved tokens
+  // all begin "<|reserved_special_token_").
+  struct TrieNode {
+    std::vector<std::pair<unsigned char, int32_t>> next;  // child by byte
+    std::vector<size_t> tokens;  // tokens whose match ends here, in the order they were added
+  };
+  void trie_insert(size_t index);
+  int32_t trie_child(int32_t node, unsigned char byte) const;
+
   std::vector<AddedToken> tokens_;
   std::unordered_map<TokenId, size_t> by_id_;
   std::unordered_map<std::string, size_t> by_content_;
-  std::unordered_map<unsigned char, std::vector<size_t>> by_first_byte_;  // longest first
-  std::array<bool, 256> is_first_byte_{};  // the keys of by_first_byte_, for the scan
+  std::vector<TrieNode> trie_ = std::vector<TrieNode>(1);  // trie_[0] is the root
+  std::array<int32_t, 256> root_next_ = filled(-1);        // the root's children, by first byte
   bool has_normalized_ = false;
+
+  static std::array<int32_t, 256> filled(int32_t v) {
+    std::array<int32_t, 256> a{};
+    a.fill(v);
+    return a;
+  }
 };
 
 }  // namespace tf::tokenizer

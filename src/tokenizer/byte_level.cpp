@@ -13,12 +13,17 @@ namespace {
 struct ByteTable {
   std::array<uint32_t, 256> cp{};
   std::array<std::string, 256> text;
+  // The same spellings packed for the encode loop: one or two UTF-8 bytes each, and how many.
+  std::array<std::array<char, 2>, 256> utf8{};
+  std::array<uint8_t, 256> length{};
   ByteTable() {
     int next = 0;
     for (int b = 0; b < 256; ++b) {
       bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
       cp[b] = printable ? static_cast<uint32_t>(b) : static_cast<uint32_t>(256 + next++);
       append_utf8(text[b], cp[b]);
+      length[b] = static_cast<uint8_t>(text[b].size());
+      utf8[b] = {text[b][0], text[b].size() > 1 ? text[b][1] : '\0'};
     }
   }
 };
@@ -62,10 +67,14 @@ void append_byte_level(std::string& out, std::string_view bytes) {
   const auto& t = table();
   size_t n = out.size();
   out.resize(n + bytes.size() * 2);  // every byte-level character has one or two bytes
+  char* dst = out.data();
+  // Both bytes are written every time (the buffer has room for two); the length says which
+  // count, so the loop has no branch on the byte.
   for (char c : bytes) {
-    const std::string& s = t.text[static_cast<uint8_t>(c)];
-    out[n++] = s[0];
-    if (s.size() > 1) out[n++] = s[1];
+    const auto b = static_cast<uint8_t>(c);
+    dst[n] = t.utf8[b][0];
+    dst[n + 1] = t.utf8[b][1];
+    n += t.length[b];
   }
   out.resize(n);
 }

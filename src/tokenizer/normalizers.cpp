@@ -29,30 +29,47 @@ bool append_form(std::string& out, std::string_view s, int options) {
 // decomposition, never the second of a composition (utf8proc numbers those from 0x8000 in
 // comb_index), and no Hangul (composed by rule rather than by table). One may still be the first
 // of a composition (a letter before an accent).
+// NFC alone leaves more characters alone: the precomposed ones it composes back to themselves
+// (é, Greek with tonos, most of Latin Extended), compatibility characters, and Hangul syllables
+// (a syllable followed by a trailing jamo composes, but the jamo is not plain, so the syllable
+// joins the jamo's stretch).
 class PlainChars {
  public:
-  PlainChars() : plain_(0x110000) {
+  PlainChars() : plain_(0x110000), nfc_plain_(0x110000) {
     for (uint32_t cp = 0x80; cp < 0x110000; ++cp) {
       const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(cp));
+      bool syllable = cp >= 0xAC00 && cp <= 0xD7A3;
       bool hangul = (cp >= 0x1100 && cp <= 0x11FF) || (cp >= 0x3130 && cp <= 0x318F) ||
                     (cp >= 0xA960 && cp <= 0xA97F) || (cp >= 0xAC00 && cp <= 0xD7FF);
       bool second = p->comb_index != UINT16_MAX && p->comb_index >= 0x8000;
-      plain_[cp] = !hangul && !second && p->combining_class == 0 &&
-                   p->decomp_seqindex == UINT16_MAX && !(cp >= 0xD800 && cp <= 0xDFFF);
+      bool stable = !second && p->combining_class == 0 && !(cp >= 0xD800 && cp <= 0xDFFF);
+      bool decomposes = p->decomp_seqindex != UINT16_MAX;
+      plain_[cp] = stable && !hangul && !decomposes;
+      nfc_plain_[cp] =
+          plain_[cp] || (stable && syllable) || (stable && !hangul && decomposes && nfc_keeps(cp));
     }
   }
-  // Whether the character at s[pos] (`n` bytes, valid) is plain.
-  bool at(std::string_view s, size_t pos, size_t n) const {
+  // Whether the character at s[pos] (`n` bytes, valid) is plain for every form, or for NFC.
+  bool at(std::string_view s, size_t pos, size_t n, bool nfc) const {
+    const std::vector<bool>& table = nfc ? nfc_plain_ : plain_;
     auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<uint8_t>(s[pos + i])); };
     if (n == 1) return true;  // ASCII
-    if (n == 2) return plain_[((b(0) & 0x1F) << 6) | (b(1) & 0x3F)];
-    if (n == 3) return plain_[((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F)];
-    return plain_[((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) |
-                  (b(3) & 0x3F)];
+    if (n == 2) return table[((b(0) & 0x1F) << 6) | (b(1) & 0x3F)];
+    if (n == 3) return table[((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F)];
+    return table[((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) |
+                 (b(3) & 0x3F)];
   }
 
  private:
+  // NFC of the character alone is the character (not a singleton or an excluded composite).
+  static bool nfc_keeps(uint32_t cp) {
+    std::string c, out;
+    append_utf8(c, cp);
+    return append_form(out, c, UTF8PROC_COMPOSE) && out == c;
+  }
+
   std::vector<bool> plain_;
+  std::vector<bool> nfc_plain_;
 };
 
 const PlainChars& plain_chars() {
@@ -68,6 +85,7 @@ const PlainChars& plain_chars() {
 // over all of it would leave it.
 std::string unicode_form(std::string_view s, int options, EncodeControl* control = nullptr) {
   const PlainChars& plain = plain_chars();
+  const bool nfc = options == UTF8PROC_COMPOSE;
   std::string out;
   out.reserve(s.size());
   size_t next_poll = EncodeControl::kCheckBytes;
@@ -79,7 +97,7 @@ std::string unicode_form(std::string_view s, int options, EncodeControl* control
       continue;
     }
     size_t n = utf8_char_length(s, pos);
-    if (n != 0 && plain.at(s, pos, n)) {
+    if (n != 0 && plain.at(s, pos, n, nfc)) {
       last_plain = pos;
       pos += n;
       continue;
@@ -90,7 +108,7 @@ std::string unicode_form(std::string_view s, int options, EncodeControl* control
     while (end < s.size()) {
       if (static_cast<uint8_t>(s[end]) < 0x80) break;
       size_t m = utf8_char_length(s, end);
-      if (m != 0 && plain.at(s, end, m)) break;
+      if (m != 0 && plain.at(s, end, m, nfc)) break;
       end += std::max<size_t>(m, 1);
     }
     out.append(s.substr(copied, begin - copied));

@@ -70,5 +70,28 @@ TEST(NormalizerFormsTest, PiecewiseEqualsWhole) {
   EXPECT_EQ(bad, 0);
 }
 
+// NFC copies more characters through untouched than the other forms (precomposed letters,
+// compatibility characters, Hangul syllables): every character, alone and between the marks and
+// jamo that compose with it or reorder around it, normalizes as utf8proc does over the whole.
+TEST(NormalizerFormsTest, NfcOfEveryCharacterInContext) {
+  NormalizerStep nfc;
+  nfc.kind = NormalizerStep::Kind::kNfc;
+  int bad = 0;
+  auto check = [&](const std::string& text) {
+    if (normalize({nfc}, text) != whole_form(text, UTF8PROC_COMPOSE) && ++bad <= 5) {
+      ADD_FAILURE() << "NFC of " << nlohmann::json(utf8_lossy(text)).dump();
+    }
+  };
+  for (uint32_t cp = 0x80; cp < 0x110000; ++cp) {
+    if (cp >= 0xD800 && cp <= 0xDFFF) continue;
+    if (cp == 0x30000) cp = 0xE0000;  // planes 3-13 hold no character that composes
+    std::string c;
+    append_utf8(c, cp);
+    check(c);
+    check("e" + c + "\u0301\u0323" + c + "\u11A8" + c + "x");
+  }
+  EXPECT_EQ(bad, 0);
+}
+
 }  // namespace
 }  // namespace tf::tokenizer
