@@ -130,9 +130,9 @@ void test_small_m_shapes(int n, int k) {
   expect(bad == 0 && runs > 0, "small-M shapes bitwise");
 }
 
-// cuBLASLt by parts gives the kernels' bits: every row of an M-row cuBLASLt run equals the same row
-// from the small-M kernels (M <= 64) and the tiled kernel, for part counts 1, 2, 7 and a short
-// last part.
+// cuBLASLt by parts gives the kernels' bits: every row of an M-row cuBLASLt run, its parts chained
+// or batched, equals the same row from the small-M kernels (M <= 64) and the tiled kernel, for
+// part counts 1, 2, 7 and a short last part.
 void test_lt_matches_kernels(int n, int k) {
   std::printf("cuBLASLt by parts n=%d k=%d (bitwise against the kernels)\n", n, k);
   std::mt19937 rng(4);
@@ -151,18 +151,26 @@ void test_lt_matches_kernels(int n, int k) {
   int bad = std::memcmp(small.data(), want.data(), small.size() * 4) != 0, runs = 1;
   cu::LtGemm lt;
   CHECK_CUDA(lt.init());
+  // Rows up to kBatchedMaxRows also run with a part scratch: every part at once, then the sum.
+  cu::DeviceBuffer parts(
+      std::max<size_t>(cu::LtGemm::part_scratch_bytes(cu::LtGemm::kBatchedMaxRows, n, k), 4));
   int unsupported = 0;
-  for (int m : {1, 16, 64, 65, 100, 128, 129, 256, 300, 512, 777, 1024}) {
-    poison(dy);
-    const cudaError_t e = lt.matmul_lt(dx.get<bf16>(), dw.get<bf16>(), dy.get<float>(), m, n, k, 0);
-    if (e == cudaErrorNotSupported) {  // no split-free algorithm: LtGemm::matmul uses the kernels
-      ++unsupported;
-      continue;
+  for (int m : {1, 8, 16, 64, 65, 100, 128, 129, 256, 300, 512, 777, 1024}) {
+    for (float* scratch : {static_cast<float*>(nullptr), parts.get<float>()}) {
+      if (scratch != nullptr && cu::LtGemm::part_scratch_bytes(m, n, k) == 0) continue;
+      poison(dy);
+      poison(parts);
+      const cudaError_t e =
+          lt.matmul_lt(dx.get<bf16>(), dw.get<bf16>(), dy.get<float>(), m, n, k, 0, scratch);
+      if (e == cudaErrorNotSupported) {  // no split-free algorithm: LtGemm::matmul uses the kernels
+        ++unsupported;
+        continue;
+      }
+      CHECK_CUDA(e);
+      const auto got = download<float>(dy, size_t(m) * n);
+      bad += std::memcmp(got.data(), want.data(), got.size() * 4) != 0;
+      ++runs;
     }
-    CHECK_CUDA(e);
-    const auto got = download<float>(dy, size_t(m) * n);
-    bad += std::memcmp(got.data(), want.data(), got.size() * 4) != 0;
-    ++runs;
   }
   std::printf("  runs differing: %d of %d (M without a split-free algorithm: %d)\n", bad, runs,
               unsupported);
@@ -206,6 +214,26 @@ void test_rms_norm(int n) {
   }
   expect(bad == 0,
          "rms_norm n=" + std::to_string(n) + ": " + std::to_string(bad) + " bad elements");
+
+  // delta as three unsummed parts (a batched matmul's) gives the bits of their sum as delta.
+  std::vector<float> parts(3 * r.size()), sum(r.size());
+  for (auto& v : parts) v = d(rng);
+  for (size_t i = 0; i < r.size(); ++i) {
+    sum[i] = (parts[i] + parts[r.size() + i]) + parts[2 * r.size() + i];
+  }
+  auto dr1 = upload(r), dr2 = upload(r), dp = upload(parts), ds = upload(sum);
+  cu::DeviceBuffer o1(r.size() * 2), o2(r.size() * 2);
+  poison(o1);
+  poison(o2);
+  CHECK_CUDA(cu::add_rms_norm(dr1.get<float>(), dp.get<float>(), dw.get<bf16>(), o1.get<bf16>(),
+                              rows, n, 1e-5f, 0, 3));
+  CHECK_CUDA(cu::add_rms_norm(dr2.get<float>(), ds.get<float>(), dw.get<bf16>(), o2.get<bf16>(),
+                              rows, n, 1e-5f, 0));
+  const auto a1 = download<bf16>(o1, r.size()), a2 = download<bf16>(o2, r.size());
+  const auto r1 = download<float>(dr1, r.size()), r2 = download<float>(dr2, r.size());
+  expect(std::memcmp(a1.data(), a2.data(), a1.size() * 2) == 0 &&
+             std::memcmp(r1.data(), r2.data(), r1.size() * 4) == 0,
+         "rms_norm n=" + std::to_string(n) + ": delta in 3 parts differs from their sum");
 }
 
 // A norm_matmul case: residual and delta rows of k (N(0, 1)), norm weights, and rows x k weights.
@@ -902,9 +930,9 @@ int main() {
   test_moe_route_group(256, 16);
   test_moe_route_group(200, 8);  // experts not a multiple of 32
   test_moe_route_group(8, 2);
-  test_grouped_matmul(1536, 2048);  // Qwen3-30B-A3B's expert gate_up: one part
-  test_grouped_matmul(2048, 768);   // and down
-  test_grouped_matmul(264, 4096);   // two parts (a cluster per tile)
+  test_grouped_matmul(1536, 2048);      // Qwen3-30B-A3B's expert gate_up: one part
+  test_grouped_matmul(2048, 768);       // and down
+  test_grouped_matmul(264, 4096);       // two parts (a cluster per tile)
   test_grouped_matmul_one(1536, 2048);  // Qwen3-30B-A3B's gate_up and down, one token
   test_grouped_matmul_one(2048, 768);
   test_grouped_matmul_one(264, 4096);  // two parts

@@ -1,5 +1,6 @@
 // Matmuls of many rows through cuBLASLt in the canonical order (gemm.cu's design note): each part
-// of K a GEMM with no split-K, the parts chained through beta = 1 into an f32 output.
+// of K a GEMM with no split-K, the parts chained through beta = 1 into an f32 output, or (few rows)
+// all parts in one batched GEMM whose slices are then added in part order.
 #pragma once
 
 #include <cublasLt.h>
@@ -27,12 +28,26 @@ class LtGemm {
 
   // y[M, N] = x[M, K] . w[N, K]^T, the same bits as cuda::matmul: cuBLASLt from kMinRows rows
   // where it has a split-free algorithm for the shape, cuda::matmul otherwise. Capturable in a
-  // CUDA graph (the algorithm query on a new shape is host-only).
-  cudaError_t matmul(const bf16* x, const bf16* w, float* y, int m, int n, int k, cudaStream_t s);
+  // CUDA graph (the algorithm query on a new shape is host-only). With `part_scratch` (at least
+  // part_scratch_bytes(m, n, k)), a matrix of several parts runs them batched (kBatchedMaxRows).
+  // With `parts_left` too, a batched run leaves its parts unsummed in part_scratch and sets
+  // *parts_left to their count, for a reader that adds them in part order (add_rms_norm's
+  // delta_parts); *parts_left = 1 where y was written.
+  cudaError_t matmul(const bf16* x, const bf16* w, float* y, int m, int n, int k, cudaStream_t s,
+                     float* part_scratch = nullptr, int* parts_left = nullptr);
   // The cuBLASLt path alone (gpu_test compares it bitwise): cudaErrorNotSupported where it has no
   // split-free algorithm or was not initialized.
-  cudaError_t matmul_lt(const bf16* x, const bf16* w, float* y, int m, int n, int k,
-                        cudaStream_t s);
+  cudaError_t matmul_lt(const bf16* x, const bf16* w, float* y, int m, int n, int k, cudaStream_t s,
+                        float* part_scratch = nullptr, int* parts_left = nullptr);
+
+  // Up to this many rows, matmul with a part scratch computes K's parts as one batched GEMM, each
+  // part's chain from zero into its own [m, n] slice, and one kernel adds the slices in part
+  // order: the chained passes' bits (each pass is a beta = 1 add of the next part's chain), with
+  // parts x the thread blocks in one launch where a few rows give each pass too few to fill the
+  // GPU. Past it the partials' bytes would grow with the rows while the passes fill the GPU anyway.
+  static constexpr int kBatchedMaxRows = 256;
+  // The scratch a batched run of this shape needs; 0 where it runs chained (one part, many rows).
+  static size_t part_scratch_bytes(int m, int n, int k);
 
   // From this many rows on cuBLASLt beats the decode kernels (gpu_bench's decode-step table on
   // the H200, with tune_device's 128-byte L2 fetches: kernels 4.14 / 4.24 / 4.34 / 4.51 ms at 1 /
@@ -46,13 +61,19 @@ class LtGemm {
     cublasLtMatmulAlgo_t algo{};
     bool ok = false;
   };
-  const Plan& plan(int m, int n, int part, int k);
+  // batch > 1: `batch` parts of `part` elements, part p at element p * part of w's and x's rows,
+  // its output at slice p of D (m * n floats apart).
+  const Plan& plan(int m, int n, int part, int k, int batch = 1);
+  cudaError_t run_chained(const bf16* x, const bf16* w, float* y, int m, int n, int k,
+                          cudaStream_t s);
+  cudaError_t run_batched(const bf16* x, const bf16* w, float* y, int m, int n, int k,
+                          float* part_scratch, bool sum, cudaStream_t s);
   void clear_plans();
   static constexpr size_t kMaxPlans = 4096;
 
   cublasLtHandle_t handle_ = nullptr;
   DeviceBuffer workspace_;
-  std::map<std::tuple<int, int, int, int>, Plan> plans_;  // by (m, n, part, k)
+  std::map<std::tuple<int, int, int, int, int>, Plan> plans_;  // by (m, n, part, k, batch)
 };
 
 }  // namespace tf::backend::cuda

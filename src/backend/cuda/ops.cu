@@ -37,7 +37,8 @@ __device__ __forceinline__ void store_normed(float* o, float v, float inv_rms, f
 template <typename W, typename Out>
 __global__ void __launch_bounds__(kNormThreads)
     add_rms_norm_kernel(float* __restrict__ resid, const float* __restrict__ delta,
-                        const W* __restrict__ weight, Out* __restrict__ out, int n, float eps) {
+                        const W* __restrict__ weight, Out* __restrict__ out, int n, float eps,
+                        int delta_parts) {
   __shared__ float warp_sums[kNormThreads / 32];
   __shared__ float inv_rms;
   float* r = resid + static_cast<size_t>(blockIdx.x) * n;
@@ -52,6 +53,15 @@ __global__ void __launch_bounds__(kNormThreads)
       const int i = i0 + j * kNormThreads;
       v[j] = i < n ? r[i] : 0.0f;
       dv[j] = d && i < n ? d[i] : 0.0f;
+    }
+    // A matmul's unsummed parts: ((p0 + p1) + p2) ..., as its chained passes add them.
+    const size_t slice = static_cast<size_t>(gridDim.x) * n;
+    for (int q = 1; q < delta_parts; ++q) {
+#pragma unroll
+      for (int j = 0; j < kNormBatch; ++j) {
+        const int i = i0 + j * kNormThreads;
+        if (i < n) dv[j] = __fadd_rn(dv[j], d[q * slice + i]);
+      }
     }
 #pragma unroll
     for (int j = 0; j < kNormBatch; ++j) {
@@ -373,18 +383,19 @@ cudaError_t softcap(float* x, size_t n, float cap, cudaStream_t s) {
 
 template <typename W, typename Out>
 cudaError_t launch_norm(float* resid, const float* delta, const W* weight, Out* out, int rows,
-                        int n, float eps, cudaStream_t s) {
+                        int n, float eps, cudaStream_t s, int delta_parts = 1) {
   if (rows <= 0) return cudaSuccess;
-  add_rms_norm_kernel<<<rows, kNormThreads, 0, s>>>(resid, delta, weight, out, n, eps);
+  if (delta_parts < 1 || (delta_parts > 1 && delta == nullptr)) return cudaErrorInvalidValue;
+  add_rms_norm_kernel<<<rows, kNormThreads, 0, s>>>(resid, delta, weight, out, n, eps, delta_parts);
   return cudaGetLastError();
 }
 cudaError_t add_rms_norm(float* resid, const float* delta, const bf16* weight, bf16* out, int rows,
-                         int n, float eps, cudaStream_t s) {
-  return launch_norm(resid, delta, weight, out, rows, n, eps, s);
+                         int n, float eps, cudaStream_t s, int delta_parts) {
+  return launch_norm(resid, delta, weight, out, rows, n, eps, s, delta_parts);
 }
 cudaError_t add_rms_norm(float* resid, const float* delta, const float* weight, bf16* out, int rows,
-                         int n, float eps, cudaStream_t s) {
-  return launch_norm(resid, delta, weight, out, rows, n, eps, s);
+                         int n, float eps, cudaStream_t s, int delta_parts) {
+  return launch_norm(resid, delta, weight, out, rows, n, eps, s, delta_parts);
 }
 cudaError_t rms_norm_f32(const float* in, const float* weight, float* out, int rows, int n,
                          float eps, cudaStream_t s) {

@@ -67,10 +67,13 @@ cudaError_t matmul_small_m_shape(const bf16* x, const bf16* w, bf16* y, int m, i
 // resid[r] += delta[r] (delta may be null), then out[r] = bf16(resid[r] / rms(resid[r]) * w).
 // One block per row, fixed reduction tree: independent of `rows`. f32 weights hold Gemma's
 // 1 + w exactly (rounded to bf16 it would lose bits transformers keeps).
+// delta_parts > 1: delta is a matmul's K parts left unsummed (LtGemm::matmul's parts_left),
+// delta_parts slices of rows x n floats, added in slice order before the residual: the bits of the
+// same call on their sum.
 cudaError_t add_rms_norm(float* resid, const float* delta, const bf16* weight, bf16* out, int rows,
-                         int n, float eps, cudaStream_t s);
+                         int n, float eps, cudaStream_t s, int delta_parts = 1);
 cudaError_t add_rms_norm(float* resid, const float* delta, const float* weight, bf16* out, int rows,
-                         int n, float eps, cudaStream_t s);
+                         int n, float eps, cudaStream_t s, int delta_parts = 1);
 // out[r] = in[r] / rms(in[r]) * w in f32, out != in (Gemma's norms of the attention and MLP
 // outputs, before they join the residual). add_rms_norm's reduction order.
 cudaError_t rms_norm_f32(const float* in, const float* weight, float* out, int rows, int n,

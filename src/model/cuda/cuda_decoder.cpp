@@ -420,11 +420,18 @@ class CudaDecoder final : public Model {
   int slot_ = 0;  // the next step's
   cuda::Stream upload_, download_;
   DeviceBuffer attn_scratch_;
-  DeviceBuffer attn_counters_;             // zeroed when allocated; attention leaves it zeroed
-  DeviceBuffer draw_scratch_;              // the device draws' masses
-  DeviceBuffer argmax_scratch_;            // likewise, for the argmax's blocks per row
+  DeviceBuffer attn_counters_;   // zeroed when allocated; attention leaves it zeroed
+  DeviceBuffer draw_scratch_;    // the device draws' masses
+  DeviceBuffer argmax_scratch_;  // likewise, for the argmax's blocks per row
   DeviceBuffer x_, x2_, h_, qkv_f32_, q_, att_, o_, gu_, act_, down_, xg_, hg_, logits_;
   DeviceBuffer normed_;  // a sandwich norm's output (Gemma)
+  // The dense matmuls' K parts, computed at once for steps of few rows (LtGemm::kBatchedMaxRows);
+  // TF_CUDA_BATCHED_PARTS=0 chains them instead (the same bits), for side-by-side runs.
+  DeviceBuffer parts_;
+  bool batched_parts_ = [] {
+    const char* b = std::getenv("TF_CUDA_BATCHED_PARTS");
+    return b == nullptr || std::string_view(b) != "0";
+  }();
   // Overlapped steps queued, oldest first.
   struct Pending {
     int slot = 0;
@@ -741,6 +748,11 @@ Status CudaDecoder::size_buffers(int n, int n_out, int max_splits) {
     TF_RETURN_IF_ERROR(grow(act_, rows * f * 2));
   }
   TF_RETURN_IF_ERROR(grow(down_, rows * d * 4));
+  if (batched_parts_) {
+    TF_RETURN_IF_ERROR(grow(parts_, std::max({cuda::LtGemm::part_scratch_bytes(n, qkv_dim, d),
+                                              cuda::LtGemm::part_scratch_bytes(n, d, q_dim),
+                                              cuda::LtGemm::part_scratch_bytes(n, d, f)})));
+  }
   if (has_moe_) {
     TF_ASSIGN_OR_RETURN(const bool moved, moe_.reserve(n, stream_));
     if (moved) ++gen_;  // reserve() waited for the stream; graphs that used them are stale
@@ -774,6 +786,8 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
   auto* x = x_.get<float>();
   auto* h = h_.get<bf16>();
   auto* down = down_.get<float>();
+  // null until a step of few enough rows grew it: the matmuls then chain their parts.
+  float* parts = parts_.bytes() > 0 ? parts_.get<float>() : nullptr;
   timer_.mark("start", s);
   TF_CUDA_TRY(cuda::embedding(embed_.get<bf16>(), in_.tokens, x, n, d, s, spec_.embed_scale));
   timer_.mark("embed", s);
@@ -828,21 +842,24 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
   // would sit through a prefill GEMM.
   const bool early = n == 1;
   // resid (+ delta) -> RMSNorm into `out` (rows of the residual `resid`), with either weights.
+  // delta_parts > 1: delta is a matmul's K parts, unsummed (in parts_), which the norm adds.
   auto add_norm = [&](float* resid, const float* delta, const DeviceBuffer& norm_w, bf16* out,
-                      int rows) {
-    return norms_f32_ ? cuda::add_rms_norm(resid, delta, norm_w.get<float>(), out, rows, d, eps, s)
-                      : cuda::add_rms_norm(resid, delta, norm_w.get<bf16>(), out, rows, d, eps, s);
+                      int rows, int delta_parts = 1) {
+    return norms_f32_ ? cuda::add_rms_norm(resid, delta, norm_w.get<float>(), out, rows, d, eps, s,
+                                           delta_parts)
+                      : cuda::add_rms_norm(resid, delta, norm_w.get<bf16>(), out, rows, d, eps, s,
+                                           delta_parts);
   };
   auto norm_then_matmul = [&](const float* delta, const DeviceBuffer& norm_w, const DeviceBuffer& w,
-                              float* y, int cols, bool early_mm) -> Status {
+                              float* y, int cols, bool early_mm, int delta_parts = 1) -> Status {
     if (fuse_norm(cols)) {
       TF_CUDA_TRY(cuda::norm_matmul(x, delta, norm_w.get<bf16>(), eps, x_other, w.get<bf16>(), y,
                                     cols, d, s, early_mm));
       std::swap(x, x_other);
       return {};
     }
-    TF_CUDA_TRY(add_norm(x, delta, norm_w, h, n));
-    TF_CUDA_TRY(gemm_.matmul(h, w.get<bf16>(), y, n, cols, d, s));
+    TF_CUDA_TRY(add_norm(x, delta, norm_w, h, n, delta_parts));
+    TF_CUDA_TRY(gemm_.matmul(h, w.get<bf16>(), y, n, cols, d, s, parts));
     return {};
   };
   // A sandwich norm (Gemma) of a block's output before it joins the residual: the output, or its
@@ -853,11 +870,17 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     return static_cast<const float*>(normed_.get<float>());
   };
   const float* mlp_out = nullptr;  // the previous layer's MLP output, joining the residual next
+  int mlp_parts = 1;               // mlp_out's unsummed K parts (its norm adds them)
+  // The o and down projections leave their parts for the norm after them to add (one launch
+  // fewer each), unless a sandwich norm reads the projection first.
+  auto unsummed = [&](const DeviceBuffer& out_norm, int* count) {
+    return parts != nullptr && out_norm.bytes() == 0 ? count : nullptr;
+  };
   for (int l = 0; l < cfg_.num_layers; ++l) {
     const DeviceLayer& L = layers_[l];
     // The previous layer's MLP output joins the residual here, with this layer's norm.
     TF_RETURN_IF_ERROR(norm_then_matmul(mlp_out, L.attn_norm, L.wqkv, qkv_f32_.get<float>(),
-                                        qkv_dim, early && l == 0));
+                                        qkv_dim, early && l == 0, mlp_parts));
     timer_.mark("norm_qkv", s);
     bf16* kc = k_cache_.get<bf16>() + kv_layer_elems_ * l;
     bf16* vc = v_cache_.get<bf16>() + kv_layer_elems_ * l;
@@ -887,17 +910,19 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     TF_CUDA_TRY(
         cuda::paged_attention(q_.get<bf16>(), kc, vc, in_.tables, in_.row_seq, in_.pos, ap, ab, s));
     timer_.mark("attention", s);
+    int o_parts = 1;
     if (row_o) {
       TF_CUDA_TRY(cuda::matmul_row(att_.get<bf16>(), L.wo.get<bf16>(), o_.get<float>(), d, q_dim, s,
                                    early));
     } else {
-      TF_CUDA_TRY(
-          gemm_.matmul(att_.get<bf16>(), L.wo.get<bf16>(), o_.get<float>(), n, d, q_dim, s));
+      TF_CUDA_TRY(gemm_.matmul(att_.get<bf16>(), L.wo.get<bf16>(), o_.get<float>(), n, d, q_dim, s,
+                               parts, unsummed(L.attn_out_norm, &o_parts)));
     }
     timer_.mark("o_proj", s);
     TF_ASSIGN_OR_RETURN(const float* attn_out, out_normed(o_.get<float>(), L.attn_out_norm));
+    if (o_parts > 1) attn_out = parts;
     if (spec_.moe[l]) {
-      TF_CUDA_TRY(add_norm(x, attn_out, L.ffn_norm, h, n));
+      TF_CUDA_TRY(add_norm(x, attn_out, L.ffn_norm, h, n, o_parts));
       TF_RETURN_IF_ERROR(moe_.run(l, n, h, down, gemm_, stream_, !capturing_));
       timer_.mark("moe", s);
     } else if (fuse_swiglu) {
@@ -906,21 +931,25 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
                                            early));
       std::swap(x, x_other);
     } else {
-      TF_RETURN_IF_ERROR(
-          norm_then_matmul(attn_out, L.ffn_norm, L.w_gate_up, gu_.get<float>(), 2 * f, early));
+      TF_RETURN_IF_ERROR(norm_then_matmul(attn_out, L.ffn_norm, L.w_gate_up, gu_.get<float>(),
+                                          2 * f, early, o_parts));
       TF_CUDA_TRY(
           cuda::glu_interleaved(gu_.get<float>(), act_.get<bf16>(), n, f, s, glu_act(spec_.act)));
     }
+    int down_parts = 1;
     if (!spec_.moe[l]) {
       timer_.mark("norm_gate_up_swiglu", s);
       if (row_down) {
         TF_CUDA_TRY(cuda::matmul_row(act_.get<bf16>(), L.w_down.get<bf16>(), down, d, f, s, early));
       } else {
-        TF_CUDA_TRY(gemm_.matmul(act_.get<bf16>(), L.w_down.get<bf16>(), down, n, d, f, s));
+        TF_CUDA_TRY(gemm_.matmul(act_.get<bf16>(), L.w_down.get<bf16>(), down, n, d, f, s, parts,
+                                 unsummed(L.ffn_out_norm, &down_parts)));
       }
       timer_.mark("down", s);
     }
     TF_ASSIGN_OR_RETURN(mlp_out, out_normed(down, L.ffn_out_norm));
+    if (down_parts > 1) mlp_out = parts;
+    mlp_parts = down_parts;
   }
   const bf16* out_w = tied_ ? embed_.get<bf16>() : output_.get<bf16>();
   if (n_out == 1 && fuse_norm(vocab)) {
@@ -932,7 +961,7 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
   } else if (n_out > 0) {
     // The last MLP output joins the residual (the norm written to h is not used), then the rows
     // that want logits are gathered, normalized and projected.
-    TF_CUDA_TRY(add_norm(x, mlp_out, out_norm_, h, n));
+    TF_CUDA_TRY(add_norm(x, mlp_out, out_norm_, h, n, mlp_parts));
     TF_CUDA_TRY(cuda::gather_rows(x, in_.out_rows, xg_.get<float>(), n_out, d, s));
     TF_CUDA_TRY(add_norm(xg_.get<float>(), nullptr, out_norm_, hg_.get<bf16>(), n_out));
     timer_.mark("final_norm", s);
