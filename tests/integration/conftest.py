@@ -26,14 +26,14 @@ def binary() -> Path:
 class Server:
     """A running `tensorfold serve`; `url` is the OpenAI base URL (http://127.0.0.1:PORT/v1)."""
 
-    def __init__(self, extra_args=(), env=None):
+    def __init__(self, extra_args=(), env=None, model=None):
         defaults = {"--host": "127.0.0.1", "--port": "0", "--name": MODEL_NAME,
                     "--alias": "smol", "--kv-gib": "0.25", "--context": "2048",
                     "--parallel": "8", "--max-body-mib": "1"}
         extra_args = list(extra_args)
         for flag in extra_args:  # a flag given in extra_args replaces its default
             defaults.pop(flag, None)
-        self.args = [str(binary()), "serve", str(MODEL),
+        self.args = [str(binary()), "serve", str(model or MODEL),
                      *[x for kv in defaults.items() for x in kv], *extra_args]
         full_env = dict(os.environ)
         full_env.pop("TENSORFOLD_API_KEY", None)
