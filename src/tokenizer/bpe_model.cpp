@@ -155,6 +155,10 @@ void BpeModel::merge_short(std::vector<TokenId>& out, size_t first) const {
     }
     if (rank[best] == kNone) break;
     ids[best] = merged[best];
+    // The two pairs the merge creates are looked up below; their slots are mostly cache misses,
+    // so start loading them before the shift.
+    if (best + 2 < n) merges_.prefetch(pair_key(ids[best], ids[best + 2]));
+    if (best > 0) merges_.prefetch(pair_key(ids[best - 1], ids[best]));
     for (size_t i = best + 1; i + 1 < n; ++i) {
       ids[i] = ids[i + 1];
       rank[i] = rank[i + 1];
