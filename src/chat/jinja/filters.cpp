@@ -420,7 +420,11 @@ Value Interp::filter(const std::string& name, Value input, CallArgs& args) {
     return Value(percent_format(*this, input.str(), named));
   }
   if (n == "truncate") return filter_truncate(input, args);
-  if (n == "pprint") return Value(py_pformat(input));
+  if (n == "pprint") {
+    std::string out = py_pformat(input);
+    check_size(out.size());
+    return Value(std::move(out));
+  }
   throw JinjaError("unknown filter '" + n + "'");
 }
 

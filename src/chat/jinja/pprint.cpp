@@ -2,6 +2,7 @@
 #include "chat/jinja/pprint.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -31,29 +32,47 @@ std::vector<const std::pair<Value, Value>*> sorted_items(const Dict& d) {
   return items;
 }
 
-// repr() with dicts sorted, as pprint's _safe_repr writes the one-line form.
-std::string safe_repr(const Value& v) {
+// repr() with dicts sorted, as pprint's _safe_repr writes the one-line form, appended to `out`
+// and abandoned once `out` passes `cap` bytes: the printer only needs to know whether a value
+// fits its line, and a whole repr at every level of a deep value would cost its size per level.
+void safe_repr(const Value& v, std::string& out, size_t cap) {
+  if (out.size() > cap) return;
   if (v.is_list()) {
     const List& l = v.as_list();
-    std::string out = l.is_tuple ? "(" : "[";
-    for (size_t i = 0; i < l.items.size(); ++i) {
+    out += l.is_tuple ? "(" : "[";
+    for (size_t i = 0; i < l.items.size() && out.size() <= cap; ++i) {
       if (i) out += ", ";
-      out += safe_repr(l.items[i]);
+      safe_repr(l.items[i], out, cap);
     }
     if (l.is_tuple && l.items.size() == 1) out += ",";
-    return out + (l.is_tuple ? ")" : "]");
+    out += l.is_tuple ? ")" : "]";
+    return;
   }
   if (v.is_dict() && !v.as_dict().is_namespace) {
-    std::string out = "{";
+    out += "{";
     bool first = true;
     for (const auto* kv : sorted_items(v.as_dict())) {
+      if (out.size() > cap) break;
       if (!first) out += ", ";
       first = false;
-      out += safe_repr(kv->first) + ": " + safe_repr(kv->second);
+      safe_repr(kv->first, out, cap);
+      out += ": ";
+      safe_repr(kv->second, out, cap);
     }
-    return out + "}";
+    out += "}";
+    return;
   }
-  return v.repr();
+  if (v.is_string() && v.as_string().size() > cap) {
+    out += Value(v.as_string().substr(0, cap + 1)).repr();  // already too wide to print
+    return;
+  }
+  out += v.repr();
+}
+
+std::string safe_repr(const Value& v) {
+  std::string out;
+  safe_repr(v, out, SIZE_MAX);
+  return out;
 }
 
 class Printer {
@@ -61,8 +80,9 @@ class Printer {
   std::string out;
 
   void format(const Value& v, size_t indent, size_t allowance, int level) {
-    std::string rep = safe_repr(v);
     size_t room = kWidth > indent + allowance ? kWidth - indent - allowance : 0;
+    std::string rep;
+    safe_repr(v, rep, 4 * (room + 1));  // past that many bytes, more than `room` characters
     if (width_of(rep) > room) {
       if (v.is_dict() && !v.as_dict().is_namespace)
         return dict(v.as_dict(), indent, allowance, level + 1);
