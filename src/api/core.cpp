@@ -153,7 +153,7 @@ Outcome run_generation(engine::EngineClient& engine, const tokenizer::Tokenizer&
         std::vector<TokenLogprobInfo> lps;
         if (options.logprobs && i < t->logprobs.size()) lps.push_back(logprob_info(tok, *t, i));
         std::string text = tok.is_eog(tid) ? std::string() : detok.push(tid);
-        if (emit(std::move(text), std::move(lps), false)) ++out.reasoning_tokens;
+        emit(std::move(text), std::move(lps), false);
         if (stops.stopped()) {
           engine.cancel(id);  // a stop string ends the reply: free the stream's KV now
           break;
@@ -162,6 +162,7 @@ Outcome run_generation(engine::EngineClient& engine, const tokenizer::Tokenizer&
       if (cancelled) engine.cancel(id);
     } else if (auto* f = std::get_if<engine::Finished>(&*ev)) {
       out.usage = f->usage;
+      out.reasoning_tokens = f->usage.reasoning_tokens;  // the engine counts the block's tokens
       if (stops.stopped()) {
         out.reason = FinishReason::kStopString;
         out.stop_sequence = stops.matched();

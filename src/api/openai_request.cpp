@@ -334,8 +334,7 @@ ApiResult<ChatRequest> parse_chat_request(const json& body) {
     r.tools = *it;
   }
   TF_API_TRY(r.tool_choice_none, parse_tool_choice(body, r.constraint));
-  TF_API_TRY(bool parallel, boolean(body, "parallel_tool_calls", true));
-  (void)parallel;  // several calls are always parsed; one call per reply needs a grammar
+  TF_API_TRY(r.constraint.parallel, boolean(body, "parallel_tool_calls", true));
   if (auto e = parse_response_format(body, r.constraint)) return *e;
   if (auto e = parse_structured_outputs(body, r.constraint)) return *e;
   if (auto it = body.find("chat_template_kwargs"); it != body.end() && !it->is_null()) {

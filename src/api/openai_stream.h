@@ -17,7 +17,8 @@ inline nlohmann::ordered_json usage_json(const engine::Usage& u) {
   return {{"prompt_tokens", u.prompt_tokens},
           {"completion_tokens", u.completion_tokens},
           {"total_tokens", u.prompt_tokens + u.completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
+          {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}},
+          {"completion_tokens_details", {{"reasoning_tokens", u.reasoning_tokens}}}};
 }
 
 // An SSE stream's head (begin_stream, then the endpoint's first events), sent once, when the

@@ -71,7 +71,7 @@ ApiResult<grammar::GrammarSpec> OutputControls::grammar_spec(const OutputConstra
   spec.separator = form->separator;
   spec.close = form->close;
   const bool named = !c.tool_name.empty();
-  spec.max_items = named || !form->several || !context.parallel_tool_calls ? 1 : 16;
+  spec.max_items = named || !form->several || !c.parallel ? 1 : 16;
   if (context.tools) {
     for (const chat::ToolSpec& t : *context.tools) {
       if (named && t.name != c.tool_name) continue;

@@ -24,6 +24,7 @@ struct OutputConstraint {
   std::vector<std::string> choices;  // kChoice: the output is exactly one of these
   bool strict = false;               // kJsonSchema
   std::string tool_name;             // kToolCall: the named function; empty: any offered tool
+  bool parallel = true;              // kToolCall: the reply may hold several calls
 };
 
 struct ReasoningControls {
@@ -37,7 +38,6 @@ struct OutputContext {
   const std::vector<chat::ToolSpec>* tools = nullptr;  // offered (after tool_choice)
   std::string tool_format = "none", reasoning_format = "none";
   bool prompt_opens_reasoning = false;  // the rendered prompt ends inside a think block
-  bool parallel_tool_calls = true;      // a forced "required" reply may hold several calls
 };
 
 // Thinking budgets of reasoning_effort (Chat) and reasoning.effort (Responses), in tokens.

@@ -103,7 +103,7 @@ TEST_F(OutputControlsTest, EachKindCompiles) {
 
 TEST_F(OutputControlsTest, RequiredToolCallsInHermesSyntax) {
   auto offered = tools();
-  OutputContext ctx{&offered, "hermes", "think", false, true};
+  OutputContext ctx{&offered, "hermes", "think", false};
   auto r = apply(make(Kind::kToolCall, "tool_choice"), ctx);
   ASSERT_TRUE(r.ok()) << r.error().message;
   const std::string weather =
@@ -122,13 +122,14 @@ TEST_F(OutputControlsTest, RequiredToolCallsInHermesSyntax) {
   EXPECT_FALSE(takes(*named, weather));
   EXPECT_FALSE(takes(*named, now + "\n" + now));  // a named function: one call
 
-  ctx.parallel_tool_calls = false;
-  EXPECT_FALSE(takes(*apply(make(Kind::kToolCall, "tool_choice"), ctx), weather + "\n" + now));
+  OutputConstraint one = make(Kind::kToolCall, "tool_choice");
+  one.parallel = false;
+  EXPECT_FALSE(takes(*apply(one, ctx), weather + "\n" + now));
 }
 
 TEST_F(OutputControlsTest, ToolCallRefusals) {
   auto offered = tools();
-  OutputContext ctx{&offered, "hermes", "none", false, true};
+  OutputContext ctx{&offered, "hermes", "none", false};
   auto missing = apply(make(Kind::kToolCall, "tool_choice", "", {}, "nope"), ctx);
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().param, "tool_choice");
@@ -143,7 +144,7 @@ TEST_F(OutputControlsTest, ToolCallRefusals) {
 }
 
 TEST_F(OutputControlsTest, ReasoningMarkersAndBudget) {
-  OutputContext ctx{nullptr, "hermes", "think", true, true};
+  OutputContext ctx{nullptr, "hermes", "think", true};
   ReasoningControls rc{std::nullopt, 64, "max_thinking_tokens"};
   auto r = apply({}, ctx, rc);
   ASSERT_TRUE(r.ok()) << r.error().message;
