@@ -53,11 +53,11 @@ Value filter_truncate(const Value& s, CallArgs& args) {
     } else {
       throw JinjaError("object of type '" + s.type_name() + "' has no len()");
     }
-    if (len <= length + leeway) return s;
+    if (len - leeway <= length) return s;  // len <= length + leeway, without overflow
     throw JinjaError("truncate expects a string, got '" + s.type_name() + "'");
   }
   auto chars = utf8_chars(s.as_string());
-  if (static_cast<int64_t>(chars.size()) <= length + leeway) return s;
+  if (static_cast<int64_t>(chars.size()) - leeway <= length) return s;
   std::string head;
   for (int64_t i = 0; i < length - end_len; ++i) head += chars[static_cast<size_t>(i)];
   if (!killwords) {
