@@ -6,6 +6,8 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(HWY REQUIRED IMPORTED_TARGET libhwy)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
+pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)  # KV block keys and checksums
+pkg_check_modules(URING IMPORTED_TARGET liburing)  # the disk tier's writer (plain writes without)
 if(NOT TF_FUZZ)
   find_package(CLI11 REQUIRED)
   find_package(spdlog REQUIRED)

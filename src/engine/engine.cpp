@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 namespace tf::engine {
 
 const char* finish_reason_name(FinishReason r) {
@@ -42,6 +44,24 @@ int64_t engine_context(const model::Model& m, const EngineOptions& o) {
   const int64_t model_ctx = m.config().max_position > 0 ? m.config().max_position : pool_tokens;
   return std::min(o.context > 0 ? o.context : model_ctx, pool_tokens);
 }
+ModelFingerprint fingerprint(const model::Model& m, const model::KvCache& kv,
+                             const EngineOptions& o) {
+  const auto& c = m.config();
+  ModelFingerprint f;
+  f.architecture = c.architecture;
+  f.weights_id = !o.weights_id.empty()
+                     ? o.weights_id
+                     : fmt::format("config:{}:{}:{}:{}:{}:{}", c.family, c.vocab_size,
+                                   c.hidden_size, c.intermediate_size, c.rope_theta,
+                                   m.weight_bytes());
+  f.kv_dtype = "f32";
+  f.block_size = kv.block_size();
+  f.layers = c.num_layers;
+  f.kv_heads = c.num_kv_heads;
+  f.head_dim = c.head_dim;
+  return f;
+}
+
 Status check_output_rules(const OutputRules& r, int vocab) {
   if (r.grammar && r.grammar->vocabulary().size() > vocab) {
     return make_error(ErrorCode::kInvalidArgument,
@@ -63,10 +83,9 @@ Engine::Engine(std::shared_ptr<model::Model> model, EngineOptions options)
       opt_(std::move(options)),
       context_(engine_context(*model_, opt_)),
       kv_(model_->config(), pool_blocks(*model_, opt_)),
-      blocks_(kv_.num_blocks()),
-      cache_(opt_.prefix_cache ? std::make_unique<PrefixCache>(blocks_, kv_.block_size())
-                               : nullptr),
-      scheduler_({opt_.max_batch_tokens, opt_.max_parallel, kv_.block_size()}, cache_.get()),
+      model_key_(fingerprint(*model_, kv_, opt_).key()),
+      cache_(kv_.num_blocks(), kv_.block_size(), opt_.prefix_cache),
+      scheduler_({opt_.max_batch_tokens, opt_.max_parallel, kv_.block_size()}, cache_),
       sampler_(*model_),
       runner_(*model_, kv_, sampler_, opt_.fault_hook),
       output_(opt_.eog_ids, context_) {
@@ -111,7 +130,8 @@ Result<std::shared_ptr<Channel>> Engine::submit(Request request) {
   if (seq->req.output.any()) seq->rules = std::make_unique<ReplyRules>(seq->req.output);
   seq->tokens = seq->req.prompt;
   seq->prompt_len = n;
-  seq->cache_ns = std::hash<std::string>{}(seq->req.cache_salt);
+  seq->cache_root = root_key(model_key_, seq->req.cache_salt);
+  seq->cache_chain = seq->cache_root;
   seq->channel = std::make_shared<Channel>();
   seq->submitted = Clock::now();
   auto channel = seq->channel;
@@ -226,7 +246,7 @@ void Engine::step() {
     return;
   }
   profile_.start();
-  StepPlan plan = scheduler_.schedule(waiting_, running_, blocks_);
+  StepPlan plan = scheduler_.schedule(waiting_, running_);
   profile_.lap("schedule");
   if (!plan.preempted.empty()) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -309,11 +329,7 @@ void Engine::step() {
 
 void Engine::advance(Sequence& s, int64_t n) {
   s.computed += n;
-  const int64_t full = s.computed / kv_.block_size();
-  if (cache_ && full > s.cache_inserted) {  // new whole blocks: others may reuse them now
-    cache_->insert(std::span(s.tokens).first(s.computed), s.blocks, s.cache_ns);
-    s.cache_inserted = full;
-  }
+  cache_.commit(s);  // new whole blocks: others may reuse them now
 }
 
 // Only decode rows whose token is the model's value (greedy's argmax, or its own draw), which a
@@ -349,7 +365,7 @@ void Engine::step_overlapped() {
     const int64_t next_len = static_cast<int64_t>(s->tokens.size()) + 1;
     chain = chain && s->state == SeqState::kRunning && !s->cancelled &&
             next_len - s->prompt_len < s->req.max_tokens && next_len < context_ &&
-            (!s->rules || s->rules->free_ahead() >= 2) && scheduler_.reserve(*s, next_len, blocks_);
+            (!s->rules || s->rules->free_ahead() >= 2) && cache_.reserve(*s, next_len);
   }
   if (chain && !runner_.launch(inflight_, true).ok()) {
     runner_.discard();  // the step before goes too: its rows rerun on the plain path
@@ -406,14 +422,13 @@ void Engine::emit_token(Sequence& s, Drawn drawn) {
 void Engine::update_stats_locked() {
   stats_.running = static_cast<int64_t>(running_.size());
   stats_.waiting = static_cast<int64_t>(waiting_.size());
-  stats_.free_blocks = blocks_.num_free();
-  stats_.cached_blocks = cache_ ? cache_->cached_blocks() : 0;
+  stats_.free_blocks = cache_.num_free();
+  stats_.cached_blocks = cache_.cached_blocks();
 }
 
 void Engine::finish(Sequence& s, FinishReason reason, std::optional<Error> error) {
   if (s.state == SeqState::kFinished) return;
-  for (int32_t b : s.blocks) blocks_.release(b);
-  s.blocks.clear();
+  cache_.release(s);
   std::erase(running_, &s);
   std::erase(waiting_, &s);
   s.state = SeqState::kFinished;

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "base/result.h"
-#include "engine/block_manager.h"
 #include "engine/channel.h"
 #include "engine/engine_client.h"
+#include "engine/kv_cache_manager.h"
 #include "engine/model_runner.h"
 #include "engine/output_processor.h"
 #include "engine/request.h"
@@ -39,6 +39,9 @@ struct EngineOptions {
   std::vector<int32_t> eog_ids;                // the model's end-of-generation tokens
   uint64_t seed_salt = 0;                      // mixes into seeds derived from prompts
   bool prefix_cache = true;                    // reuse KV of earlier prompts' whole blocks
+  // The weights' identity in cache keys (a digest of the checkpoint); empty: derived from the
+  // model's config, which is enough within one process.
+  std::string weights_id;
   // Overlapped greedy decode (Model::launch_decode); unset: where the model gains from it.
   std::optional<bool> overlap;
   // Test hook, called before each model step with the ids it holds; an error fails that step.
@@ -88,7 +91,7 @@ class Engine final : public EngineClient {
   // the engine emits.
   bool launch_overlapped(std::span<const ScheduledChunk> chunks);
   void step_overlapped();
-  // After a step's row of `s` ran: advances it, records new whole blocks in the prefix cache.
+  // After a step's row of `s` ran: advances it, commits its new whole blocks to the prefix index.
   void advance(Sequence& s, int64_t n);
   void emit_token(Sequence& s, Drawn drawn);
   void erase_finished();
@@ -99,8 +102,8 @@ class Engine final : public EngineClient {
   EngineOptions opt_;
   int64_t context_ = 0;
   model::KvCache kv_;
-  BlockManager blocks_;
-  std::unique_ptr<PrefixCache> cache_;
+  BlockKey model_key_;  // the fingerprint's key: the root of every chain
+  KvCacheManager cache_;
   Scheduler scheduler_;
   RowSampler sampler_;
   ModelRunner runner_;

@@ -5,40 +5,14 @@
 
 namespace tf::engine {
 
-std::optional<int32_t> Scheduler::allocate(BlockManager& blocks) {
-  auto b = blocks.allocate();
-  if (!b && cache_ && cache_->evict(1) == 1) b = blocks.allocate();
-  return b;
-}
-
-void Scheduler::attach_cached_prefix(Sequence& seq) {
-  if (!cache_ || seq.computed != 0 || !seq.blocks.empty()) return;
-  seq.blocks = cache_->match(seq.tokens, seq.cache_ns);
-  seq.computed = static_cast<int64_t>(seq.blocks.size()) * opt_.block_size;
-  seq.cache_inserted = static_cast<int64_t>(seq.blocks.size());
-  if (seq.cached_tokens < 0) seq.cached_tokens = std::min(seq.computed, seq.prompt_len);
-}
-
-bool Scheduler::reserve(Sequence& seq, int64_t tokens, BlockManager& blocks) {
-  while (static_cast<int64_t>(seq.blocks.size()) < blocks_for(tokens)) {
-    auto b = allocate(blocks);
-    if (!b) return false;
-    seq.blocks.push_back(*b);
-  }
-  return true;
-}
-
-void Scheduler::preempt(Sequence& seq, BlockManager& blocks) {
-  for (int32_t b : seq.blocks) blocks.release(b);
-  seq.blocks.clear();
+void Scheduler::preempt(Sequence& seq) {
+  kv_.release(seq);
   seq.computed = 0;
-  seq.cache_inserted = 0;
   seq.state = SeqState::kWaiting;
   ++seq.preemptions;
 }
 
-StepPlan Scheduler::schedule(std::deque<Sequence*>& waiting, std::vector<Sequence*>& running,
-                             BlockManager& blocks) {
+StepPlan Scheduler::schedule(std::deque<Sequence*>& waiting, std::vector<Sequence*>& running) {
   StepPlan plan;
   int64_t budget = opt_.max_batch_tokens;
   std::sort(running.begin(), running.end(),
@@ -49,7 +23,7 @@ StepPlan Scheduler::schedule(std::deque<Sequence*>& waiting, std::vector<Sequenc
     for (auto it = running.rbegin(); it != running.rend(); ++it) {
       Sequence* victim = *it;
       if (victim == keep) continue;
-      preempt(*victim, blocks);
+      preempt(*victim);
       plan.preempted.push_back(victim);
       std::erase_if(plan.chunks, [&](const ScheduledChunk& c) { return c.seq == victim; });
       running.erase(std::next(it).base());
@@ -65,13 +39,13 @@ StepPlan Scheduler::schedule(std::deque<Sequence*>& waiting, std::vector<Sequenc
       const bool decode = s->pending() == 1;
       if (decode != (pass == 0) || s->pending() == 0) continue;
       int64_t n = std::min(s->pending(), budget);
-      bool ok = reserve(*s, s->computed + n, blocks);
+      bool ok = kv_.reserve(*s, s->computed + n);
       while (!ok && preempt_newest(s)) {
-        ok = reserve(*s, s->computed + n, blocks);
+        ok = kv_.reserve(*s, s->computed + n);
         i = std::find(running.begin(), running.end(), s) - running.begin();
       }
       if (!ok) {  // s is the newest and nothing else can give way: s waits
-        preempt(*s, blocks);
+        preempt(*s);
         plan.preempted.push_back(s);
         running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
         --i;
@@ -91,12 +65,11 @@ StepPlan Scheduler::schedule(std::deque<Sequence*>& waiting, std::vector<Sequenc
   while (!waiting.empty() && budget > 0 && static_cast<int>(running.size()) < opt_.max_parallel) {
     Sequence* s = waiting.front();
     if (std::find(plan.preempted.begin(), plan.preempted.end(), s) != plan.preempted.end()) break;
-    attach_cached_prefix(*s);
-    int64_t need = blocks_for(static_cast<int64_t>(s->tokens.size()) + 1) -
-                   static_cast<int64_t>(s->blocks.size());
-    if (need > blocks.num_free() && cache_) cache_->evict(need - blocks.num_free());
-    if (need > blocks.num_free()) {
-      preempt(*s, blocks);  // gives the cached prefix back; it is matched again next time
+    kv_.attach_prefix(*s);
+    const int64_t need = kv_.blocks_for(static_cast<int64_t>(s->tokens.size()) + 1) -
+                         static_cast<int64_t>(s->blocks.size());
+    if (!kv_.make_free(need)) {
+      preempt(*s);  // gives the cached prefix back; it is matched again next time
       --s->preemptions;     // not a real preemption: it never ran
       break;
     }
@@ -104,7 +77,7 @@ StepPlan Scheduler::schedule(std::deque<Sequence*>& waiting, std::vector<Sequenc
     s->state = SeqState::kRunning;
     running.push_back(s);
     int64_t n = std::min(s->pending(), budget);
-    reserve(*s, s->computed + n, blocks);
+    kv_.reserve(*s, s->computed + n);
     plan.chunks.push_back({s, n});
     budget -= n;
   }

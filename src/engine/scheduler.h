@@ -1,15 +1,15 @@
 // Capacity and step scheduling: each step runs one decode row for every running sequence, then
 // chunked prefill under the token budget, then admits waiting sequences while KV blocks last.
 // When blocks run out, the newest running sequence is preempted (its blocks freed; it will be
-// recomputed from its tokens, which the keyed sampler makes exact).
+// recomputed from its tokens, which the keyed sampler makes exact). Blocks are the KV cache
+// manager's: the scheduler asks it for room and gives preempted sequences' blocks back to it.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <vector>
 
-#include "engine/block_manager.h"
-#include "engine/prefix_cache.h"
+#include "engine/kv_cache_manager.h"
 #include "engine/sequence.h"
 
 namespace tf::engine {
@@ -38,31 +38,18 @@ struct StepPlan {
 
 class Scheduler {
  public:
-  // `cache` may be null (no prefix caching).
-  Scheduler(SchedulerOptions options, PrefixCache* cache) : opt_(options), cache_(cache) {}
+  Scheduler(SchedulerOptions options, KvCacheManager& kv) : opt_(options), kv_(kv) {}
 
   // Moves sequences between `waiting` (FIFO) and `running` (oldest first) and plans one step.
-  StepPlan schedule(std::deque<Sequence*>& waiting, std::vector<Sequence*>& running,
-                    BlockManager& blocks);
+  StepPlan schedule(std::deque<Sequence*>& waiting, std::vector<Sequence*>& running);
 
   const SchedulerOptions& options() const { return opt_; }
 
-  // Grows seq's block table to cover `tokens` positions; false if the pool has no block left.
-  bool reserve(Sequence& seq, int64_t tokens, BlockManager& blocks);
-
  private:
-  int64_t blocks_for(int64_t tokens) const {
-    return (tokens + opt_.block_size - 1) / opt_.block_size;
-  }
-  void preempt(Sequence& seq, BlockManager& blocks);
-
-  // A free block, evicting one from the prefix cache if the pool is empty.
-  std::optional<int32_t> allocate(BlockManager& blocks);
-  // Gives a newly admitted sequence the cached blocks of its prompt's longest cached prefix.
-  void attach_cached_prefix(Sequence& seq);
+  void preempt(Sequence& seq);
 
   SchedulerOptions opt_;
-  PrefixCache* cache_;
+  KvCacheManager& kv_;
 };
 
 }  // namespace tf::engine

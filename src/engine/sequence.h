@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/channel.h"
+#include "engine/kv_key.h"
 #include "engine/reply_rules.h"
 #include "engine/request.h"
 
@@ -22,9 +23,10 @@ struct Sequence {
   int64_t prompt_len = 0;
   int64_t computed = 0;               // tokens whose K/V are in the cache
   int64_t cached_tokens = -1;         // prompt tokens served from the prefix cache (-1: not yet)
-  int64_t cache_inserted = 0;         // whole blocks already recorded in the prefix cache
-  uint64_t cache_ns = 0;              // prefix-cache namespace (from cache_salt)
-  std::vector<int32_t> blocks;        // block table
+  int64_t cache_inserted = 0;         // whole blocks already recorded in the prefix index
+  BlockKey cache_root;                // the chain's root: the model and cache_salt
+  BlockKey cache_chain;               // key of block cache_inserted - 1 (cache_root at 0)
+  std::vector<int32_t> blocks;        // block table, kept by the KV cache manager
   std::unique_ptr<ReplyRules> rules;  // the reply's grammar and reasoning; null: none asked
   bool cancelled = false;
   bool in_flight = false;  // a row of a queued overlapped step: kept alive until it is read

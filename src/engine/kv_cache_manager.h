@@ -1,0 +1,82 @@
+// The one owner of KV blocks: the pool's free list and reference counts, every sequence's block
+// table, the prefix index (whole blocks named by chained XXH3-128 keys) with its least-recently-
+// used leaves on a list, reservation, preemption's release, and the lower tiers behind the pool.
+// Engine-thread only, so no locking.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/kv_key.h"
+#include "engine/sequence.h"
+
+namespace tf::engine {
+
+class KvTiers;
+
+class KvCacheManager {
+ public:
+  // `prefix_index` false: blocks are never shared or kept after their sequence ends.
+  KvCacheManager(int64_t num_blocks, int block_size, bool prefix_index);
+
+  int block_size() const { return block_size_; }
+  int64_t num_blocks() const { return static_cast<int64_t>(refs_.size()); }
+  int64_t num_free() const { return static_cast<int64_t>(free_.size()); }
+  int64_t cached_blocks() const { return static_cast<int64_t>(index_.size()); }
+  int64_t blocks_for(int64_t tokens) const { return (tokens + block_size_ - 1) / block_size_; }
+  // Lower tiers: pool evictions go down to them and admissions look there too (may be null).
+  void set_tiers(KvTiers* tiers) { tiers_ = tiers; }
+
+  // Grows seq's block table to cover `tokens` positions, evicting cached leaves when the pool
+  // is empty; false when no block is left.
+  bool reserve(Sequence& seq, int64_t tokens);
+  // Makes `n` blocks free if it can (evicting leaves only the index holds); whether they are.
+  bool make_free(int64_t n);
+  // A newly admitted sequence gets the blocks of its prompt's longest cached prefix (whole
+  // blocks, leaving at least one token to compute), from the pool or restored from a lower
+  // tier; sets computed and, the first time, cached_tokens.
+  void attach_prefix(Sequence& seq);
+  // Records seq's new whole blocks (up to seq.computed, the verified length) in the index.
+  void commit(Sequence& seq);
+  // Drops seq's references (preemption or end); blocks go free or stay cached.
+  void release(Sequence& seq);
+
+  int refs(int32_t block) const { return refs_[block]; }
+  // Least-recently-used evictable leaves, oldest first (tests).
+  int64_t evictable() const { return static_cast<int64_t>(lru_.size()); }
+
+ private:
+  struct Node {
+    BlockKey key, parent;
+    int32_t block = -1;
+    std::vector<int32_t> tokens;  // this block's tokens, to rule out key collisions
+    int children = 0;
+    std::list<Node*>::iterator lru;
+    bool in_lru = false;
+  };
+  std::optional<int32_t> allocate();
+  void retain(int32_t block);
+  void unref(int32_t block);
+  Node* find(const BlockKey& key, const BlockKey& parent, std::span<const int32_t> tokens);
+  // Keeps `n` on the evictable list exactly when it is a leaf only the index holds; `oldest`
+  // puts a newly evictable node first (a parent whose last child just went).
+  void update_lru(Node& n, bool oldest = false);
+  bool evict_one();
+  Node& add_node(const BlockKey& key, const BlockKey& parent, std::span<const int32_t> tokens,
+                 int32_t block);
+
+  int block_size_;
+  bool prefix_index_;
+  std::vector<int> refs_;
+  std::vector<int32_t> free_;  // a stack: the most recently freed block is reused first
+  std::unordered_map<BlockKey, Node, BlockKeyHash> index_;
+  std::vector<Node*> block_node_;  // per block: its index node, or null
+  std::list<Node*> lru_;           // evictable leaves, least recently used first
+  KvTiers* tiers_ = nullptr;
+};
+
+}  // namespace tf::engine
