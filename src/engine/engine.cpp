@@ -90,6 +90,21 @@ Engine::Engine(std::shared_ptr<model::Model> model, EngineOptions options)
       runner_(*model_, kv_, sampler_, opt_.fault_hook),
       output_(opt_.eog_ids, context_) {
   overlap_ = opt_.overlap.value_or(model_->overlaps_steps());
+  if (opt_.prefix_cache && opt_.tiers.any()) {
+    auto tiers = KvTiers::create(kv_, model_key_, opt_.tiers, [this] {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        load_ready_ = true;
+      }
+      cv_.notify_all();
+    });
+    if (tiers) {
+      tiers_ = std::move(*tiers);
+      cache_.set_tiers(tiers_.get());
+    } else {
+      cache_status_ = tiers.error();
+    }
+  }
   stats_.total_blocks = kv_.num_blocks();
   thread_ = std::thread([this] { loop(); });
 }
@@ -156,6 +171,10 @@ void Engine::cancel(RequestId id) {
   cv_.notify_all();
 }
 
+void Engine::flush_prompt_cache() {
+  if (tiers_) tiers_->flush();
+}
+
 EngineStats Engine::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
@@ -167,11 +186,13 @@ void Engine::loop() {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] {
         return stop_ || !inbox_.empty() || !cancels_.empty() || !running_.empty() ||
-               !waiting_.empty() || !inflight_.empty();
+               !waiting_.empty() || !inflight_.empty() || load_ready_;
       });
       if (stop_) break;
+      load_ready_ = false;
     }
     drain_inbox();
+    poll_loads();
     expire_and_cancel();
     step();
     std::lock_guard<std::mutex> lock(mu_);
@@ -212,12 +233,25 @@ void Engine::drain_inbox() {
       continue;
     }
     seqs_.emplace(raw->req.id, std::move(s));
-    waiting_.push_back(raw);
+    if (cache_.begin_load(*raw)) {
+      loading_.push_back(raw);
+    } else {
+      waiting_.push_back(raw);
+    }
   }
   for (RequestId id : cancels) {
     auto it = seqs_.find(id);
     if (it != seqs_.end()) it->second->cancelled = true;
   }
+}
+
+void Engine::poll_loads() {
+  std::erase_if(loading_, [&](Sequence* s) {
+    if (!s->load->done()) return false;
+    cache_.end_load(*s);
+    waiting_.push_back(s);
+    return true;
+  });
 }
 
 void Engine::expire_and_cancel() {
@@ -421,15 +455,24 @@ void Engine::emit_token(Sequence& s, Drawn drawn) {
 
 void Engine::update_stats_locked() {
   stats_.running = static_cast<int64_t>(running_.size());
-  stats_.waiting = static_cast<int64_t>(waiting_.size());
+  stats_.waiting = static_cast<int64_t>(waiting_.size() + loading_.size());
   stats_.free_blocks = cache_.num_free();
   stats_.cached_blocks = cache_.cached_blocks();
+  CacheStats& c = stats_.cache;
+  const int64_t block_bytes = model::KvCache::block_bytes(model_->config(), kv_.block_size());
+  c.pool = {cache_.cached_blocks(), cache_.cached_blocks() * block_bytes,
+            kv_.num_blocks() * block_bytes};
+  c.hits = cache_.hits();
+  c.resumed_tokens = cache_.resumed_tokens();
+  c.loading = static_cast<int64_t>(loading_.size());
+  if (tiers_) tiers_->fill(c);
 }
 
 void Engine::finish(Sequence& s, FinishReason reason, std::optional<Error> error) {
   if (s.state == SeqState::kFinished) return;
   cache_.release(s);
   std::erase(running_, &s);
+  std::erase(loading_, &s);
   std::erase(waiting_, &s);
   s.state = SeqState::kFinished;
   Finished f = OutputProcessor::finished(s, reason, std::move(error));

@@ -19,6 +19,8 @@
 #include "engine/channel.h"
 #include "engine/engine_client.h"
 #include "engine/kv_cache_manager.h"
+#include "engine/kv_cache_stats.h"
+#include "engine/kv_tiers.h"
 #include "engine/model_runner.h"
 #include "engine/output_processor.h"
 #include "engine/request.h"
@@ -42,6 +44,9 @@ struct EngineOptions {
   // The weights' identity in cache keys (a digest of the checkpoint); empty: derived from the
   // model's config, which is enough within one process.
   std::string weights_id;
+  // The prompt cache's tiers below the pool (host RAM, disk); off by default. They copy the
+  // pool's host memory, so only a model whose KV lives in the KvCache (the CPU backend) uses them.
+  KvTierOptions tiers;
   // Overlapped greedy decode (Model::launch_decode); unset: where the model gains from it.
   std::optional<bool> overlap;
   // Test hook, called before each model step with the ids it holds; an error fails that step.
@@ -58,6 +63,7 @@ struct EngineStats {
   int64_t preemptions = 0;
   int64_t generated_tokens = 0;
   int64_t overlapped_steps = 0;  // steps queued before the one before was read
+  CacheStats cache;
 };
 
 class Engine final : public EngineClient {
@@ -78,11 +84,18 @@ class Engine final : public EngineClient {
 
   int64_t context() const override { return context_; }
   EngineStats stats() const;
+  // Whether the prompt cache's tiers opened (a bad --prompt-cache-dir is reported here; the
+  // engine then runs with the pool alone).
+  Status cache_status() const { return cache_status_; }
+  // Waits until the disk tier has written every block queued so far (tests, benchmarks).
+  void flush_prompt_cache();
   const model::Model& model() const { return *model_; }
 
  private:
   void loop();
   void drain_inbox();
+  // Requests whose blocks came back from disk leave the loading state for the queue.
+  void poll_loads();
   void expire_and_cancel();
   void step();
   // Overlapped decode: a step of rows whose token is the model's value is queued
@@ -112,6 +125,7 @@ class Engine final : public EngineClient {
   // Engine-thread state.
   std::map<RequestId, std::unique_ptr<Sequence>> seqs_;
   std::deque<Sequence*> waiting_;
+  std::vector<Sequence*> loading_;  // waiting for blocks from disk; not yet in waiting_
   std::vector<Sequence*> running_;
   uint64_t next_arrival_ = 0;
   std::vector<float> logits_;
@@ -126,7 +140,10 @@ class Engine final : public EngineClient {
   std::vector<std::unique_ptr<Sequence>> inbox_;
   std::vector<RequestId> cancels_;
   bool stop_ = false;
+  bool load_ready_ = false;  // a disk load ended since the loop last looked
   EngineStats stats_;
+  Status cache_status_;
+  std::unique_ptr<KvTiers> tiers_;  // after mu_ and cv_: its I/O thread signals them until it ends
   std::thread thread_;
 };
 

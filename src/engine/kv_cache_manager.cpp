@@ -124,7 +124,7 @@ void KvCacheManager::attach_prefix(Sequence& seq) {
       if (Node* n = find(key, seq.cache_chain, tokens)) {
         retain(n->block);
         seq.blocks.push_back(n->block);
-      } else if (index_.count(key) || !tiers_ || !tiers_->holds(key)) {
+      } else if (index_.count(key) || !tiers_ || !tiers_->in_host(key)) {
         break;
       } else {  // held below the pool: copied back up into a fresh block
         auto block = allocate();
@@ -142,7 +142,49 @@ void KvCacheManager::attach_prefix(Sequence& seq) {
   }
   seq.computed = static_cast<int64_t>(seq.blocks.size()) * block_size_;
   seq.cache_inserted = static_cast<int64_t>(seq.blocks.size());
-  if (seq.cached_tokens < 0) seq.cached_tokens = std::min(seq.computed, seq.prompt_len);
+  if (seq.cached_tokens < 0) {
+    seq.cached_tokens = std::min(seq.computed, seq.prompt_len);
+    hits_ += seq.cached_tokens > 0 ? 1 : 0;
+    resumed_tokens_ += seq.cached_tokens;
+  }
+  if (tiers_) tiers_->unpin(seq.staged);  // now in the pool (or not wanted)
+  seq.staged.clear();
+}
+
+void KvCacheManager::unadmit(Sequence& seq) {
+  release(seq);
+  seq.computed = 0;
+  if (seq.cached_tokens >= 0 && seq.preemptions == 0) {  // set by this attach: undone too
+    hits_ -= seq.cached_tokens > 0 ? 1 : 0;
+    resumed_tokens_ -= seq.cached_tokens;
+    seq.cached_tokens = -1;
+  }
+}
+
+bool KvCacheManager::begin_load(Sequence& seq) {
+  if (!prefix_index_ || !tiers_ || seq.tokens.empty() || seq.cached_tokens >= 0) return false;
+  std::vector<KvLoad::Slot> slots;
+  BlockKey chain = seq.cache_root;
+  const size_t max_blocks = (seq.tokens.size() - 1) / block_size_;
+  for (size_t b = 0; b < max_blocks; ++b) {
+    auto tokens = std::span<const int32_t>(seq.tokens).subspan(b * block_size_, block_size_);
+    const BlockKey key = child_key(chain, tokens);
+    if (find(key, chain, tokens) == nullptr && !tiers_->in_host(key)) {
+      if (!tiers_->on_disk(key)) break;
+      slots.push_back({key, chain, {tokens.begin(), tokens.end()}, {}, false});
+    }
+    chain = key;
+  }
+  if (slots.empty()) return false;
+  seq.load = tiers_->load(std::move(slots));
+  return true;
+}
+
+void KvCacheManager::end_load(Sequence& seq) {
+  if (!seq.load) return;
+  std::vector<BlockKey> keys = tiers_->stage(*seq.load);
+  seq.staged.insert(seq.staged.end(), keys.begin(), keys.end());
+  seq.load.reset();
 }
 
 void KvCacheManager::commit(Sequence& seq) {
@@ -169,6 +211,8 @@ void KvCacheManager::commit(Sequence& seq) {
 }
 
 void KvCacheManager::release(Sequence& seq) {
+  if (tiers_) tiers_->unpin(seq.staged);
+  seq.staged.clear();
   for (int32_t b : seq.blocks) unref(b);
   seq.blocks.clear();
   seq.cache_inserted = 0;

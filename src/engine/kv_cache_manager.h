@@ -31,6 +31,12 @@ class KvCacheManager {
   // Lower tiers: pool evictions go down to them and admissions look there too (may be null).
   void set_tiers(KvTiers* tiers) { tiers_ = tiers; }
 
+  // Before admission: when the prompt's chain continues on disk past what the pool and RAM
+  // hold, starts reading those blocks (seq.load) and returns true: seq waits in the loading state.
+  bool begin_load(Sequence& seq);
+  // Once seq.load is done: its good blocks wait in RAM for attach_prefix; a bad one ends the chain.
+  void end_load(Sequence& seq);
+
   // Grows seq's block table to cover `tokens` positions, evicting cached leaves when the pool
   // is empty; false when no block is left.
   bool reserve(Sequence& seq, int64_t tokens);
@@ -40,12 +46,17 @@ class KvCacheManager {
   // blocks, leaving at least one token to compute), from the pool or restored from a lower
   // tier; sets computed and, the first time, cached_tokens.
   void attach_prefix(Sequence& seq);
+  // Undoes attach_prefix for a sequence that could not be admitted after all: its blocks go
+  // back and it is matched afresh (cached_tokens too) when it is admitted.
+  void unadmit(Sequence& seq);
   // Records seq's new whole blocks (up to seq.computed, the verified length) in the index.
   void commit(Sequence& seq);
   // Drops seq's references (preemption or end); blocks go free or stay cached.
   void release(Sequence& seq);
 
   int refs(int32_t block) const { return refs_[block]; }
+  int64_t hits() const { return hits_; }
+  int64_t resumed_tokens() const { return resumed_tokens_; }
   // Least-recently-used evictable leaves, oldest first (tests).
   int64_t evictable() const { return static_cast<int64_t>(lru_.size()); }
 
@@ -77,6 +88,7 @@ class KvCacheManager {
   std::vector<Node*> block_node_;  // per block: its index node, or null
   std::list<Node*> lru_;           // evictable leaves, least recently used first
   KvTiers* tiers_ = nullptr;
+  int64_t hits_ = 0, resumed_tokens_ = 0;
 };
 
 }  // namespace tf::engine

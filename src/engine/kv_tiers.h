@@ -1,28 +1,75 @@
-// The tiers below the KV pool, as the KV cache manager sees them: where an evicted block goes,
-// where a committed block is also written, and where a missing one may be restored from.
+// The tiers below the KV pool: host RAM (copies of evicted blocks) and disk (every committed
+// block written in the background, so it survives eviction from RAM and restarts). The KV cache
+// manager spills evicted blocks here, restores blocks from RAM when a prefix continues there, and
+// starts disk loads for requests that then wait in the loading state. Engine-thread only (the
+// disk tier's own thread works behind it).
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <span>
+#include <string>
+#include <vector>
 
+#include "base/result.h"
+#include "engine/kv_cache_stats.h"
+#include "engine/kv_disk_tier.h"
+#include "engine/kv_host_tier.h"
 #include "engine/kv_key.h"
+#include "model/kv_cache.h"
 
 namespace tf::engine {
 
+struct KvTierOptions {
+  int64_t host_bytes = 0;  // the host-RAM tier's budget (0: off)
+  std::string disk_dir;    // empty: no disk tier
+  int64_t disk_bytes = 0;
+  int64_t disk_free_floor_bytes = int64_t{1} << 30;
+  std::shared_ptr<KvFaults> disk_faults;  // tests: faults injected into the disk tier's I/O
+
+  bool any() const { return host_bytes > 0 || !disk_dir.empty(); }
+};
+
 class KvTiers {
  public:
-  virtual ~KvTiers() = default;
-  // Pool block `block` is about to be reused; its contents may move down (copied before return).
-  virtual void spill(const BlockKey& key, const BlockKey& parent, std::span<const int32_t> tokens,
-                     int32_t block) = 0;
-  // Pool block `block` now holds a verified whole block of the chain (it may be written down).
-  virtual void committed(const BlockKey& key, const BlockKey& parent,
-                         std::span<const int32_t> tokens, int32_t block) = 0;
-  // Whether a lower tier can restore `key` right now without waiting.
-  virtual bool holds(const BlockKey& key) const = 0;
-  // Copies the block named `key` into pool block `block`; false if it is not (or no longer) valid.
-  virtual bool restore(const BlockKey& key, const BlockKey& parent,
-                       std::span<const int32_t> tokens, int32_t block) = 0;
+  // `on_load_done` runs on the disk tier's thread whenever a load ends.
+  static Result<std::unique_ptr<KvTiers>> create(model::KvCache& kv, const BlockKey& model,
+                                                 const KvTierOptions& options,
+                                                 std::function<void()> on_load_done);
+
+  // Pool block `block` is about to be reused: a copy moves down to host RAM.
+  void spill(const BlockKey& key, const BlockKey& parent, std::span<const int32_t> tokens,
+             int32_t block);
+  // Pool block `block` now holds a verified whole block: a copy is queued for disk.
+  void committed(const BlockKey& key, const BlockKey& parent, std::span<const int32_t> tokens,
+                 int32_t block);
+  bool in_host(const BlockKey& key) const { return host_.contains(key); }
+  bool on_disk(const BlockKey& key) const { return disk_ && disk_->contains(key); }
+  // Copies the host-RAM copy of `key` into pool block `block`; false if none matches.
+  bool restore(const BlockKey& key, const BlockKey& parent, std::span<const int32_t> tokens,
+               int32_t block);
+  // Reads these blocks from disk in the background.
+  std::shared_ptr<KvLoad> load(std::vector<KvLoad::Slot> slots) {
+    return disk_->load(std::move(slots));
+  }
+  // A finished load's good blocks go to host RAM, pinned until unpin(); their keys, in order.
+  std::vector<BlockKey> stage(KvLoad& load);
+  void unpin(std::span<const BlockKey> keys);
+  void flush() {
+    if (disk_) disk_->flush();
+  }
+  void fill(CacheStats& s) const;
+
+ private:
+  KvTiers(model::KvCache& kv, int64_t host_bytes) : kv_(kv), host_(host_bytes) {}
+  std::vector<float> copy_out(int32_t block) const;
+
+  model::KvCache& kv_;
+  KvHostTier host_;
+  std::unique_ptr<KvDiskTier> disk_;
+  int64_t disk_budget_ = 0;
+  int64_t spills_ = 0, restores_ = 0;
 };
 
 }  // namespace tf::engine

@@ -69,8 +69,7 @@ StepPlan Scheduler::schedule(std::deque<Sequence*>& waiting, std::vector<Sequenc
     const int64_t need = kv_.blocks_for(static_cast<int64_t>(s->tokens.size()) + 1) -
                          static_cast<int64_t>(s->blocks.size());
     if (!kv_.make_free(need)) {
-      preempt(*s);  // gives the cached prefix back; it is matched again next time
-      --s->preemptions;     // not a real preemption: it never ran
+      kv_.unadmit(*s);  // gives the cached prefix back; it is matched again next time
       break;
     }
     waiting.pop_front();

@@ -12,6 +12,8 @@
 
 namespace tf::engine {
 
+struct KvLoad;
+
 enum class SeqState { kWaiting, kRunning, kFinished };
 
 struct Sequence {
@@ -27,6 +29,8 @@ struct Sequence {
   BlockKey cache_root;                // the chain's root: the model and cache_salt
   BlockKey cache_chain;               // key of block cache_inserted - 1 (cache_root at 0)
   std::vector<int32_t> blocks;        // block table, kept by the KV cache manager
+  std::shared_ptr<KvLoad> load;       // blocks coming back from disk (the loading state)
+  std::vector<BlockKey> staged;       // loaded blocks held in RAM until the sequence is admitted
   std::unique_ptr<ReplyRules> rules;  // the reply's grammar and reasoning; null: none asked
   bool cancelled = false;
   bool in_flight = false;  // a row of a queued overlapped step: kept alive until it is read

@@ -37,6 +37,7 @@ class KvCache {
   }
 
   int block_size() const { return block_size_; }
+  int num_layers() const { return static_cast<int>(layers_); }
   int64_t num_blocks() const { return num_blocks_; }
   int64_t row_size() const { return row_; }
   // Rows of one block for one layer: block_size rows of row_size() floats.

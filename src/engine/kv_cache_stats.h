@@ -1,0 +1,30 @@
+// The prompt cache's figures, per tier and for its traffic, as EngineStats reports them.
+#pragma once
+
+#include <cstdint>
+
+namespace tf::engine {
+
+struct CacheTierStats {
+  int64_t blocks = 0;
+  int64_t bytes = 0;
+  int64_t budget_bytes = 0;  // 0: the tier is off
+};
+
+struct CacheStats {
+  CacheTierStats pool, host, disk;
+  int64_t hits = 0;            // requests that resumed from some cached prefix
+  int64_t resumed_tokens = 0;  // prompt tokens not recomputed, over all requests
+  int64_t host_restores = 0;   // blocks copied back up from host RAM
+  int64_t spills = 0;          // blocks copied from the pool down to host RAM
+  int64_t disk_writes = 0;     // blocks written to disk
+  double disk_write_seconds = 0;
+  int64_t disk_loads = 0;  // blocks read back from disk
+  double disk_load_seconds = 0;
+  int64_t loading = 0;        // requests waiting for their blocks to come back
+  int64_t read_failures = 0;  // missing, truncated, corrupt or unreadable files (dropped)
+  int64_t write_failures = 0;  // failed writes (ENOSPC, I/O errors): served from RAM meanwhile
+  int64_t writes_skipped = 0;  // not written: the writer was behind or the disk below its floor
+};
+
+}  // namespace tf::engine

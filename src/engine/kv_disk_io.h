@@ -1,0 +1,51 @@
+// The disk tier's I/O layer: whole-file writes (io_uring through liburing where the kernel
+// allows it, plain write(2) otherwise) and reads, behind an interface so tests can inject faults
+// (failed writes such as ENOSPC, truncated writes, flipped bits and slow reads).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace tf::engine {
+
+class KvFileIo {
+ public:
+  virtual ~KvFileIo() = default;
+  // Creates `path` (mode 0600, never through a symlink) holding `bytes`; 0 or an errno.
+  virtual int write_file(const std::string& path, std::span<const uint8_t> bytes) = 0;
+  // The first `max` bytes of `path` (all of it when it is shorter); 0 or an errno.
+  virtual int read_file(const std::string& path, size_t max, std::vector<uint8_t>* out) = 0;
+  virtual const char* name() const = 0;
+};
+
+// io_uring when a ring can be set up here, else plain system calls. One thread uses it at a time.
+std::unique_ptr<KvFileIo> make_file_io();
+std::unique_ptr<KvFileIo> make_plain_file_io();
+
+// Faults a test turns on while the tier runs (shared with the FaultyFileIo that obeys them).
+struct KvFaults {
+  std::atomic<int> write_errno{0};        // every write fails with this errno (e.g. ENOSPC)
+  std::atomic<bool> truncate_writes{false};  // files are written short, as a crash would leave
+  std::atomic<bool> flip_read_bit{false};    // one bit of each whole-file read is flipped
+  std::atomic<int> read_delay_ms{0};         // each read waits this long first
+  std::atomic<int> read_errno{0};            // every whole-file read fails with this errno
+};
+
+class FaultyFileIo final : public KvFileIo {
+ public:
+  FaultyFileIo(std::unique_ptr<KvFileIo> inner, std::shared_ptr<KvFaults> faults)
+      : inner_(std::move(inner)), faults_(std::move(faults)) {}
+  int write_file(const std::string& path, std::span<const uint8_t> bytes) override;
+  int read_file(const std::string& path, size_t max, std::vector<uint8_t>* out) override;
+  const char* name() const override { return "faulty"; }
+
+ private:
+  std::unique_ptr<KvFileIo> inner_;
+  std::shared_ptr<KvFaults> faults_;
+};
+
+}  // namespace tf::engine
