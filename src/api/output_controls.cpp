@@ -3,6 +3,8 @@
 // engine's reasoning markers and budget.
 #include "api/output_controls.h"
 
+#include <algorithm>
+
 #include "engine/grammar_vocabulary.h"
 
 namespace tf::api {
@@ -23,6 +25,70 @@ std::vector<std::string> forced_call_specials() {
   }
   out.push_back("[TOOL_CALLS]");
   return out;
+}
+
+using grammar::Segment;
+
+std::string regex_escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (std::string_view("\\^$.|?*+()[]{}/").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// An XML-style format's raw value of a parameter: strings as text without tags, an enum of
+// strings as one of them, anything else as JSON of its schema (as the formats' parsers read them).
+Segment raw_value(const json& p) {
+  const json type = p.is_object() ? p.value("type", json()) : json();
+  if (p.is_object() && p.contains("enum") && p["enum"].is_array() && !p["enum"].empty() &&
+      std::all_of(p["enum"].begin(), p["enum"].end(),
+                  [](const json& v) { return v.is_string(); })) {
+    std::string alts;
+    for (const json& v : p["enum"]) {
+      if (!alts.empty()) alts += '|';
+      alts += regex_escape(v.get<std::string>());
+    }
+    return {Segment::Kind::kRegex, fmt::format("({})", alts)};
+  }
+  const bool plain_string =
+      type == "string" && !p.contains("const") && !p.contains("pattern") && !p.contains("format");
+  if (plain_string) {
+    auto bound = [&](const char* key, int fallback) {  // a bad bound is the compiler's to refuse
+      auto it = p.find(key);
+      if (it == p.end() || !it->is_number_unsigned()) return fallback;
+      return static_cast<int>(std::min<uint64_t>(it->get<uint64_t>(), 1u << 20));
+    };
+    const int lo = bound("minLength", 0), hi = bound("maxLength", -1);
+    const std::string count = hi >= 0  ? fmt::format("{{{},{}}}", lo, hi)
+                              : lo > 0 ? fmt::format("{{{},}}", lo)
+                                       : std::string("*");
+    return {Segment::Kind::kRegex, fmt::format("[^<]{}", count)};
+  }
+  return {Segment::Kind::kJson, p.is_object() ? p.dump() : "{}"};
+}
+
+// One call of `tool` in `form`: its opening, its arguments, its closing.
+grammar::TaggedItem forced_call(const chat::ForcedCallForm& form, const chat::ToolSpec& tool) {
+  const std::string name = form.quote_name ? json(tool.name).dump() : tool.name;
+  grammar::TaggedItem item = {{Segment::Kind::kText, form.name_prefix + name + form.name_suffix}};
+  const json& params = tool.parameters;
+  if (form.param_prefix.empty()) {
+    const bool given = params.is_object() && !params.empty();
+    item.push_back({Segment::Kind::kJson, given ? params.dump() : R"({"type":"object"})"});
+  } else if (params.is_object() && params.contains("required") && params["required"].is_array()) {
+    const json props = params.value("properties", json::object());
+    for (const json& key : params["required"]) {
+      if (!key.is_string()) continue;
+      const std::string k = key.get<std::string>();
+      item.push_back({Segment::Kind::kText, form.param_prefix + k + form.param_middle});
+      item.push_back(raw_value(props.is_object() ? props.value(k, json::object()) : json()));
+      item.push_back({Segment::Kind::kText, form.param_suffix});
+    }
+  }
+  item.push_back({Segment::Kind::kText, form.tail});
+  return item;
 }
 
 ApiError grammar_error(const std::string& field, const Error& e) {
@@ -74,11 +140,7 @@ ApiResult<grammar::GrammarSpec> OutputControls::grammar_spec(const OutputConstra
   spec.max_items = named || !form->several || !c.parallel ? 1 : 16;
   if (context.tools) {
     for (const chat::ToolSpec& t : *context.tools) {
-      if (named && t.name != c.tool_name) continue;
-      const json& p = t.parameters;
-      const std::string schema = p.is_object() && !p.empty() ? p.dump() : R"({"type":"object"})";
-      spec.items.push_back(
-          {form->name_prefix + json(t.name).dump() + form->name_suffix, schema, form->tail});
+      if (!named || t.name == c.tool_name) spec.items.push_back(forced_call(*form, t));
     }
   }
   if (spec.items.empty()) {

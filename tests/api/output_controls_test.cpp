@@ -137,10 +137,22 @@ TEST_F(OutputControlsTest, ToolCallRefusals) {
   ctx.tools = nullptr;
   EXPECT_FALSE(apply(make(Kind::kToolCall, "tool_choice"), ctx).ok());
   ctx.tools = &offered;
-  ctx.tool_format = "qwen3_coder";  // XML arguments: no forced form
-  auto xml = apply(make(Kind::kToolCall, "tool_choice"), ctx);
-  ASSERT_FALSE(xml.ok());
-  EXPECT_NE(xml.error().message.find("qwen3_coder"), std::string::npos);
+  ctx.tool_format = "deepseek_v3";  // no forced form
+  auto none = apply(make(Kind::kToolCall, "tool_choice"), ctx);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message.find("deepseek_v3"), std::string::npos);
+}
+
+TEST_F(OutputControlsTest, RequiredToolCallsInXmlSyntax) {  // Qwen3-Coder: raw string values
+  auto offered = tools();
+  OutputContext ctx{&offered, "qwen3_coder", "none", false};
+  auto r = apply(make(Kind::kToolCall, "tool_choice", "", {}, "get_weather"), ctx);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(takes(*r,
+                    "<tool_call>\n<function=get_weather>\n<parameter=city>\nNew York\n"
+                    "</parameter>\n</function>\n</tool_call>"));
+  EXPECT_FALSE(takes(*r, "<tool_call>\n<function=get_weather>\n</function>\n</tool_call>"));
+  EXPECT_FALSE(takes(*r, "<tool_call>\n<function=now>\n</function>\n</tool_call>"));
 }
 
 TEST_F(OutputControlsTest, ReasoningMarkersAndBudget) {

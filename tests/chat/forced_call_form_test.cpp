@@ -12,8 +12,19 @@ std::string spell(const ForcedCallForm& f,
   std::string out = f.open;
   for (size_t i = 0; i < calls.size(); ++i) {
     if (i > 0) out += f.separator;
-    out += f.name_prefix + nlohmann::ordered_json(calls[i].first).dump() + f.name_suffix +
-           calls[i].second + f.tail;
+    const auto& [name, args] = calls[i];
+    out +=
+        f.name_prefix + (f.quote_name ? nlohmann::ordered_json(name).dump() : name) + f.name_suffix;
+    if (f.param_prefix.empty()) {
+      out += args;
+    } else {  // XML-style: strings raw, other values as JSON
+      const auto parsed = nlohmann::ordered_json::parse(args);
+      for (const auto& [k, v] : parsed.items()) {
+        out += f.param_prefix + k + f.param_middle +
+               (v.is_string() ? v.get<std::string>() : v.dump()) + f.param_suffix;
+      }
+    }
+    out += f.tail;
   }
   return out + f.close;
 }
@@ -25,10 +36,11 @@ TEST(ForcedCallForm, ParsersReadWhatTheFormWrites) {
     if (!form) continue;
     ++forms;
     const std::vector<std::pair<std::string, std::string>> calls = {
-        {"get_weather", R"({"city": "Oslo"})"}, {"now", "{}"}};
+        {"get_weather", R"({"city": "Oslo", "days": 3})"}, {"now", "{}"}};
     const size_t n = form->several ? 2 : 1;
     ParserOptions po;
-    po.tools = {{"get_weather", nlohmann::ordered_json::object()},
+    po.tools = {{"get_weather", nlohmann::ordered_json::parse(R"({"type": "object", "properties":
+                    {"city": {"type": "string"}, "days": {"type": "integer"}}})")},
                 {"now", nlohmann::ordered_json::object()}};
     po.parse_reasoning = false;
     auto parser = make_output_parser(format, "none", po);
@@ -51,7 +63,7 @@ TEST(ForcedCallForm, ParsersReadWhatTheFormWrites) {
       EXPECT_EQ(nlohmann::json::parse(args[i]), nlohmann::json::parse(calls[i].second)) << format;
     }
   }
-  EXPECT_GE(forms, 3);  // hermes, llama3_json, mistral
+  EXPECT_GE(forms, 5);  // hermes, qwen3_coder, llama3_json, mistral, glm45
 }
 
 }  // namespace

@@ -9,17 +9,23 @@ using testing::compile_error;
 using testing::compile_ok;
 using testing::full_match;
 
+TaggedItem call(std::string head, std::string schema, std::string tail) {
+  return {{Segment::Kind::kText, std::move(head)},
+          {Segment::Kind::kJson, std::move(schema)},
+          {Segment::Kind::kText, std::move(tail)}};
+}
+
 GrammarSpec calls(int max_items) {
   GrammarSpec s;
   s.kind = GrammarKind::kTaggedJson;
-  s.items = {{"<tool_call>\n{\"name\": \"weather\", \"arguments\": ",
-              R"({"type": "object", "properties": {"city": {"type": "string"}},
+  s.items = {call("<tool_call>\n{\"name\": \"weather\", \"arguments\": ",
+                  R"({"type": "object", "properties": {"city": {"type": "string"}},
                   "required": ["city"], "additionalProperties": false})",
-              "}\n</tool_call>"},
-             {"<tool_call>\n{\"name\": \"time\", \"arguments\": ",
-              R"({"type": "object", "properties": {"zone": {"enum": ["utc", "local"]}},
+                  "}\n</tool_call>"),
+             call("<tool_call>\n{\"name\": \"time\", \"arguments\": ",
+                  R"({"type": "object", "properties": {"zone": {"enum": ["utc", "local"]}},
                   "required": ["zone"], "additionalProperties": false})",
-              "}\n</tool_call>"}};
+                  "}\n</tool_call>")};
   s.separator = "\n";
   s.max_items = max_items;
   return s;
@@ -68,8 +74,8 @@ TEST(TaggedJson, OpenAndCloseAroundTheCalls) {
   GrammarSpec s;
   s.kind = GrammarKind::kTaggedJson;
   for (const auto& item : tagged.items) {
-    s.items.push_back({item.head.substr(std::string_view("<tool_call>\n").size()), item.schema,
-                       std::string(1, '}')});
+    s.items.push_back(call(item[0].text.substr(std::string_view("<tool_call>\n").size()),
+                           item[1].text, std::string(1, '}')));
   }
   s.open = std::string_view("[TOOL_CALLS][");
   s.separator = std::string_view(", ");
@@ -85,9 +91,29 @@ TEST(TaggedJson, OpenAndCloseAroundTheCalls) {
                           "\"local\"}}"));
 }
 
+TEST(TaggedJson, RegexSegments) {  // XML-style raw values
+  GrammarSpec s;
+  s.kind = GrammarKind::kTaggedJson;
+  s.items = {{{Segment::Kind::kText, "<function=f>\n<parameter=city>\n"},
+              {Segment::Kind::kRegex, "[^<]*"},
+              {Segment::Kind::kText, "\n</parameter>\n<parameter=days>\n"},
+              {Segment::Kind::kJson, R"({"type": "integer", "minimum": 1, "maximum": 7})"},
+              {Segment::Kind::kText, "\n</parameter>\n</function>"}}};
+  auto g = compile_ok(s);
+  EXPECT_TRUE(full_match(g,
+                         "<function=f>\n<parameter=city>\nSão Paulo\n</parameter>\n"
+                         "<parameter=days>\n3\n</parameter>\n</function>"));
+  EXPECT_FALSE(full_match(g,
+                          "<function=f>\n<parameter=city>\na<b\n</parameter>\n"
+                          "<parameter=days>\n3\n</parameter>\n</function>"));
+  EXPECT_FALSE(full_match(g,
+                          "<function=f>\n<parameter=city>\nx\n</parameter>\n"
+                          "<parameter=days>\n9\n</parameter>\n</function>"));
+}
+
 TEST(TaggedJson, UnsupportedKeywordsAreNamed) {
   GrammarSpec s = calls(1);
-  s.items[1].schema = R"({"type": "object", "patternProperties": {"x": {}}})";
+  s.items[1][1].text = R"({"type": "object", "patternProperties": {"x": {}}})";
   EXPECT_NE(compile_error(s).find("patternProperties"), std::string::npos) << compile_error(s);
 }
 
@@ -96,7 +122,7 @@ TEST(TaggedJson, CacheKeysTellSpecsApart) {
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_NE(*a, *b);
   GrammarSpec c = calls(1);
-  c.items[0].tail = "}</tool_call>";
+  c.items[0][2].text = "}</tool_call>";
   EXPECT_NE(*canonical_key(c), *a);
 }
 

@@ -60,6 +60,21 @@ class Glm45Syntax final : public CallSyntax {
  public:
   const std::vector<Marker>& markers() const override { return markers_; }
 
+  // The template's layout: the name on the tag's line, then a key and a value line per argument.
+  std::optional<ForcedCallForm> forced_form() const override {
+    return ForcedCallForm{"",
+                          "\n",
+                          "",
+                          "<tool_call>",
+                          "\n",
+                          "</tool_call>",
+                          true,
+                          false,
+                          "<arg_key>",
+                          "</arg_key>\n<arg_value>",
+                          "</arg_value>\n"};
+  }
+
   CallMatch match(std::string_view s, size_t, bool, const ToolTable& tools,
                   ScanMemo& memo) const override {
     size_t i = skip_space(s, kOpen.size());

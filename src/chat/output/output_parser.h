@@ -49,12 +49,16 @@ class OutputParser {
 };
 
 // How a format writes calls when a grammar forces them (tool_choice "required" or a named
-// function): `open`, then calls joined by `separator`, then `close`; a call is name_prefix, the
-// tool's name as a JSON string, name_suffix, its arguments as JSON, then `tail`.
+// function): `open`, then calls joined by `separator`, then `close`. A call is name_prefix, the
+// tool's name (as a JSON string where quote_name), name_suffix, its arguments, then `tail`. The
+// arguments are one JSON object, or, where param_prefix is set, each required parameter as
+// param_prefix KEY param_middle VALUE param_suffix with strings raw (XML-style formats).
 struct ForcedCallForm {
   std::string open, separator, close;
   std::string name_prefix, name_suffix, tail;
   bool several = true;  // the format carries more than one call in a reply
+  bool quote_name = true;
+  std::string param_prefix = {}, param_middle = {}, param_suffix = {};
 };
 
 // The form for tool_format; nullopt where the format has none (its arguments are not JSON, or it

@@ -39,6 +39,21 @@ class Qwen3CoderSyntax final : public CallSyntax {
  public:
   const std::vector<Marker>& markers() const override { return markers_; }
 
+  // The template's layout: each tag on its own line, values between newlines.
+  std::optional<ForcedCallForm> forced_form() const override {
+    return ForcedCallForm{"",
+                          "\n",
+                          "",
+                          "<tool_call>\n<function=",
+                          ">\n",
+                          "</function>\n</tool_call>",
+                          true,
+                          false,
+                          "<parameter=",
+                          ">\n",
+                          "\n</parameter>\n"};
+  }
+
   CallMatch match(std::string_view s, size_t, bool, const ToolTable& tools,
                   ScanMemo& memo) const override {
     size_t i = skip_space(s, kOpen.size());

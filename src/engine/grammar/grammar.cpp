@@ -125,9 +125,17 @@ Result<std::string> canonical_key(const GrammarSpec& spec) {
                                   {"max", spec.max_items},
                                   {"items", nlohmann::ordered_json::array()}};
       for (const auto& item : spec.items) {
-        auto schema = base::parse_json(item.schema);
-        if (!schema.ok()) return schema.error().with_context("JSON Schema");
-        j["items"].push_back({item.head, schema->dump(), item.tail});
+        nlohmann::ordered_json segments = nlohmann::ordered_json::array();
+        for (const Segment& seg : item) {
+          std::string text = seg.text;
+          if (seg.kind == Segment::Kind::kJson) {
+            auto schema = base::parse_json(seg.text);
+            if (!schema.ok()) return schema.error().with_context("JSON Schema");
+            text = schema->dump();
+          }
+          segments.push_back({static_cast<int>(seg.kind), std::move(text)});
+        }
+        j["items"].push_back(std::move(segments));
       }
       return key + j.dump();
     }

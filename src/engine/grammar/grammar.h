@@ -49,13 +49,15 @@ class Vocabulary {
 
 enum class GrammarKind { kJsonSchema, kJsonObject, kRegex, kChoice, kEbnf, kTaggedJson };
 
-// One alternative of a kTaggedJson item: literal text, a JSON value of a schema, literal text
-// (a forced tool call: the call's opening with the tool's name, its arguments, its closing).
-struct TaggedJson {
-  std::string head;
-  std::string schema;  // JSON Schema text
-  std::string tail;
+// A piece of a kTaggedJson item: literal text, a JSON value of a schema, or text matching a
+// regular expression (a forced tool call: the call's opening with the tool's name, its arguments
+// as JSON or as tagged raw values, its closing).
+struct Segment {
+  enum class Kind { kText, kJson, kRegex };
+  Kind kind = Kind::kText;
+  std::string text;  // the literal, the JSON Schema text, or the regex
 };
+using TaggedItem = std::vector<Segment>;
 
 struct GrammarSpec {
   GrammarKind kind = GrammarKind::kJsonObject;
@@ -63,7 +65,7 @@ struct GrammarSpec {
   std::vector<std::string> choices;  // kChoice: the output is exactly one of these
   // kTaggedJson: `open`, then 1..max_items items (each one of `items`) with `separator` between
   // them, then `close`.
-  std::vector<TaggedJson> items = {};
+  std::vector<TaggedItem> items = {};
   std::string open = {}, separator = {}, close = {};
   int max_items = 1;
 };

@@ -1,5 +1,5 @@
-// The kTaggedJson front end: literal text around JSON values of given schemas (forced tool calls),
-// each schema compiled on its own and its rules imported into one grammar.
+// The kTaggedJson front end: literal text, JSON values of given schemas and regex-matched text in
+// sequence (forced tool calls); each schema compiles on its own and its rules are imported.
 #include "base/json.h"
 #include "engine/grammar/frontend.h"
 
@@ -39,21 +39,41 @@ int import_rules(GrammarIr& into, const GrammarIr& from) {
 
 }  // namespace
 
+namespace {
+
+Result<ExprPtr> segment_expr(const Segment& seg, GrammarIr& ir, const CompileLimits& limits) {
+  switch (seg.kind) {
+    case Segment::Kind::kText:
+      return lit(seg.text);
+    case Segment::Kind::kRegex:
+      return regex_to_expr(seg.text, false, limits);
+    case Segment::Kind::kJson:
+      break;
+  }
+  auto schema = base::parse_json(seg.text);
+  if (!schema.ok()) return schema.error().with_context("JSON Schema");
+  TF_ASSIGN_OR_RETURN(GrammarIr sub, schema_to_ir(*schema, limits));
+  if (static_cast<int>(ir.rules.size() + sub.rules.size()) > limits.max_rules) {
+    return make_error(ErrorCode::kResourceExhausted, "the grammar needs more than {} rules",
+                      limits.max_rules);
+  }
+  return ref(import_rules(ir, sub));
+}
+
+}  // namespace
+
 Result<GrammarIr> tagged_json_to_ir(const GrammarSpec& spec, const CompileLimits& limits) {
   if (spec.items.empty()) return make_error(ErrorCode::kInvalidArgument, "no items to choose");
   if (spec.max_items < 1) return make_error(ErrorCode::kInvalidArgument, "max_items below 1");
   GrammarIr ir;
   std::vector<ExprPtr> alts;
-  for (const TaggedJson& item : spec.items) {
-    auto schema = base::parse_json(item.schema);
-    if (!schema.ok()) return schema.error().with_context("JSON Schema");
-    TF_ASSIGN_OR_RETURN(GrammarIr sub, schema_to_ir(*schema, limits));
-    if (static_cast<int>(ir.rules.size() + sub.rules.size()) > limits.max_rules) {
-      return make_error(ErrorCode::kResourceExhausted, "the grammar needs more than {} rules",
-                        limits.max_rules);
+  for (const TaggedItem& item : spec.items) {
+    std::vector<ExprPtr> parts;
+    for (const Segment& seg : item) {
+      TF_ASSIGN_OR_RETURN(ExprPtr e, segment_expr(seg, ir, limits));
+      parts.push_back(std::move(e));
     }
-    const int root = import_rules(ir, sub);
-    alts.push_back(seq({lit(item.head), ref(root), lit(item.tail)}));
+    alts.push_back(seq(std::move(parts)));
   }
   const int one = ir.add_rule("item", alt(std::move(alts)));
   std::vector<ExprPtr> body = {lit(spec.open), ref(one)};
