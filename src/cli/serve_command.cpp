@@ -16,6 +16,7 @@
 #include "api/service.h"
 #include "chat/output/output_parser.h"
 #include "checkpoint/checkpoint.h"
+#include "cli/cache_options.h"
 #include "cli/commands.h"
 #include "cli/http_options.h"
 #include "cli/open_model.h"
@@ -46,6 +47,7 @@ struct ServeArgs {
   size_t max_body_mib = 8;
   server::ServerOptions http;  // the HTTP limits and timeouts, set by flags
   std::string tool_parser, reasoning_parser;  // empty: detected from the chat template
+  CacheArgs cache;                            // the prompt cache's tiers
 };
 
 int fail(const Error& e) {
@@ -80,8 +82,10 @@ int serve(ServeArgs a) {
   eo.context = a.context;
   eo.seed_salt = std::random_device{}() | static_cast<uint64_t>(std::random_device{}()) << 32;
   eo.eog_ids = eog_ids(*opened->tokenizer);
+  if (auto s = apply_cache_options(a.cache, a.backend, *ckpt, eo); !s.ok()) return fail(s.error());
   auto engine =
       std::make_shared<engine::Engine>(std::shared_ptr<model::Model>(std::move(*loaded)), eo);
+  if (auto s = engine->cache_status(); !s.ok()) return fail(s.error());
 
   api::Defaults defaults = generation_defaults(*ckpt);
   if (a.temperature) defaults.temperature = *a.temperature;
@@ -181,6 +185,7 @@ std::function<int()> add_serve_command(CLI::App& app) {
   cmd->add_option("--max-body-mib", a->max_body_mib, "Largest request body accepted")
       ->check(CLI::Range(1, 1024));
   add_http_options(*cmd, a->http);
+  add_cache_options(*cmd, a->cache);
   cmd->add_option("--tool-parser", a->tool_parser,
                   "Tool-call syntax of replies (default: detected from the chat template)")
       ->check(CLI::IsMember(chat::tool_formats()));

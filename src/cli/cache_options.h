@@ -1,0 +1,33 @@
+// The prompt cache's flags (--prompt-cache-gib, --prompt-cache-dir, --prompt-cache-disk-gib) and
+// how they become the engine's tier options, with the checkpoint's identity for cache keys.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <optional>
+#include <string>
+
+#include "base/result.h"
+#include "checkpoint/checkpoint.h"
+#include "engine/engine.h"
+
+namespace tf::cli {
+
+struct CacheArgs {
+  std::optional<double> host_gib;  // unset: a tenth of the RAM available at start-up, up to 8 GiB
+  std::string dir;                 // empty: no disk tier
+  double disk_gib = 16.0;
+};
+
+void add_cache_options(CLI::App& cmd, CacheArgs& args);
+
+// Sets eo.tiers and eo.weights_id. The tiers copy the KV pool's host memory, so they are on only
+// where the model computes on the CPU; elsewhere the flags are refused, or the defaults are off.
+Status apply_cache_options(const CacheArgs& args, const std::string& backend,
+                           const checkpoint::Checkpoint& ckpt, engine::EngineOptions& eo);
+
+// A digest of the checkpoint's bytes (sizes, and the first and last MiB of each file): two
+// checkpoints that differ anywhere near their headers or tails never share cached KV.
+std::string checkpoint_identity(const checkpoint::Checkpoint& ckpt);
+
+}  // namespace tf::cli
