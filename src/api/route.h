@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "api/api_error.h"
+#include "api/message_socket.h"
 #include "api/responder.h"
 
 namespace tf::api {
@@ -33,6 +34,8 @@ struct Route {
   bool open = false;         // answered without an API key (health checks)
   Envelope envelope = Envelope::kOpenAI;
   std::function<void(Service&, const RouteCall&, Responder&)> handler;
+  // Set for routes that also serve a WebSocket upgrade (then run on a thread of their own).
+  std::function<void(Service&, const RouteCall&, MessageSocket&)> websocket = nullptr;
 };
 
 // Every adapter's routes, in the order they were added.
@@ -49,5 +52,6 @@ void add_openai_chat_routes(std::vector<Route>& table);
 void add_openai_completions_routes(std::vector<Route>& table);
 void add_anthropic_messages_routes(std::vector<Route>& table);
 void add_openai_responses_routes(std::vector<Route>& table);
+void add_responses_websocket_routes(std::vector<Route>& table);
 
 }  // namespace tf::api

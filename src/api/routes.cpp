@@ -14,6 +14,7 @@ const std::vector<Route>& routes() {
     add_openai_completions_routes(t);
     add_anthropic_messages_routes(t);
     add_openai_responses_routes(t);
+    add_responses_websocket_routes(t);
     return t;
   }();
   return table;

@@ -27,6 +27,10 @@ void add_http_options(CLI::App& cmd, server::ServerOptions& o) {
   cmd.add_option("--shutdown-grace", o.shutdown_grace_seconds,
                  "Seconds open requests get to finish on SIGTERM")
       ->check(CLI::Range(0, 3600));
+  cmd.add_option("--websocket-limit", o.websocket_idle_seconds,
+                 "Seconds a Responses WebSocket may stay idle, and open in all")
+      ->check(CLI::Range(1, 86400))
+      ->each([&o](const std::string& v) { o.websocket_lifetime_seconds = std::stoi(v); });
   cmd.add_option("--cors", o.cors_origins,
                  "Browser origins allowed to call the API (comma-separated, or '*')")
       ->delimiter(',');

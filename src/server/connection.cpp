@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "server/responders.h"
 #include "server/server_context.h"
+#include "server/websocket_session.h"
 
 namespace tf::server {
 
@@ -42,6 +43,7 @@ void Connection::reject() {
 
 void Connection::close() {
   close_requested_ = true;
+  if (upgraded_.load()) return;  // the session closes itself when the server stops
   net::post(stream_.get_executor(), [self = shared_from_this()] {
     if (!self->busy_) self->close_now();
   });
@@ -151,8 +153,10 @@ void Connection::dispatch() {
   if (req.method() == http::verb::options) return answer_options();
   HttpRequest hr{req.method_string(), req.target(), req[http::field::authorization],
                  req["x-api-key"], req.body(),
-                 [&req](std::string_view name) -> std::string_view { return req[name]; }};
+                 [&req](std::string_view name) -> std::string_view { return req[name]; },
+                 beast::websocket::is_upgrade(req)};
   RoutedRequest routed = resolve(hr, ctx_.opt.api_keys, *ctx_.service);
+  if (routed.websocket) return start_websocket(std::move(routed.websocket));
   if (!routed.blocking) {
     BufferedResponder r;
     routed.run(r);
@@ -179,6 +183,40 @@ void Connection::dispatch() {
     }
     refuse(503, "the server cannot take more requests now; retry shortly", "overloaded");
   }
+}
+
+void Connection::start_websocket(std::function<void(api::MessageSocket&)> run) {
+  {
+    std::lock_guard<std::mutex> lock(ctx_.mu);
+    if (ctx_.active_requests >= ctx_.opt.max_active_requests) {
+      return refuse(503, "too many requests are being answered; retry shortly", "overloaded");
+    }
+    ++ctx_.active_requests;
+  }
+  upgraded_ = true;
+  auto ws = std::make_shared<WebSocketSession>(std::move(stream_), ctx_);
+  auto end = [self = shared_from_this()] {
+    std::lock_guard<std::mutex> lock(self->ctx_.mu);
+    --self->ctx_.active_requests;
+    self->ctx_.cv.notify_all();
+  };
+  ws->accept(parser_->get(), [self = shared_from_this(), ws, run = std::move(run), end](bool ok) {
+    if (!ok) return end();
+    try {
+      std::thread([self, ws, run, end] {
+        try {
+          run(*ws);
+        } catch (const std::exception& e) {
+          TF_LOG_ERROR("websocket handler failed: {}", e.what());
+        }
+        if (ws->open()) ws->close(1000, "");
+        end();
+      }).detach();
+    } catch (const std::system_error& e) {
+      TF_LOG_WARN("cannot start a websocket thread: {}", e.what());
+      end();
+    }
+  });
 }
 
 void Connection::answer_options() {

@@ -50,6 +50,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void dispatch();
   void answer_options();
   void run_blocking(std::function<void(api::Responder&)> run);
+  // Hands the stream to a WebSocketSession and runs the route on a thread of its own.
+  void start_websocket(std::function<void(api::MessageSocket&)> run);
   // Writes a complete answer on the strand, then reads the next request or closes.
   void write_then(std::string bytes, bool reusable);
   void refuse(int status, std::string_view message, std::string_view code);
@@ -67,6 +69,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   HeaderList extra_;
   bool first_ = true, keep_alive_ = false, head_ = false, busy_ = false, closed_ = false;
   std::atomic<bool> close_requested_{false};
+  std::atomic<bool> upgraded_{false};  // the stream now belongs to a WebSocketSession
 };
 
 }  // namespace tf::server

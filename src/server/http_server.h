@@ -31,6 +31,10 @@ struct ServerOptions {
   int max_active_requests = 1024;         // requests answered at once (each holds a thread)
   int shutdown_grace_seconds = 10;        // in-flight requests get this long to finish on SIGTERM
   std::vector<std::string> cors_origins;  // exact origins or "*"; empty: no CORS headers
+  // A Responses WebSocket connection ends (websocket_connection_limit_reached, then a normal
+  // close) after this long without a client message, or this long in all.
+  int websocket_idle_seconds = 3600;
+  int websocket_lifetime_seconds = 3600;
 };
 
 class HttpServer {

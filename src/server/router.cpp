@@ -21,7 +21,8 @@ api::Envelope envelope_of(std::string_view path) {
 
 RoutedRequest refusal(api::Envelope envelope, api::ApiError e) {
   return {false,
-          [envelope, e = std::move(e)](api::Responder& r) { api::send_error(envelope, r, e); }};
+          [envelope, e = std::move(e)](api::Responder& r) { api::send_error(envelope, r, e); },
+          nullptr};
 }
 
 }  // namespace
@@ -91,9 +92,16 @@ RoutedRequest resolve(const HttpRequest& req, const std::vector<std::string>& ap
         return std::string_view();
       };
     }
-    return {found->blocking, [found, &service, call = std::move(call)](api::Responder& r) {
+    if (req.websocket_upgrade && found->websocket) {
+      return {true, nullptr, [found, &service, call = std::move(call)](api::MessageSocket& s) {
+                found->websocket(service, call, s);
+              }};
+    }
+    return {found->blocking,
+            [found, &service, call = std::move(call)](api::Responder& r) {
               found->handler(service, call, r);
-            }};
+            },
+            nullptr};
   }
   if (std::string allow = allowed_methods(path); !allow.empty()) {
     return refusal(envelope, {405,

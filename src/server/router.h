@@ -23,6 +23,7 @@ struct HttpRequest {
   std::string_view body;
   // Any header by name (case-insensitive); unset: only the two above are known.
   std::function<std::string_view(std::string_view)> header;
+  bool websocket_upgrade = false;  // a valid WebSocket upgrade request
 };
 
 struct RoutedRequest {
@@ -30,6 +31,8 @@ struct RoutedRequest {
   // format a small answer (health, models, errors), which the I/O threads run themselves.
   bool blocking = false;
   std::function<void(api::Responder&)> run;
+  // Set instead of `run` for an upgrade to a WebSocket route: runs on its own thread.
+  std::function<void(api::MessageSocket&)> websocket;
 };
 
 // Resolves a request to the handler that answers it; refusals (401, 404, 405) are handlers too.
@@ -43,7 +46,7 @@ inline void route(std::string_view method, std::string_view target, std::string_
                   std::string_view x_api_key, std::string_view body,
                   const std::vector<std::string>& api_keys, api::Service& service,
                   api::Responder& r) {
-  route({method, target, authorization, x_api_key, body, {}}, api_keys, service, r);
+  route({method, target, authorization, x_api_key, body, {}, false}, api_keys, service, r);
 }
 
 // The methods a known path allows ("GET, HEAD", "POST"); empty for unknown paths.

@@ -63,8 +63,6 @@ TEST(Core, ReasoningAndToolEventsKeepReplyOrder) {
   EXPECT_EQ(out.reason, FinishReason::kStop);
   EXPECT_EQ(kinds, (std::vector<CoreEvent::Kind>{CoreEvent::Kind::kReasoning,
                                                  CoreEvent::Kind::kText}));
-  EXPECT_GE(out.reasoning_tokens, 1);
-  EXPECT_LE(out.reasoning_tokens, 3);
 }
 
 TEST(Core, WaitCallbackRunsWhileThePromptFillsAndCanCancel) {

@@ -821,17 +821,28 @@ TEST_F(ToolCallTest, MalformedUnknownAndRefusedCallsStayText) {
   EXPECT_EQ(r.json()["choices"][0]["message"]["content"], call);
 }
 
-TEST_F(ToolCallTest, ForcedChoicesAndJsonFormatsAreRefusedNotIgnored) {
-  expect_invalid(chat(tools_body({{"tool_choice", "required"}}).dump()), "tool_choice");
+TEST_F(ToolCallTest, ForcedChoicesAndJsonFormatsBecomeGrammarsOrAreRefused) {
+  // Forced calls and JSON formats reach the engine as a grammar (OutputControls)...
+  for (const json& extra : {json{{"tool_choice", "required"}},
+                            json{{"tool_choice", {{"type", "function"},
+                                                  {"function", {{"name", "get_weather"}}}}}},
+                            json{{"response_format", {{"type", "json_object"}}}}}) {
+    const size_t before = engine->requests().size();
+    script_text("{}");
+    auto r = chat(tools_body(extra).dump());
+    ASSERT_EQ(r.status, 200) << extra.dump() << " " << r.body;
+    ASSERT_EQ(engine->requests().size(), before + 1);
+    EXPECT_NE(engine->requests().back().output.grammar, nullptr) << extra.dump();
+  }
+  // ...and what cannot be honoured is refused by name, before anything is submitted.
+  const size_t before = engine->requests().size();
   expect_invalid(
       chat(tools_body({{"tool_choice", {{"type", "function"}, {"function", {{"name", "x"}}}}}})
                .dump()),
       "tool_choice");
   expect_invalid(chat(tools_body({{"tool_choice", "sometimes"}}).dump()), "tool_choice");
-  expect_invalid(chat(chat_body({{"response_format", {{"type", "json_object"}}}})),
-                 "response_format");
   expect_invalid(chat(chat_body({{"response_format", "json"}})), "response_format");
-  EXPECT_TRUE(engine->requests().empty());
+  EXPECT_EQ(engine->requests().size(), before);
 }
 
 TEST_F(ServiceTest, ClientGoneBeforeTokenizingSubmitsAndSendsNothing) {
