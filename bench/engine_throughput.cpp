@@ -40,10 +40,25 @@ struct Round {
   std::vector<double> ttft_ms, tpot_ms;
 };
 
+// Masked decode: every reply an endless list of JSON strings, over a vocabulary of the model's
+// size whose ids are bytes and then letter pairs (wide masks inside a string, narrow between).
+tf::Result<std::shared_ptr<const tf::grammar::CompiledGrammar>> endless_strings(int vocab) {
+  std::vector<std::string> tokens;
+  for (int id = 0; id < vocab; ++id) {
+    tokens.push_back(id < 256 ? std::string(1, static_cast<char>(id))
+                              : std::string{static_cast<char>('a' + id % 26),
+                                            static_cast<char>('a' + (id / 26) % 26)});
+  }
+  auto v = tf::grammar::Vocabulary::create(std::move(tokens), {});
+  return tf::grammar::compile_grammar(
+      {tf::grammar::GrammarKind::kEbnf, R"(root ::= "\"" [a-zA-Z0-9 ,.]* "\", " root)", {}}, v);
+}
+
 // One concurrency level: n requests submitted at once, read to the end.
 tf::Result<Round> measure(const std::shared_ptr<tf::model::Model>& model, int n, int prompt_len,
                           int gen_len, int64_t max_batch_tokens, int64_t kv_gib,
-                          const tf::engine::SamplingParams& sampling) {
+                          const tf::engine::SamplingParams& sampling,
+                          const std::shared_ptr<const tf::grammar::CompiledGrammar>& grammar) {
   const int vocab = model->config().vocab_size;
   tf::engine::EngineOptions opt;
   opt.max_batch_tokens = max_batch_tokens;
@@ -62,6 +77,7 @@ tf::Result<Round> measure(const std::shared_ptr<tf::model::Model>& model, int n,
     r.ignore_eos = true;
     r.sampling = sampling;
     r.seed = static_cast<uint64_t>(i + 1);
+    r.output.grammar = grammar;
     auto ch = engine.submit(r);
     if (!ch) {
       for (auto& t : readers) t.join();
@@ -141,6 +157,9 @@ int main(int argc, char** argv) {
   app.add_option("--top-p", sampling.top_p, "Nucleus sampling's top_p (1: off)");
   app.add_option("--rounds", n_rounds, "Interleaved rounds; each row reports the median round")
       ->check(CLI::PositiveNumber);
+  bool masked = false;
+  app.add_flag("--grammar", masked,
+               "Constrain every reply by a grammar (an endless list of JSON strings)");
   CLI11_PARSE(app, argc, argv);
 
   auto ckpt = tf::checkpoint::Checkpoint::open(path);
@@ -154,10 +173,19 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::shared_ptr<tf::model::Model> model(std::move(*loaded));
+  std::shared_ptr<const tf::grammar::CompiledGrammar> grammar;
+  if (masked) {
+    auto g = endless_strings(model->config().vocab_size);
+    if (!g) {
+      fmt::print(stderr, "error: {}\n", g.error().message);
+      return 1;
+    }
+    grammar = *g;
+  }
   fmt::print(
       "model: {}; prompt {} tokens, {} generated per request, max batch tokens {}, median of {} "
-      "rounds; {}\n",
-      path, prompt_len, gen_len, max_batch_tokens, n_rounds,
+      "rounds; {}{}\n",
+      path, prompt_len, gen_len, max_batch_tokens, n_rounds, masked ? "grammar-masked, " : "",
       sampling.temperature > 0
           ? fmt::format("sampled at temperature {}, top_p {}", sampling.temperature, sampling.top_p)
           : std::string("greedy"));
@@ -167,8 +195,8 @@ int main(int argc, char** argv) {
   std::vector<std::vector<Round>> rounds(streams.size());
   for (int r = 0; r < n_rounds; ++r) {
     for (size_t i = 0; i < streams.size(); ++i) {
-      auto round =
-          measure(model, streams[i], prompt_len, gen_len, max_batch_tokens, kv_gib, sampling);
+      auto round = measure(model, streams[i], prompt_len, gen_len, max_batch_tokens, kv_gib,
+                           sampling, grammar);
       if (!round) {
         fmt::print(stderr, "error: {}\n", round.error().message);
         return 1;
@@ -198,7 +226,8 @@ int main(int argc, char** argv) {
     // A warm-up first (allocations, first-touch), then the median of the rounds.
     std::vector<double> ttft;
     for (int r = 0; r <= n_rounds; ++r) {
-      auto round = measure(model, 1, len, 1, std::max<int64_t>(max_batch_tokens, len), kv_gib, {});
+      auto round =
+          measure(model, 1, len, 1, std::max<int64_t>(max_batch_tokens, len), kv_gib, {}, nullptr);
       if (!round) {
         fmt::print(stderr, "error: {}\n", round.error().message);
         return 1;

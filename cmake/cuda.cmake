@@ -20,8 +20,9 @@ target_compile_definitions(tf_model PUBLIC TF_HAVE_CUDA=1)
 # GPU model tests: compiled with the rest, run only on the H200 (never registered with ctest).
 if(TF_BUILD_TESTS)
   add_executable(cuda_model_test ${PROJECT_SOURCE_DIR}/tests/gpu/cuda_model_test.cpp
-                 ${PROJECT_SOURCE_DIR}/tests/gpu/cuda_moe_test.cpp)
-  target_link_libraries(cuda_model_test PRIVATE tf_model GTest::gtest_main)
+                 ${PROJECT_SOURCE_DIR}/tests/gpu/cuda_moe_test.cpp
+                 ${PROJECT_SOURCE_DIR}/tests/gpu/cuda_mask_test.cpp)
+  target_link_libraries(cuda_model_test PRIVATE tf_engine GTest::gtest_main)
   target_compile_definitions(cuda_model_test PRIVATE TF_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   target_include_directories(cuda_model_test PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   set_target_properties(cuda_model_test PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/gpu)

@@ -14,13 +14,19 @@ Status ModelRunner::forward(std::span<const ScheduledChunk> chunks, float* logit
   std::vector<RequestId> ids;
   std::vector<model::SeqChunk> batch;
   batch.reserve(chunks.size());
-  for (const auto& c : chunks) {
-    const Sequence& s = *c.seq;
+  masks_.resize(chunks.size());
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const ScheduledChunk& c = chunks[i];
+    Sequence& s = *c.seq;
     ids.push_back(s.req.id);
     batch.push_back({std::span<const int32_t>(s.tokens).subspan(s.computed, c.n), s.computed,
                      s.blocks, c.wants_logits() ? 1 : 0});
     if (c.wants_logits() && sampler_.draws_in_model(s)) {
       batch.back().draw = RowSampler::device_draw(s, static_cast<uint64_t>(s.tokens.size()));
+    }
+    if (c.wants_logits() && sampler_.choice(s) == RowSampler::Choice::kMaskedModelValue) {
+      sampler_.fill_mask(s, masks_[i]);
+      batch.back().mask = masks_[i];
     }
   }
   TF_RETURN_IF_ERROR(check_fault(ids));

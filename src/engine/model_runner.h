@@ -42,6 +42,7 @@ class ModelRunner {
   model::KvCache& kv_;
   const RowSampler& sampler_;
   FaultHook fault_hook_;
+  std::vector<std::vector<uint32_t>> masks_;  // per chunk of the step being run: its mask
 };
 
 }  // namespace tf::engine

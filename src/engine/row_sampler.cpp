@@ -19,18 +19,24 @@ bool RowSampler::greedy_from_argmax(const Sequence& s) {
 // The next token is neither masked nor forced.
 bool RowSampler::free_next(const Sequence& s) { return !s.rules || s.rules->free_ahead() > 0; }
 
+bool RowSampler::model_may_pick(const Sequence& s) const {
+  return free_next(s) ||
+         (model_.masks_on_device() && s.rules && s.rules->masked() && !s.rules->forced());
+}
+
 // Sampled rows the model draws itself: its value for the row is the token. The choice depends
 // on the request and the reply's phase alone, so a reply's draws are the same in any batch.
 bool RowSampler::draws_in_model(const Sequence& s) const {
   const auto& sp = s.req.sampling;
   return model_.draws_on_device() && sp.temperature > 0.0f && sp.top_k != 1 &&
-         !sp.has_penalties() && s.req.logprobs < 0 && free_next(s);
+         !sp.has_penalties() && s.req.logprobs < 0 && model_may_pick(s);
 }
 
 RowSampler::Choice RowSampler::choice(const Sequence& s) const {
   if (s.rules && s.rules->forced()) return Choice::kForced;
-  if ((greedy_from_argmax(s) || draws_in_model(s)) && free_next(s)) return Choice::kModelValue;
-  return Choice::kHost;
+  if (!greedy_from_argmax(s) && !draws_in_model(s)) return Choice::kHost;
+  if (free_next(s)) return Choice::kModelValue;
+  return model_may_pick(s) ? Choice::kMaskedModelValue : Choice::kHost;
 }
 
 bool RowSampler::needs_logits(const Sequence& s) const {
@@ -53,6 +59,10 @@ Drawn RowSampler::pick(Sequence& s, const float* logits, int32_t model_value) co
       break;
     case Choice::kModelValue:
       d.id = model_value;
+      break;
+    case Choice::kMaskedModelValue:  // an all-zero mask leaves the model a token it disallows
+      d.id = model_value;
+      d.dead_end = !s.rules->allows(d.id);
       break;
     case Choice::kHost:
       d.id = host_draw(s, logits, d.dead_end);
@@ -84,6 +94,13 @@ bool RowSampler::apply_mask(Sequence& s, std::vector<float>& logits) {
     }
   }
   return any;
+}
+
+void RowSampler::fill_mask(Sequence& s, std::vector<uint32_t>& words) const {
+  const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
+  const size_t grammar_vocab = static_cast<size_t>(s.req.output.grammar->vocabulary().size());
+  words.assign((std::max(vocab, grammar_vocab) + 31) / 32, 0);
+  s.rules->fill_mask(words);
 }
 
 int32_t RowSampler::host_draw(Sequence& s, const float* row, bool& dead_end) const {

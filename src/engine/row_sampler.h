@@ -25,12 +25,16 @@ class RowSampler {
  public:
   explicit RowSampler(const model::Model& model) : model_(model) {}
 
-  enum class Choice { kModelValue, kForced, kHost };
+  // kMaskedModelValue: the model's value under the row's grammar mask (the mask goes with the
+  // chunk), on models that mask on the device; such rows never take the overlapped steps.
+  enum class Choice { kModelValue, kMaskedModelValue, kForced, kHost };
   Choice choice(const Sequence& s) const;
   // The step must bring this row's logits to the host.
   bool needs_logits(const Sequence& s) const;
   // The model draws the row itself: its chunk carries device_draw(s, index).
   bool draws_in_model(const Sequence& s) const;
+  // A kMaskedModelValue row's allowed tokens, in words of 32 ids over the model's vocabulary.
+  void fill_mask(Sequence& s, std::vector<uint32_t>& words) const;
   static model::DeviceDraw device_draw(const Sequence& s, uint64_t index);
   // The row's token: `model_value` where that is the token, else from `logits` (the row's raw
   // logits; null where needs_logits is false).
@@ -39,6 +43,8 @@ class RowSampler {
  private:
   static bool greedy_from_argmax(const Sequence& s);
   static bool free_next(const Sequence& s);
+  // The next token is free, or masked where the model applies the mask.
+  bool model_may_pick(const Sequence& s) const;
   static bool apply_mask(Sequence& s, std::vector<float>& logits);
   int32_t host_draw(Sequence& s, const float* logits, bool& dead_end) const;
 

@@ -37,6 +37,9 @@ struct SeqChunk {
   // With n_logits == 1 on a model that draws on the device: forward_argmax's value for this
   // chunk is that draw's token instead of the argmax.
   std::optional<DeviceDraw> draw = std::nullopt;
+  // With n_logits == 1 on a model that masks on the device: the allowed tokens (bit id % 32 of
+  // word id / 32); the others weigh 0 in the draw and never win the argmax. Empty: all allowed.
+  std::span<const uint32_t> mask = {};
 };
 
 // Where forward steps run. kAuto: the GPU when this build has CUDA, a device is present and the
@@ -101,6 +104,9 @@ class Model {
   // Whether forward_argmax makes the chunks' DeviceDraws (their tokens in place of argmaxes);
   // false: they are ignored, and the engine draws from the logits on the host.
   virtual bool draws_on_device() const { return false; }
+  // Whether forward_argmax applies the chunks' masks (SeqChunk::mask) to its argmaxes and draws;
+  // false: they are ignored, and the engine draws masked rows from the logits on the host.
+  virtual bool masks_on_device() const { return false; }
 
   // The host threads the model computes with, free between steps (the engine draws its sampled
   // rows on them); nullptr: none.

@@ -24,6 +24,7 @@
 #include "backend/cuda/device.h"
 #include "backend/cuda/gemm_lt.h"
 #include "backend/cuda/ops.h"
+#include "backend/cuda/token_mask.h"
 #include "base/half.h"
 #include "model/cuda/cuda_moe.h"
 #include "model/cuda/cuda_status.h"
@@ -255,6 +256,7 @@ class CudaDecoder final : public Model {
   size_t weight_bytes() const override { return weight_bytes_; }
   ThreadPool* host_pool() override { return cpu_->host_pool(); }
   bool draws_on_device() const override { return true; }
+  bool masks_on_device() const override { return device_masks_; }
   float* logits_buffer(size_t floats) override {
     if (pinned_floats_ < floats) {
       if (pinned_) cudaFreeHost(pinned_);
@@ -384,6 +386,12 @@ class CudaDecoder final : public Model {
            std::getenv("TF_CUDA_PROFILE") == nullptr;
   }();
   std::map<int64_t, Graph> graphs_;
+  // Grammar masks applied here (TF_CUDA_DEVICE_MASKS=0 leaves them to the engine's host draw,
+  // for side-by-side runs).
+  bool device_masks_ = [] {
+    const char* m = std::getenv("TF_CUDA_DEVICE_MASKS");
+    return m == nullptr || std::string_view(m) != "0";
+  }();
   uint64_t gen_ = 0, graphs_gen_ = 0;
   DeviceBuffer embed_, output_, out_norm_, cos_, sin_, local_cos_, local_sin_;
   bool tied_ = false;
@@ -552,13 +560,22 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   const int n = static_cast<int>(tokens.size()), n_out = static_cast<int>(out_rows.size());
   q.n_out = n_out;
   if (n == 0) return {};
-  // The rows drawn here (SeqChunk::draw): their tokens replace their argmaxes.
+  // The rows drawn here (SeqChunk::draw): their tokens replace their argmaxes. The rows masked
+  // here (SeqChunk::mask): their disallowed logits become -inf before the argmax and the draws.
   std::vector<cuda::SampleRow> draws;
+  std::vector<int32_t> mask_rows;
+  std::vector<uint32_t> masks;
+  const size_t words = (static_cast<size_t>(cfg_.vocab_size) + 31) / 32;
   for (int s = 0, out_row = 0; s < static_cast<int>(batch.size()); ++s) {
     const SeqChunk& c = batch[s];
     if (argmax && c.draw && c.n_logits == 1) {
       draws.push_back(
           {c.draw->temperature, c.draw->top_k, c.draw->top_p, c.draw->min_p, c.draw->u, out_row});
+    }
+    if (argmax && device_masks_ && !c.mask.empty() && c.n_logits == 1) {
+      mask_rows.push_back(out_row);
+      masks.resize(masks.size() + words, 0);
+      std::copy_n(c.mask.begin(), std::min(c.mask.size(), words), masks.end() - words);
     }
     out_row += static_cast<int>(c.n_logits);
   }
@@ -617,7 +634,8 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   };
   const size_t at_tokens = place(tokens), at_pos = place(pos), at_slots = place(slots),
                at_row_seq = place(row_seq), at_tables = place(tables), at_out = place(out_rows),
-               at_split = place(split_rows), at_tiles = place(tiles), at_draws = place(draws);
+               at_split = place(split_rows), at_tiles = place(tiles), at_draws = place(draws),
+               at_mask_rows = place(mask_rows), at_masks = place(masks);
   const int j = slot_;
   slot_ ^= 1;
   q.slot = j;
@@ -638,6 +656,8 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   put(at_split, split_rows);
   put(at_tiles, tiles);
   put(at_draws, draws);
+  put(at_mask_rows, mask_rows);
+  put(at_masks, masks);
   const uint64_t gen_before = gen_;
   TF_RETURN_IF_ERROR(grow(sl.inputs, bytes));  // both alike: each slot's graph writes the other's
   const bool moved = gen_ != gen_before;
@@ -685,9 +705,15 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
                              s, decode_step ? other.inputs.get<int32_t>() : nullptr,
                              argmax_scratch_.get());
   };
+  auto queue_masks = [&] {
+    return cuda::mask_logits(logits_.get<float>(), static_cast<int>(mask_rows.size()),
+                             cfg_.vocab_size, reinterpret_cast<const int32_t*>(base + at_mask_rows),
+                             reinterpret_cast<const uint32_t*>(base + at_masks), s);
+  };
   step_timer_.mark(1);
   if (!decode) {
     TF_RETURN_IF_ERROR(enqueue(n, n_out, bs, max_blocks, plan));
+    if (!mask_rows.empty()) TF_CUDA_TRY(queue_masks());
     if (argmax && n_out > 0) {
       TF_CUDA_TRY(queue_argmax(n_out));
       timer_.mark("argmax", s);
@@ -720,6 +746,10 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
       it = graphs_.emplace(key, std::move(g)).first;
     }
     TF_CUDA_TRY(cudaGraphLaunch(it->second.exec, s));
+    if (!mask_rows.empty()) {  // the graph's argmaxes saw unmasked logits: take them again
+      TF_CUDA_TRY(queue_masks());
+      TF_CUDA_TRY(queue_argmax(n_run));
+    }
   }
   if (!draws.empty()) {
     // A decode step's draws become the other slot's tokens too, over the argmaxes written there.
