@@ -103,6 +103,8 @@ struct Route {
 constexpr Route kRoutes[] = {
     {"POST", "/v1/chat/completions"}, {"POST", "/v1/completions"}, {"POST", "/tokenize"},
     {"POST", "/v1/tokenize"},         {"POST", "/detokenize"},     {"GET", "/v1/models"},
+    {"POST", "/v1/messages"},         {"POST", "/v1/messages/count_tokens"},
+    {"POST", "/v1/responses"},
 };
 
 }  // namespace

@@ -103,11 +103,11 @@ Outcome run_generation(engine::EngineClient& engine, const tokenizer::Tokenizer&
   tokenizer::IncrementalDetokenizer detok(tok);
   for (int32_t t : prompt) detok.push(t);  // the reply's text continues the prompt's
   StopMatcher stops(options.stop);
-  bool cancelled = false, in_reasoning = false;
+  bool cancelled = false;
   int calls = 0;
 
   // Text flows detokenizer -> stop strings -> output parser, so a stop string inside the
-  // reasoning also ends generation, as in vLLM. Returns whether the piece was reasoning.
+  // reasoning also ends generation, as in vLLM.
   auto emit = [&](std::string text, std::vector<TokenLogprobInfo> lps, bool final) {
     Delta d;
     std::string visible = stops.push(text);
@@ -122,11 +122,8 @@ Outcome run_generation(engine::EngineClient& engine, const tokenizer::Tokenizer&
     } else if (!visible.empty()) {
       d.events.push_back({CoreEvent::Kind::kText, std::move(visible), 0, {}, {}});
     }
-    const bool was_reasoning = in_reasoning;
-    if (!d.events.empty()) in_reasoning = d.events.back().kind == CoreEvent::Kind::kReasoning;
     d.logprobs = std::move(lps);
     if (!d.empty() && !on_delta(d)) cancelled = true;
-    return in_reasoning || was_reasoning;
   };
 
   bool any_event = false;

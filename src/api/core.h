@@ -79,7 +79,7 @@ struct Outcome {
   std::optional<ApiError> error;  // with kError
   std::string stop_sequence;      // with kStopString
   std::vector<int32_t> output_ids;  // every token the engine generated, in order
-  int64_t reasoning_tokens = 0;     // tokens spent while the reply was in reasoning
+  int64_t reasoning_tokens = 0;     // the engine's count of tokens inside the reasoning block
   bool cancelled() const { return reason == FinishReason::kCancelled; }
 };
 
