@@ -10,33 +10,14 @@
 #include <thread>
 
 #include "checkpoint/checkpoint.h"
+#include "support/engine_reply.h"
 #include "support/paths.h"
 
 namespace tf::engine {
 namespace {
 
-struct Reply {
-  std::vector<int32_t> ids;
-  std::vector<float> logprobs;
-  FinishReason reason = FinishReason::kError;
-  std::string error;
-  Usage usage;
-};
-
-Reply collect(Channel& ch) {
-  Reply r;
-  while (auto ev = ch.pop()) {
-    if (auto* t = std::get_if<Tokens>(&*ev)) {
-      r.ids.insert(r.ids.end(), t->ids.begin(), t->ids.end());
-      for (const auto& lp : t->logprobs) r.logprobs.push_back(lp.logprob);
-    } else if (auto* f = std::get_if<Finished>(&*ev)) {
-      r.reason = f->reason;
-      r.usage = f->usage;
-      if (f->error) r.error = f->error->message;
-    }
-  }
-  return r;
-}
+using test::collect;
+using test::Reply;
 
 // Once every stream has ended, each block is free or held only by the prefix cache.
 void expect_all_blocks_returned(const Engine& e) {

@@ -9,32 +9,15 @@
 #include "checkpoint/checkpoint.h"
 #include "engine/engine.h"
 #include "engine/grammar_vocabulary.h"
+#include "support/engine_reply.h"
 #include "support/paths.h"
 #include "tokenizer/from_checkpoint.h"
 
 namespace tf::engine {
 namespace {
 
-struct Reply {
-  std::vector<int32_t> ids;
-  FinishReason reason = FinishReason::kError;
-  std::string error;
-  Usage usage;
-};
-
-Reply collect(Channel& ch) {
-  Reply r;
-  while (auto ev = ch.pop()) {
-    if (auto* t = std::get_if<Tokens>(&*ev)) {
-      r.ids.insert(r.ids.end(), t->ids.begin(), t->ids.end());
-    } else if (auto* f = std::get_if<Finished>(&*ev)) {
-      r.reason = f->reason;
-      r.usage = f->usage;
-      if (f->error) r.error = f->error->message;
-    }
-  }
-  return r;
-}
+using test::collect;
+using test::Reply;
 
 constexpr int32_t kEos = 2;
 constexpr int32_t kOpen = 300, kClose = 301;  // stand-ins for a family's think markers

@@ -13,6 +13,7 @@
 #include "checkpoint/checkpoint.h"
 #include "engine/engine.h"
 #include "engine/kv_disk_tier.h"
+#include "support/engine_reply.h"
 #include "support/paths.h"
 
 namespace tf::engine {
@@ -28,26 +29,8 @@ KvDiskOptions disk_options(const fs::path& dir) {
   return o;
 }
 
-struct Reply {
-  std::vector<int32_t> ids;
-  std::vector<float> logprobs;
-  FinishReason reason = FinishReason::kError;
-  int64_t cached = -1;
-};
-
-Reply collect(Channel& ch) {
-  Reply r;
-  while (auto ev = ch.pop()) {
-    if (auto* t = std::get_if<Tokens>(&*ev)) {
-      r.ids.insert(r.ids.end(), t->ids.begin(), t->ids.end());
-      for (const auto& lp : t->logprobs) r.logprobs.push_back(lp.logprob);
-    } else if (auto* f = std::get_if<Finished>(&*ev)) {
-      r.reason = f->reason;
-      r.cached = f->usage.cached_tokens;
-    }
-  }
-  return r;
-}
+using test::collect;
+using test::Reply;
 
 bool same(const Reply& a, const Reply& b) {
   return a.ids == b.ids && a.logprobs.size() == b.logprobs.size() &&
@@ -162,7 +145,7 @@ TEST_F(PromptCacheTiers, ResumesFromHostRamExactly) {
   EXPECT_GE(e.stats().cache.spills, 5);
   const Request second = follow_up(first, r1);
   const Reply got = run(e, second);
-  EXPECT_EQ(got.cached, 96);  // six whole blocks of turn one (109 tokens computed)
+  EXPECT_EQ(got.usage.cached_tokens, 96);  // six whole blocks of turn one (109 tokens computed)
   EXPECT_GE(e.stats().cache.host_restores, 5);
   EXPECT_TRUE(same(got, fresh(second)));
 }
@@ -178,7 +161,7 @@ TEST_F(PromptCacheTiers, ResumesFromDiskAfterRestartExactly) {
   }
   Engine e(model_, with_disk());
   const Reply got = run(e, second);
-  EXPECT_EQ(got.cached, 96);
+  EXPECT_EQ(got.usage.cached_tokens, 96);
   EXPECT_EQ(e.stats().cache.disk_loads, 6);
   EXPECT_EQ(e.stats().cache.read_failures, 0);
   EXPECT_TRUE(same(got, fresh(second)));
@@ -187,7 +170,7 @@ TEST_F(PromptCacheTiers, ResumesFromDiskAfterRestartExactly) {
   EngineOptions other = with_disk();
   other.weights_id = "another checkpoint";
   Engine e2(model_, other);
-  EXPECT_EQ(run(e2, second).cached, 0);
+  EXPECT_EQ(run(e2, second).usage.cached_tokens, 0);
   EXPECT_EQ(e2.stats().cache.disk_loads, 0);
 }
 
@@ -214,7 +197,7 @@ TEST_F(PromptCacheTiers, DamagedOrMissingFilesResumeFromTheLongestValidPrefix) {
     }
     const Reply got = run(e, second);
     EXPECT_EQ(got.reason, FinishReason::kLength) << damage;
-    EXPECT_EQ(got.cached, 48) << damage;
+    EXPECT_EQ(got.usage.cached_tokens, 48) << damage;
     EXPECT_EQ(e.stats().cache.read_failures, 1) << damage;
     EXPECT_TRUE(same(got, fresh(second))) << damage;
   }
@@ -230,7 +213,7 @@ TEST_F(PromptCacheTiers, ReadErrorsAndCorruptReadsFallBackToRecompute) {
     if (fault == 1) o.tiers.disk_faults->flip_read_bit = true;
     Engine e(model_, o);
     const Reply got = run(e, second);
-    EXPECT_EQ(got.cached, 0) << fault;  // every block failed: nothing valid above
+    EXPECT_EQ(got.usage.cached_tokens, 0) << fault;  // every block failed: nothing valid above
     EXPECT_EQ(e.stats().cache.read_failures, 6) << fault;
     EXPECT_TRUE(same(got, fresh(second))) << fault;
   }
@@ -247,7 +230,7 @@ TEST_F(PromptCacheTiers, SlowReadsLetOtherRequestsRun) {
   EXPECT_EQ(other.reason, FinishReason::kLength);
   EXPECT_EQ(e.stats().cache.loading, 1);  // still waiting for its blocks
   const Reply got = collect(*loading);
-  EXPECT_EQ(got.cached, 96);
+  EXPECT_EQ(got.usage.cached_tokens, 96);
   EXPECT_TRUE(same(got, fresh(second)));
 }
 
@@ -265,7 +248,7 @@ TEST_F(PromptCacheTiers, FailingWritesKeepServingFromRam) {
   EXPECT_EQ(e.stats().cache.disk_writes, 0);
   const Request second = follow_up(first, r1);
   const Reply got = run(e, second);
-  EXPECT_EQ(got.cached, 96);
+  EXPECT_EQ(got.usage.cached_tokens, 96);
   EXPECT_TRUE(same(got, fresh(second)));
   EXPECT_TRUE(files().empty());  // no temporary file left behind
 }
