@@ -222,6 +222,7 @@ std::optional<ApiError> parse_tool_choice(const json& body, MessagesRequest& r) 
   }
   r.constraint.kind = OutputConstraint::Kind::kToolCall;
   r.constraint.field = "tool_choice";
+  r.constraint.parallel = !*parallel;
   if (type == "tool") {
     if (!it->contains("name") || !(*it)["name"].is_string())
       return invalid_param("tool_choice.name", "'tool_choice.name' must be a string");

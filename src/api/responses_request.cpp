@@ -368,6 +368,7 @@ ApiResult<ResponsesRequest> parse_responses_request(const json& body, bool webso
   TF_API_TRY(bool tools_ok, parse_tools(body, r));
   (void)tools_ok;
   if (auto e = parse_tool_choice(body, r)) return *e;
+  r.constraint.parallel = r.parallel_tool_calls;  // false: a forced reply holds one call
   if (auto e = parse_reasoning(body, r)) return *e;
   if (auto e = parse_text(body, r)) return *e;
   return r;

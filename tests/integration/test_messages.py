@@ -222,3 +222,34 @@ def test_x_api_key_and_authentication_error_envelope():
         assert good.messages.count_tokens(model=MODEL_NAME, messages=MSG).input_tokens > 0
     finally:
         assert s.stop() == 0
+
+
+@pytest.fixture(scope="module")
+def hermes_ac():
+    """A server that parses Hermes tool calls, so a forced call comes back as a tool_use block."""
+    s = Server(["--tool-parser", "hermes", "--parallel", "2"])
+    yield anthropic.Anthropic(base_url=f"http://{s.host}:{s.port}", api_key="unused",
+                              max_retries=0, timeout=120)
+    assert s.stop() == 0
+
+
+def test_forced_tool_use_whole_and_streamed(hermes_ac):
+    args = dict(model=MODEL_NAME, max_tokens=64, tools=TOOLS,
+                tool_choice={"type": "any", "disable_parallel_tool_use": True},
+                messages=[{"role": "user", "content": "Weather in Paris?"}], extra_body=GREEDY)
+    m = hermes_ac.messages.create(**args)
+    assert m.stop_reason == "tool_use", m
+    uses = [b for b in m.content if b.type == "tool_use"]
+    assert uses and uses[0].name == "get_weather" and uses[0].id.startswith("toolu_")
+    assert isinstance(uses[0].input, dict)
+    with hermes_ac.messages.stream(**args) as stream:
+        final = stream.get_final_message()
+    assert final.stop_reason == "tool_use"
+    assert [b.input for b in final.content if b.type == "tool_use"] == [uses[0].input]
+    # The round trip: the call and its result are accepted back.
+    back = hermes_ac.messages.create(**{**args, "tool_choice": {"type": "auto"}, "max_tokens": 4,
+                                        "messages": args["messages"] + [
+        {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in m.content]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": uses[0].id,
+                                      "content": "21 C"}]}]})
+    assert back.type == "message"

@@ -212,3 +212,39 @@ def test_not_found_routes_and_refused_then_good_on_one_connection(server):
         validate(data, "ResponseResource")
     finally:
         conn.close()
+
+
+@pytest.fixture(scope="module")
+def hermes():
+    """A server that parses Hermes tool calls, so a forced call comes back as a function_call."""
+    from conftest import Server
+    s = Server(["--tool-parser", "hermes", "--parallel", "2"])
+    yield s
+    assert s.stop() == 0
+
+
+def test_forced_call_streams_function_call_items_that_validate(hermes):
+    body = {"model": MODEL_NAME, "input": "Weather in Paris?", "tools": TOOLS,
+            "tool_choice": "required", "parallel_tool_calls": False, "max_output_tokens": 64,
+            "temperature": 0}
+    status, whole = post(hermes, body)
+    assert status == 200, whole
+    validate(whole, "ResponseResource")
+    assert whole["status"] == "completed"
+    calls = [it for it in whole["output"] if it["type"] == "function_call"]
+    assert calls and calls[0]["name"] == "get_weather" and calls[0]["status"] == "completed"
+    json.loads(calls[0]["arguments"])
+    events = sse_events(hermes, body)
+    check_stream(events)
+    kinds = [e["type"] for e in events]
+    assert "response.function_call_arguments.delta" in kinds
+    args = "".join(e["delta"] for e in events
+                   if e["type"] == "response.function_call_arguments.delta")
+    assert args == calls[0]["arguments"]
+    # The call's answer continues the chain from the store.
+    status, nxt = post(hermes, {"model": MODEL_NAME, "previous_response_id": whole["id"],
+                                "tools": TOOLS, "max_output_tokens": 4, "input": [
+                                    {"type": "function_call_output",
+                                     "call_id": calls[0]["call_id"], "output": "21 C"}]})
+    assert status == 200, nxt
+    validate(nxt, "ResponseResource")
