@@ -40,14 +40,6 @@ uint64_t digest_file(const std::filesystem::path& p, uint64_t h) {
   return h;
 }
 
-bool kv_on_host(const std::string& backend) {
-#ifdef TF_HAVE_CUDA
-  return backend == "cpu";
-#else
-  return backend != "cuda";
-#endif
-}
-
 }  // namespace
 
 void add_cache_options(CLI::App& cmd, CacheArgs& a) {
@@ -78,13 +70,14 @@ std::string checkpoint_identity(const checkpoint::Checkpoint& ckpt) {
   return fmt::format("{:016x}", h);
 }
 
-Status apply_cache_options(const CacheArgs& a, const std::string& backend,
+Status apply_cache_options(const CacheArgs& a, bool kv_in_host_memory,
                            const checkpoint::Checkpoint& ckpt, engine::EngineOptions& eo) {
   eo.weights_id = checkpoint_identity(ckpt);
-  if (!kv_on_host(backend)) {
+  if (!kv_in_host_memory) {
     if ((a.host_gib && *a.host_gib > 0) || !a.dir.empty()) {
       return make_error(ErrorCode::kInvalidArgument,
-                        "--prompt-cache-gib and --prompt-cache-dir work with --backend cpu only");
+                        "--prompt-cache-gib and --prompt-cache-dir need the CPU backend for now "
+                        "(this model runs on CUDA; --backend cpu)");
     }
     return {};
   }

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <optional>
 #include <string>
 
@@ -23,7 +22,7 @@ void add_cache_options(CLI::App& cmd, CacheArgs& args);
 
 // Sets eo.tiers and eo.weights_id. The tiers copy the KV pool's host memory, so they are on only
 // where the model computes on the CPU; elsewhere the flags are refused, or the defaults are off.
-Status apply_cache_options(const CacheArgs& args, const std::string& backend,
+Status apply_cache_options(const CacheArgs& args, bool kv_in_host_memory,
                            const checkpoint::Checkpoint& ckpt, engine::EngineOptions& eo);
 
 // A digest of the checkpoint's bytes (sizes, and the first and last MiB of each file): two

@@ -45,7 +45,7 @@ struct ServeArgs {
   std::string backend = "auto";
   std::vector<std::string> api_keys;
   size_t max_body_mib = 8;
-  server::ServerOptions http;  // the HTTP limits and timeouts, set by flags
+  server::ServerOptions http;                 // the HTTP limits and timeouts, set by flags
   std::string tool_parser, reasoning_parser;  // empty: detected from the chat template
   CacheArgs cache;                            // the prompt cache's tiers
 };
@@ -82,7 +82,9 @@ int serve(ServeArgs a) {
   eo.context = a.context;
   eo.seed_salt = std::random_device{}() | static_cast<uint64_t>(std::random_device{}()) << 32;
   eo.eog_ids = eog_ids(*opened->tokenizer);
-  if (auto s = apply_cache_options(a.cache, a.backend, *ckpt, eo); !s.ok()) return fail(s.error());
+  if (auto s = apply_cache_options(a.cache, (*loaded)->kv_in_host_memory(), *ckpt, eo); !s.ok()) {
+    return fail(s.error());
+  }
   auto engine =
       std::make_shared<engine::Engine>(std::shared_ptr<model::Model>(std::move(*loaded)), eo);
   if (auto s = engine->cache_status(); !s.ok()) return fail(s.error());
@@ -99,7 +101,9 @@ int serve(ServeArgs a) {
                       std::chrono::duration_cast<std::chrono::seconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count(),
-                      ckpt->config().architecture, a.tool_parser, a.reasoning_parser};
+                      ckpt->config().architecture,
+                      a.tool_parser,
+                      a.reasoning_parser};
   auto service = std::make_shared<api::Service>(engine, opened->tokenizer, std::move(chat_template),
                                                 info, defaults, eo.seed_salt);
 

@@ -107,6 +107,9 @@ class Model {
   // Whether forward_argmax applies the chunks' masks (SeqChunk::mask) to its argmaxes and draws;
   // false: they are ignored, and the engine draws masked rows from the logits on the host.
   virtual bool masks_on_device() const { return false; }
+  // Whether the KV pool lives in host memory (the CPU backend), where the prompt cache's lower
+  // tiers copy blocks from and to.
+  virtual bool kv_in_host_memory() const { return true; }
 
   // The host threads the model computes with, free between steps (the engine draws its sampled
   // rows on them); nullptr: none.

@@ -19,13 +19,16 @@ WebSocketSession::WebSocketSession(beast::tcp_stream stream, ServerContext& ctx)
 void WebSocketSession::accept(const beast::http::request<beast::http::string_body>& req,
                               std::function<void(bool)> done) {
   beast::get_lowest_layer(ws_).expires_never();  // the websocket's own timeouts take over
-  websocket::stream_base::timeout t = websocket::stream_base::timeout::suggested(beast::role_type::server);
+  websocket::stream_base::timeout t =
+      websocket::stream_base::timeout::suggested(beast::role_type::server);
   t.idle_timeout = std::chrono::seconds(ctx_.opt.io_timeout_seconds);  // pings keep it alive
   t.keep_alive_pings = true;
   ws_.set_option(t);
   ws_.set_option(websocket::stream_base::decorator(
       [](websocket::response_type& res) { res.set(beast::http::field::server, "tensorfold"); }));
-  ws_.read_message_max(ctx_.opt.max_body_bytes);
+  // The body limit is checked per frame piece in read_next(): Beast's own limit tears the socket
+  // down with the rest of the frame unread, so the peer may get a reset instead of the 1009.
+  ws_.read_message_max(0);
   ws_.async_accept(req, [self = shared_from_this(), done = std::move(done)](beast::error_code ec) {
     done(!ec);
     if (ec) {
@@ -38,9 +41,26 @@ void WebSocketSession::accept(const beast::http::request<beast::http::string_bod
 }
 
 void WebSocketSession::read_next() {
-  ws_.async_read(buffer_, [self = shared_from_this()](beast::error_code ec, size_t) {
+  ws_.async_read_some(buffer_, 64 << 10, [self = shared_from_this()](beast::error_code ec, size_t) {
+    if (ec) return self->on_read(ec, false);
+    if (self->buffer_.size() > self->ctx_.opt.max_body_bytes) return self->refuse_too_large();
+    if (!self->ws_.is_message_done()) return self->read_next();
     self->on_read(ec, !self->ws_.got_text());
   });
+}
+
+// A close with 1009 through the closing handshake, which reads (and drops) the rest of the frame
+// until the peer's close, so the peer sees the code.
+void WebSocketSession::refuse_too_large() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    too_large_ = true;
+  }
+  buffer_.consume(buffer_.size());
+  cv_.notify_all();
+  ws_.async_close(websocket::close_code::too_big,
+                  [self = shared_from_this()](beast::error_code) {});
 }
 
 void WebSocketSession::on_read(beast::error_code ec, bool binary) {
@@ -48,7 +68,6 @@ void WebSocketSession::on_read(beast::error_code ec, bool binary) {
     std::lock_guard<std::mutex> lock(mu_);
     if (ec) {
       closed_ = true;
-      too_large_ = ec == websocket::error::message_too_big;
     } else {
       messages_.emplace_back(binary, beast::buffers_to_string(buffer_.data()));
       last_message_ = Clock::now();

@@ -37,6 +37,7 @@ class WebSocketSession final : public api::MessageSocket,
 
  private:
   void read_next();
+  void refuse_too_large();
   void on_read(boost::beast::error_code ec, bool binary);
 
   ServerContext& ctx_;

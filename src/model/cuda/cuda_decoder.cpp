@@ -257,6 +257,7 @@ class CudaDecoder final : public Model {
   ThreadPool* host_pool() override { return cpu_->host_pool(); }
   bool draws_on_device() const override { return true; }
   bool masks_on_device() const override { return device_masks_; }
+  bool kv_in_host_memory() const override { return false; }
   float* logits_buffer(size_t floats) override {
     if (pinned_floats_ < floats) {
       if (pinned_) cudaFreeHost(pinned_);
