@@ -161,12 +161,9 @@ ApiResult<Prepared> prepare(Service& s, std::string_view body, Responder& r) {
   std::string rendered;
   TF_ASSIGN_OR_RETURN(auto ids, s.chat_prompt_ids(messages_prompt(p.req), r, &rendered));
   TF_ASSIGN_OR_RETURN(p.engine_request, s.make_request(p.req.common, std::move(ids), -1, "messages"));
-  const auto tools =
-      p.req.tool_choice_none ? std::vector<chat::ToolSpec>{} : offered_tools(p.req.tools);
-  TF_ASSIGN_OR_RETURN(bool applied, s.apply_output_controls(p.req.constraint, p.req.reasoning,
-                                                            tools, rendered, p.engine_request));
-  (void)applied;
-  TF_ASSIGN_OR_RETURN(p.gen.parser, s.make_parser(tools, rendered));
+  auto tools = p.req.tool_choice_none ? std::vector<chat::ToolSpec>{} : offered_tools(p.req.tools);
+  TF_ASSIGN_OR_RETURN(p.gen.parser, s.shape_output(p.req.constraint, p.req.reasoning,
+                                                   std::move(tools), rendered, p.engine_request));
   p.gen.stop = p.req.common.stop;
   return p;
 }

@@ -65,18 +65,13 @@ void Service::chat_completions(std::string_view body, Responder& r) {
   auto ereq = make_request(req->common, std::move(*ids), req->logprobs ? req->top_logprobs : -1,
                            "messages");
   if (!ereq) return send_error(r, ereq.error());
-  const auto tools =
-      req->tool_choice_none ? std::vector<chat::ToolSpec>{} : offered_tools(req->tools);
-  if (auto ok = apply_output_controls(req->constraint, req->reasoning, tools, prompt_text, *ereq);
-      !ok) {
-    return send_error(r, ok.error());
-  }
+  auto tools = req->tool_choice_none ? std::vector<chat::ToolSpec>{} : offered_tools(req->tools);
+  auto parser = shape_output(req->constraint, req->reasoning, std::move(tools), prompt_text, *ereq);
+  if (!parser) return send_error(r, parser.error());
 
   GenerationOptions gen;
   gen.stop = req->common.stop;
   gen.logprobs = req->logprobs;
-  auto parser = make_parser(tools, prompt_text);
-  if (!parser) return send_error(r, parser.error());
   gen.parser = std::move(*parser);
 
   const std::string id = new_id("chatcmpl");

@@ -156,12 +156,9 @@ ApiResult<Prepared> prepare(Service& s, const json& body, bool websocket, Respon
   TF_ASSIGN_OR_RETURN(p.prompt, prompt_ids(s, rendered, prev.get(), r));
   TF_ASSIGN_OR_RETURN(p.engine_request,
                       s.make_request(p.req.common, p.prompt, -1, "input", "max_output_tokens"));
-  const auto tools =
-      p.req.tool_choice_none ? std::vector<chat::ToolSpec>{} : offered_tools(p.req.tools);
-  TF_ASSIGN_OR_RETURN(bool applied, s.apply_output_controls(p.req.constraint, p.req.reasoning,
-                                                            tools, rendered, p.engine_request));
-  (void)applied;
-  TF_ASSIGN_OR_RETURN(p.gen.parser, s.make_parser(tools, rendered));
+  auto tools = p.req.tool_choice_none ? std::vector<chat::ToolSpec>{} : offered_tools(p.req.tools);
+  TF_ASSIGN_OR_RETURN(p.gen.parser, s.shape_output(p.req.constraint, p.req.reasoning,
+                                                   std::move(tools), rendered, p.engine_request));
   if (!p.req.generate) p.engine_request.max_tokens = 1;  // prefill only; the token is dropped
   return p;
 }

@@ -153,9 +153,9 @@ ApiResult<grammar::GrammarSpec> OutputControls::grammar_spec(const OutputConstra
   return spec;
 }
 
-ApiResult<bool> OutputControls::apply_reasoning(const ReasoningControls& reasoning,
-                                                const OutputContext& context,
-                                                engine::OutputRules& out) const {
+Result<void, ApiError> OutputControls::apply_reasoning(const ReasoningControls& reasoning,
+                                                       const OutputContext& context,
+                                                       engine::OutputRules& out) const {
   const bool think = context.reasoning_format == "think" && !think_close_.empty();
   if (reasoning.max_tokens && *reasoning.max_tokens < 0) {
     return invalid_param(reasoning.field, "'" + reasoning.field + "' must be at least 0");
@@ -166,25 +166,25 @@ ApiResult<bool> OutputControls::apply_reasoning(const ReasoningControls& reasoni
                                               "not reason in a think block");
   }
   // Disabled: the template closed the block in the prompt; the answer's grammar starts at once.
-  if (!think || reasoning.enabled == false) return true;
+  if (!think || reasoning.enabled == false) return {};
   out.reasoning_open = think_open_;
   out.reasoning_close = think_close_;
   out.starts_in_reasoning = context.prompt_opens_reasoning;
   out.max_reasoning_tokens = reasoning.max_tokens.value_or(-1);
-  return true;
+  return {};
 }
 
-ApiResult<bool> OutputControls::apply(const OutputConstraint& constraint,
-                                      const ReasoningControls& reasoning,
-                                      const OutputContext& context,
-                                      engine::Request& request) const {
-  if (auto r = apply_reasoning(reasoning, context, request.output); !r.ok()) return r.error();
-  if (constraint.kind == Kind::kNone) return true;
+Result<void, ApiError> OutputControls::apply(const OutputConstraint& constraint,
+                                             const ReasoningControls& reasoning,
+                                             const OutputContext& context,
+                                             engine::Request& request) const {
+  TF_RETURN_IF_ERROR(apply_reasoning(reasoning, context, request.output));
+  if (constraint.kind == Kind::kNone) return {};
   TF_ASSIGN_OR_RETURN(grammar::GrammarSpec spec, grammar_spec(constraint, context));
   auto compiled = cache_.get(spec, vocab_);
   if (!compiled.ok()) return grammar_error(constraint.field, compiled.error());
   request.output.grammar = *compiled;
-  return true;
+  return {};
 }
 
 }  // namespace tf::api

@@ -51,14 +51,16 @@ class OutputControls {
   ~OutputControls();
   // Sets request's constraint and reasoning budget, or a 400 naming the field (an unsupported
   // schema keyword, a grammar that does not compile, a named tool that was not offered).
-  ApiResult<bool> apply(const OutputConstraint& constraint, const ReasoningControls& reasoning,
-                        const OutputContext& context, engine::Request& request) const;
+  Result<void, ApiError> apply(const OutputConstraint& constraint,
+                               const ReasoningControls& reasoning, const OutputContext& context,
+                               engine::Request& request) const;
 
  private:
   ApiResult<grammar::GrammarSpec> grammar_spec(const OutputConstraint& c,
                                                const OutputContext& context) const;
-  ApiResult<bool> apply_reasoning(const ReasoningControls& reasoning, const OutputContext& context,
-                                  engine::OutputRules& out) const;
+  Result<void, ApiError> apply_reasoning(const ReasoningControls& reasoning,
+                                         const OutputContext& context,
+                                         engine::OutputRules& out) const;
 
   std::shared_ptr<const tokenizer::Tokenizer> tok_;
   std::shared_ptr<const grammar::Vocabulary> vocab_;

@@ -188,29 +188,25 @@ ApiResult<std::vector<int32_t>> Service::chat_prompt_ids(const ChatPrompt& promp
   return ids;
 }
 
-ApiResult<std::unique_ptr<chat::OutputParser>> Service::make_parser(
-    std::vector<chat::ToolSpec> tools, std::string_view rendered_prompt) const {
-  chat::ParserOptions po;
-  po.tools = std::move(tools);
-  po.parse_reasoning = reasoning_format_ != "none";
-  po.start_in_reasoning = po.parse_reasoning && chat::prompt_opens_reasoning(rendered_prompt);
-  auto parser = chat::make_output_parser(tool_format_, reasoning_format_, std::move(po));
-  if (!parser) return from_engine_error(parser.error());
-  return std::move(*parser);
-}
-
-ApiResult<bool> Service::apply_output_controls(const OutputConstraint& constraint,
-                                               const ReasoningControls& reasoning,
-                                               const std::vector<chat::ToolSpec>& tools,
-                                               std::string_view rendered_prompt,
-                                               engine::Request& request) const {
+ApiResult<std::unique_ptr<chat::OutputParser>> Service::shape_output(
+    const OutputConstraint& constraint, const ReasoningControls& reasoning,
+    std::vector<chat::ToolSpec> tools, std::string_view rendered_prompt,
+    engine::Request& request) const {
+  const bool reasons = reasoning_format_ != "none";
+  const bool opens = reasons && chat::prompt_opens_reasoning(rendered_prompt);
   OutputContext ctx;
   ctx.tools = &tools;
   ctx.tool_format = tool_format_;
   ctx.reasoning_format = reasoning_format_;
-  ctx.prompt_opens_reasoning =
-      reasoning_format_ != "none" && chat::prompt_opens_reasoning(rendered_prompt);
-  return controls_.apply(constraint, reasoning, ctx, request);
+  ctx.prompt_opens_reasoning = opens;
+  TF_RETURN_IF_ERROR(controls_.apply(constraint, reasoning, ctx, request));
+  chat::ParserOptions po;
+  po.tools = std::move(tools);
+  po.parse_reasoning = reasons;
+  po.start_in_reasoning = opens;
+  auto parser = chat::make_output_parser(tool_format_, reasoning_format_, std::move(po));
+  if (!parser) return from_engine_error(parser.error());
+  return std::move(*parser);
 }
 
 std::vector<chat::ToolSpec> offered_tools(const json& tools) {

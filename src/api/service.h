@@ -90,15 +90,13 @@ class Service {
   // Renders and tokenizes a conversation (the template writes its own BOS).
   ApiResult<std::vector<int32_t>> chat_prompt_ids(const ChatPrompt& prompt, Responder& r,
                                                   std::string* rendered = nullptr) const;
-  // The output parser for a reply to `rendered_prompt` that may call `tools` (empty: none).
-  ApiResult<std::unique_ptr<chat::OutputParser>> make_parser(std::vector<chat::ToolSpec> tools,
-                                                             std::string_view rendered_prompt) const;
-  // Maps a request's format and reasoning controls onto its engine request.
-  ApiResult<bool> apply_output_controls(const OutputConstraint& constraint,
-                                        const ReasoningControls& reasoning,
-                                        const std::vector<chat::ToolSpec>& tools,
-                                        std::string_view rendered_prompt,
-                                        engine::Request& request) const;
+  // Shapes a reply to `rendered_prompt` that may call `tools` (empty: none): the request's
+  // format and reasoning controls onto its engine request, and the parser that splits its text.
+  ApiResult<std::unique_ptr<chat::OutputParser>> shape_output(const OutputConstraint& constraint,
+                                                              const ReasoningControls& reasoning,
+                                                              std::vector<chat::ToolSpec> tools,
+                                                              std::string_view rendered_prompt,
+                                                              engine::Request& request) const;
   std::string new_id(std::string_view prefix);
 
   engine::EngineClient& engine() { return *engine_; }
