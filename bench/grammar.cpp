@@ -11,7 +11,7 @@
 #include <random>
 
 #include "engine/grammar/token_table.h"
-#include "grammar/tokenizer_vocabulary.h"  // tests/: the vocabulary of a tokenizer
+#include "engine/grammar_vocabulary.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -94,9 +94,8 @@ int main(int argc, char** argv) {
     std::cerr << tok.error().message << "\n";
     return 1;
   }
-  auto [tokens, eos, special] = tf::grammar::testing::tokenizer_vocabulary(**tok);
   auto t0 = Clock::now();
-  auto vocab = tf::grammar::Vocabulary::create(std::move(tokens), eos, special);
+  auto vocab = tf::engine::grammar_vocabulary(**tok);
   std::printf("vocabulary: %d tokens, trie %zu nodes, built in %.1f ms\n\n", vocab->size(),
               vocab->trie().nodes().size(), us_since(t0) / 1000);
   std::mt19937_64 rng(1);

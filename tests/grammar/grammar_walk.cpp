@@ -9,8 +9,8 @@
 #include <random>
 
 #include "engine/grammar/grammar.h"
+#include "engine/grammar_vocabulary.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer_vocabulary.h"
 
 namespace {
 
@@ -103,8 +103,7 @@ int main(int argc, char** argv) {
     std::cerr << tok.error().message << "\n";
     return 1;
   }
-  auto [tokens, eos, special] = tf::grammar::testing::tokenizer_vocabulary(**tok);
-  auto vocab = tf::grammar::Vocabulary::create(std::move(tokens), eos, special);
+  auto vocab = tf::engine::grammar_vocabulary(**tok);
   int samples = std::atoi(argv[3]);
   std::mt19937_64 rng(std::strtoull(argv[4], nullptr, 10));
   Walker walker{*vocab, rng, {}, 0, 0};
