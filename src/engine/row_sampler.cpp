@@ -77,12 +77,10 @@ Drawn RowSampler::pick(Sequence& s, const float* logits, int32_t model_value) co
 
 // Gives the tokens the row's grammar does not allow a logit of -inf (a weight of exactly 0);
 // false when it allows none. Ids past the grammar's vocabulary (padding rows) are never allowed.
-bool RowSampler::apply_mask(Sequence& s, std::vector<float>& logits) {
+bool RowSampler::apply_mask(Sequence& s, std::vector<float>& logits) const {
   const size_t vocab = logits.size();
-  const size_t grammar_vocab = static_cast<size_t>(s.req.output.grammar->vocabulary().size());
   thread_local std::vector<uint32_t> mask;
-  mask.assign((std::max(vocab, grammar_vocab) + 31) / 32, 0);
-  s.rules->fill_mask(mask);
+  fill_mask(s, mask);
   bool any = false;
   constexpr float kNever = -std::numeric_limits<float>::infinity();
   for (size_t w = 0; w * 32 < vocab; ++w) {

@@ -45,7 +45,7 @@ class RowSampler {
   static bool free_next(const Sequence& s);
   // The next token is free, or masked where the model applies the mask.
   bool model_may_pick(const Sequence& s) const;
-  static bool apply_mask(Sequence& s, std::vector<float>& logits);
+  bool apply_mask(Sequence& s, std::vector<float>& logits) const;
   int32_t host_draw(Sequence& s, const float* logits, bool& dead_end) const;
 
   const model::Model& model_;
