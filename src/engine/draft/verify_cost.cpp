@@ -1,0 +1,69 @@
+// measure_verify_cost: each cell is the median of a few forward_argmax steps without logits on
+// the host, as greedy verify rows run; the rows sit at the same position with their own blocks.
+#include "engine/draft/verify_cost.h"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+namespace tf::engine::draft {
+
+Result<double> time_verify_step(model::Model& model, model::KvCache& kv, int rows, int k, int reps,
+                                int64_t position) {
+  const int64_t len = position + k + 1;
+  const int64_t per_row = (len + kv.block_size() - 1) / kv.block_size();
+  if (rows * per_row > kv.num_blocks()) {
+    return make_error(ErrorCode::kResourceExhausted, "{} rows of {} positions need {} blocks", rows,
+                      len, rows * per_row);
+  }
+  std::vector<std::vector<int32_t>> tables(rows);
+  for (int r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < per_row; ++b)
+      tables[r].push_back(static_cast<int32_t>(r * per_row + b));
+  }
+  const int vocab = model.config().vocab_size;
+  std::vector<int32_t> tokens(static_cast<size_t>(k + 1));
+  for (int i = 0; i <= k; ++i) tokens[i] = (17 + 31 * i) % vocab;
+  std::vector<model::SeqChunk> batch;
+  for (int r = 0; r < rows; ++r) batch.push_back({tokens, position, tables[r], k + 1});
+  const size_t outs = static_cast<size_t>(rows) * (k + 1);
+  float* logits = model.logits_buffer(outs * vocab);
+  std::vector<float> own;
+  if (logits == nullptr) {
+    own.resize(outs * vocab);
+    logits = own.data();
+  }
+  std::vector<int32_t> argmax(outs);
+  std::vector<double> times;
+  for (int rep = 0; rep <= reps; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    TF_RETURN_IF_ERROR(model.forward_argmax(batch, kv, logits, argmax.data(), false));
+    const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+    if (rep > 0) times.push_back(dt.count());  // the first warms caches (and graphs)
+  }
+  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+  return times[times.size() / 2];
+}
+
+Result<VerifyCost> measure_verify_cost(model::Model& model, model::KvCache& kv,
+                                       const VerifyCostOptions& o) {
+  std::vector<int> rows;
+  std::vector<double> seconds;
+  for (int n : o.rows) {
+    std::vector<double> line;
+    for (int k = 0; k <= o.max_k; ++k) {
+      Result<double> t = time_verify_step(model, kv, n, k, std::max(o.reps, 1), o.position);
+      if (!t) break;
+      line.push_back(*t);
+    }
+    if (static_cast<int>(line.size()) != o.max_k + 1) break;  // the pool holds no more rows
+    rows.push_back(n);
+    seconds.insert(seconds.end(), line.begin(), line.end());
+  }
+  if (rows.empty()) {
+    return make_error(ErrorCode::kResourceExhausted, "the KV pool is too small to measure a step");
+  }
+  return VerifyCost(std::move(rows), o.max_k, std::move(seconds));
+}
+
+}  // namespace tf::engine::draft

@@ -1,0 +1,144 @@
+// The context-copy proposer: drafts continue the longest earlier match (in the sequence itself or
+// in earlier requests of its cache_salt), incrementally as tokens arrive, and equal a brute-force
+// reference on random sequences.
+#include "engine/draft/context_copy.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace tf::engine::draft {
+namespace {
+
+Sequence make_seq(RequestId id, std::vector<int32_t> tokens, std::string salt = "") {
+  Sequence s;
+  s.req.id = id;
+  s.req.cache_salt = std::move(salt);
+  s.prompt_len = static_cast<int64_t>(tokens.size());
+  s.tokens = std::move(tokens);
+  return s;
+}
+
+// The reference: the longest suffix of t that ends earlier, at its first end, and up to k of the
+// tokens that followed it; none below min_match.
+std::vector<int32_t> brute_draft(const std::vector<int32_t>& t, int k, int min_match) {
+  const auto n = static_cast<int64_t>(t.size());
+  for (int64_t len = n - 1; len >= min_match; --len) {
+    for (int64_t end = len; end < n; ++end) {
+      if (std::equal(t.end() - len, t.end(), t.begin() + (end - len))) {
+        return {t.begin() + end, t.begin() + std::min(n, end + k)};
+      }
+    }
+  }
+  return {};
+}
+
+TEST(ContextCopy, CopiesWhatFollowedTheLongestEarlierMatch) {
+  ContextCopyProposer p;
+  // A prompt holding a "file", and a reply that starts rewriting it.
+  Sequence s = make_seq(1, {9, 10, 11, 12, 13, 14, 15, 16, 50, 51, 10, 11});
+  std::vector<int32_t> d;
+  p.propose(s, 4, d);
+  EXPECT_EQ(d, (std::vector<int32_t>{12, 13, 14, 15}));
+  EXPECT_EQ(p.last_match(s).length, 2);
+  s.tokens.push_back(12);  // accepted drafts extend the match: the copy goes on from there
+  s.tokens.push_back(13);
+  p.propose(s, 8, d);
+  // The copy runs on into the reply itself, up to what it has written so far.
+  EXPECT_EQ(d, (std::vector<int32_t>{14, 15, 16, 50, 51, 10, 11, 12}));
+  EXPECT_EQ(p.last_match(s).length, 4);
+}
+
+TEST(ContextCopy, NoDraftBelowTheMinimumMatch) {
+  ContextCopyProposer p({.min_match = 3});
+  Sequence s = make_seq(1, {1, 2, 3, 4, 2, 3});
+  std::vector<int32_t> d;
+  p.propose(s, 4, d);
+  EXPECT_TRUE(d.empty());  // "2 3" is two tokens long
+  s.tokens.push_back(4);
+  p.propose(s, 4, d);
+  EXPECT_EQ(d, (std::vector<int32_t>{2, 3, 4}));  // "2 3 4" first ended at 4
+}
+
+TEST(ContextCopy, EqualsBruteForceAsTokensArrive) {
+  std::mt19937 rng(5);
+  for (int alphabet : {3, 8, 50}) {
+    ContextCopyProposer p({.min_match = 2});
+    std::uniform_int_distribution<int32_t> tok(0, alphabet - 1);
+    std::vector<int32_t> prompt(60);
+    for (auto& t : prompt) t = tok(rng);
+    Sequence s = make_seq(static_cast<RequestId>(alphabet), prompt);
+    std::vector<int32_t> d;
+    for (int step = 0; step < 120; ++step) {
+      const int k = 1 + step % 6;
+      p.propose(s, k, d);
+      ASSERT_EQ(d, brute_draft(s.tokens, k, 2)) << "alphabet " << alphabet << " step " << step;
+      // Accept a part of the draft, then a token of its own (as verification does), or skip a
+      // proposal for a few tokens (rows that did not draft).
+      const size_t keep = d.empty() ? 0 : static_cast<size_t>(rng() % (d.size() + 1));
+      s.tokens.insert(s.tokens.end(), d.begin(), d.begin() + static_cast<std::ptrdiff_t>(keep));
+      for (int extra = 0; extra < 1 + step % 3; ++extra) s.tokens.push_back(tok(rng));
+    }
+  }
+}
+
+TEST(ContextCopy, CopiesFromEarlierRequestsOfTheSameSalt) {
+  ContextCopyProposer p;
+  std::vector<int32_t> d;
+  Sequence first = make_seq(1, {100, 101, 102, 103, 104, 105, 106}, "tenant-a");
+  p.propose(first, 4, d);
+  p.finished(first);
+  // Same salt: the earlier request's tokens are a source.
+  Sequence second = make_seq(2, {7, 8, 101, 102}, "tenant-a");
+  p.propose(second, 3, d);
+  EXPECT_EQ(d, (std::vector<int32_t>{103, 104, 105}));
+  EXPECT_TRUE(p.last_match(second).recent);
+  // Another salt sees none of it.
+  Sequence other = make_seq(3, {7, 8, 101, 102}, "tenant-b");
+  p.propose(other, 3, d);
+  EXPECT_TRUE(d.empty());
+  // A longer match in the sequence itself wins over the earlier request's.
+  Sequence third = make_seq(4, {50, 101, 102, 60, 61, 50, 101, 102}, "tenant-a");
+  p.propose(third, 2, d);
+  EXPECT_EQ(d, (std::vector<int32_t>{60, 61}));
+  EXPECT_FALSE(p.last_match(third).recent);
+}
+
+TEST(ContextCopy, AReusedIdStartsAfresh) {
+  ContextCopyProposer p;
+  std::vector<int32_t> d;
+  Sequence a = make_seq(1, {1, 2, 3, 1, 2});
+  p.propose(a, 2, d);
+  EXPECT_EQ(d, (std::vector<int32_t>{3, 1}));
+  Sequence b = make_seq(1, {5, 6, 7, 5, 6});  // same id, another sequence
+  p.propose(b, 2, d);
+  EXPECT_EQ(d, (std::vector<int32_t>{7, 5}));
+  p.finished(a);  // the old one's end leaves the new one's state alone
+  b.tokens.push_back(7);
+  p.propose(b, 2, d);
+  EXPECT_EQ(d, (std::vector<int32_t>{5, 6}));
+}
+
+TEST(RecentContexts, KeepsTheNewestWithinItsBudget) {
+  RecentContexts r(100, 2);
+  r.add("a", std::vector<int32_t>(60, 1));
+  auto held = r.snapshot("a");
+  r.add("a", std::vector<int32_t>(30, 2));
+  EXPECT_EQ(r.tokens("a"), 90);
+  EXPECT_EQ(held->size(), 60);  // a held snapshot does not change
+  EXPECT_EQ(r.snapshot("a")->size(), 91);
+  r.add("a", std::vector<int32_t>(30, 3));  // past 100: the oldest go, down to 75 or fewer
+  EXPECT_EQ(r.tokens("a"), 60);
+  EXPECT_EQ(r.snapshot("a")->size(), 61);
+  r.add("a", std::vector<int32_t>(500, 4));  // one long sequence: its last 100 tokens
+  EXPECT_EQ(r.tokens("a"), 100);
+  r.add("b", std::vector<int32_t>{1});
+  r.snapshot("a");
+  r.add("c", std::vector<int32_t>{1});  // two salts at most: "b" was used least recently
+  EXPECT_EQ(r.salts(), 2u);
+  EXPECT_EQ(r.snapshot("b"), nullptr);
+  EXPECT_NE(r.snapshot("a"), nullptr);
+}
+
+}  // namespace
+}  // namespace tf::engine::draft

@@ -1,0 +1,86 @@
+// The adaptive depth policy: acceptance estimates, the cost table's interpolation, and the depth
+// it picks (deep where drafts are kept and verifying is cheap, none where they fail).
+#include "engine/draft/depth_policy.h"
+
+#include <gtest/gtest.h>
+
+namespace tf::engine::draft {
+namespace {
+
+// A cost table where each draft adds `per_draft` of a plain step at one row and twice that at 8.
+VerifyCost linear_cost(double per_draft, int max_k = 8) {
+  std::vector<double> s;
+  for (int rows : {1, 8}) {
+    for (int k = 0; k <= max_k; ++k) s.push_back(0.01 * (1 + (rows == 1 ? 1 : 2) * per_draft * k));
+  }
+  return VerifyCost({1, 8}, max_k, s);
+}
+
+TEST(VerifyCost, RelativeInterpolatesBetweenRowCounts) {
+  const VerifyCost c = linear_cost(0.1);
+  EXPECT_DOUBLE_EQ(c.relative(1, 0), 1.0);
+  EXPECT_NEAR(c.relative(1, 4), 1.4, 1e-12);
+  EXPECT_NEAR(c.relative(8, 4), 1.8, 1e-12);
+  EXPECT_NEAR(c.relative(4, 4), 1.4 + 0.4 * 3 / 7, 1e-12);
+  EXPECT_NEAR(c.relative(64, 4), 1.8, 1e-12);  // past the last: the last
+  EXPECT_NEAR(c.relative(1, 20), 1.8, 1e-12);  // past max_k: max_k
+  EXPECT_DOUBLE_EQ(VerifyCost().relative(8, 5), 1.0);
+}
+
+TEST(StreamAcceptance, EstimatesFromKeptAndTriedPositions) {
+  StreamAcceptance a;
+  EXPECT_DOUBLE_EQ(a.rate(), StreamAcceptance::kPrior);
+  for (int i = 0; i < 30; ++i) a.record(4, 4);
+  EXPECT_GT(a.rate(), 0.9);
+  StreamAcceptance b;
+  for (int i = 0; i < 30; ++i) b.record(4, 0);  // one position tried each time, none kept
+  EXPECT_LT(b.rate(), 0.15);
+  EXPECT_EQ(b.drafted(), 120);
+  EXPECT_EQ(b.kept(), 0);
+  const double low = b.rate();
+  for (int i = 0; i < 40; ++i) b.idle();
+  EXPECT_GT(b.rate(), low);  // back toward the prior: the stream will try again
+  EXPECT_NEAR(b.rate(), StreamAcceptance::kPrior, 0.05);
+}
+
+TEST(DepthPolicy, ExpectedTokens) {
+  EXPECT_DOUBLE_EQ(DepthPolicy::expected_tokens(0.5, 0), 1.0);
+  EXPECT_DOUBLE_EQ(DepthPolicy::expected_tokens(0.5, 2), 1.75);
+  EXPECT_DOUBLE_EQ(DepthPolicy::expected_tokens(1.0, 8), 9.0);
+}
+
+TEST(DepthPolicy, DeepWhenDraftsAreKeptNoneWhenTheyFail) {
+  const DepthPolicy p(linear_cost(0.1), {});
+  StreamAcceptance good, bad;
+  for (int i = 0; i < 30; ++i) {
+    good.record(8, 8);
+    bad.record(4, 0);
+  }
+  EXPECT_EQ(p.depth(good, 1), 8);
+  EXPECT_EQ(p.depth(bad, 1), 0);
+  // The prior, 0.6: E(3) / 1.3 = 1.67 beats E(2) / 1.2 = 1.63 and E(4) / 1.4 = 1.65.
+  EXPECT_EQ(p.depth(StreamAcceptance{}, 1), 3);
+}
+
+TEST(DepthPolicy, CostlierVerifyMeansShallowerDrafts) {
+  StreamAcceptance mid;
+  for (int i = 0; i < 30; ++i) mid.record(3, 2);  // about 0.67
+  const DepthPolicy cheap(linear_cost(0.02), {}), dear(linear_cost(0.3), {});
+  EXPECT_GT(cheap.depth(mid, 1), dear.depth(mid, 1));
+  EXPECT_GE(dear.depth(mid, 1), dear.depth(mid, 8));  // more rows: each draft costs more
+  EXPECT_EQ(DepthPolicy(linear_cost(1.0), {}).depth(mid, 8), 0);  // a draft costs a whole step
+}
+
+TEST(DepthPolicy, TheMarginKeepsBreakEvenStreamsPlain) {
+  // One draft whose verify costs just under what it brings, (1 + a) / 1.02 of a plain step: a
+  // gain of 2%, inside the 5% margin.
+  StreamAcceptance a;
+  for (int i = 0; i < 50; ++i) a.record(1, i % 5 == 0 ? 0 : 1);
+  const double step = (1 + a.rate()) / 1.02;
+  const VerifyCost cost({1}, 1, {0.01, 0.01 * step});
+  EXPECT_EQ(DepthPolicy(cost, {.max_k = 1, .min_gain = 0.05}).depth(a, 1), 0);
+  EXPECT_EQ(DepthPolicy(cost, {.max_k = 1, .min_gain = 0.0}).depth(a, 1), 1);
+}
+
+}  // namespace
+}  // namespace tf::engine::draft
