@@ -71,6 +71,29 @@ void ReplyRules::accept(int32_t token) {
   if (matcher_) matcher_->accept(token);
 }
 
+int64_t ReplyRules::allowed_prefix(std::span<const int32_t> tokens) {
+  // accept() changes the phase, the counters, the forced tokens and the matcher: all are
+  // restored, the matcher by rolling back what it accepted here.
+  const Phase phase = phase_;
+  const int64_t reasoning = reasoning_tokens_, inside = inside_;
+  const size_t close_matched = close_matched_;
+  const std::deque<int32_t> forced = forced_;
+  const int matched = matcher_ ? matcher_->accepted_count() : 0;
+  int64_t n = 0;
+  for (int32_t t : tokens) {
+    if (!allows(t)) break;
+    accept(t);
+    ++n;
+  }
+  if (matcher_) matcher_->rollback(matcher_->accepted_count() - matched);
+  phase_ = phase;
+  reasoning_tokens_ = reasoning;
+  inside_ = inside;
+  close_matched_ = close_matched;
+  forced_ = forced;
+  return n;
+}
+
 void ReplyRules::step_reasoning(int32_t token) {
   ++reasoning_tokens_;
   const auto& close = rules_.reasoning_close;

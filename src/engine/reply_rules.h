@@ -28,6 +28,10 @@ class ReplyRules {
   bool allows(int32_t token);
   // Records the reply's next token (drawn or forced).
   void accept(int32_t token);
+  // How many of `tokens`, in order, may come next (a forced token must be the one forced, a
+  // masked one allowed by the grammar); the rules are left as they were. Drafts past the first
+  // refused one are cut before they are verified.
+  int64_t allowed_prefix(std::span<const int32_t> tokens);
   // How many of the coming tokens are sure to be drawn freely (no mask, nothing forced), so that
   // steps may be queued ahead of reading them; 0 when the next one is not.
   int64_t free_ahead() const;
