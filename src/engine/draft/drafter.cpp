@@ -1,0 +1,45 @@
+// Drafter: depth, proposal and cuts per decode row; the acceptance each stream's depth follows.
+#include "engine/draft/drafter.h"
+
+#include <algorithm>
+
+#include "engine/draft/context_copy.h"
+
+namespace tf::engine::draft {
+
+Drafter::Drafter(const DraftOptions& o, VerifyCost cost)
+    : enabled_(o.enabled),
+      fixed_depth_(o.fixed_depth),
+      proposer_(o.proposer ? o.proposer : std::make_shared<ContextCopyProposer>()),
+      policy_(std::move(cost), {o.max_k, o.min_gain}) {}
+
+Drafter::Stream& Drafter::stream(const Sequence& s) {
+  Stream& st = streams_[s.req.id];
+  if (st.seq != &s) st = Stream{&s, {}};
+  return st;
+}
+
+void Drafter::plan(Sequence& s, int rows, int64_t limit, std::vector<int32_t>& out) {
+  out.clear();
+  if (!enabled_ || !s.req.draft || limit <= 0) return;
+  Stream& st = stream(s);
+  const int depth = fixed_depth_ ? *fixed_depth_ : policy_.depth(st.acceptance, rows);
+  if (depth <= 0) {
+    st.acceptance.idle();
+    return;
+  }
+  proposer_->propose(s, static_cast<int>(std::min<int64_t>(depth, limit)), out);
+  if (s.rules && !out.empty()) out.resize(static_cast<size_t>(s.rules->allowed_prefix(out)));
+}
+
+void Drafter::verified(const Sequence& s, int drafted, int kept) {
+  stream(s).acceptance.record(drafted, kept);
+}
+
+void Drafter::finished(const Sequence& s) {
+  proposer_->finished(s);
+  auto it = streams_.find(s.req.id);
+  if (it != streams_.end() && it->second.seq == &s) streams_.erase(it);
+}
+
+}  // namespace tf::engine::draft
