@@ -29,7 +29,6 @@ double VerifyCost::relative(int rows, int k) const {
 namespace {
 constexpr double kDecay = 0.9;        // per verify: about the last ten verifies count
 constexpr double kPriorWeight = 2.0;  // the prior counts as two tried positions
-constexpr double kIdleDecay = 0.85;   // per idle step: the counts fade toward the prior
 }  // namespace
 
 void StreamAcceptance::record(int drafted, int kept) {
@@ -38,11 +37,16 @@ void StreamAcceptance::record(int drafted, int kept) {
   kept_ += kept;
   kept_w_ = kDecay * kept_w_ + kept;
   tried_w_ = kDecay * tried_w_ + kept + (kept < drafted ? 1 : 0);
+  if (probing_) backoff_ = kept > 0 ? kFirstBackoff : std::min(2 * backoff_, kMaxBackoff);
+  probing_ = false;
+  idle_ = 0;
 }
 
-void StreamAcceptance::idle() {
-  kept_w_ *= kIdleDecay;
-  tried_w_ *= kIdleDecay;
+bool StreamAcceptance::idle() {
+  if (++idle_ < backoff_) return false;
+  idle_ = 0;
+  probing_ = true;
+  return true;
 }
 
 double StreamAcceptance::rate() const {

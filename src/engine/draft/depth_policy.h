@@ -36,20 +36,26 @@ class VerifyCost {
 
 // One stream's acceptance: each draft position is kept with probability `rate`, estimated from
 // decayed counts of kept and tried positions (a position after the first rejection was never
-// tried). Idle steps (no drafts asked) move the estimate back toward the prior, so a stream that
-// stopped drafting tries again now and then.
+// tried). A stream whose drafts stopped paying tries one draft again (a probe) after a backoff
+// of idle steps that doubles with each failed probe, so what it costs where drafts keep failing
+// shrinks toward nothing, while a stream that starts copying again is found.
 class StreamAcceptance {
  public:
   static constexpr double kPrior = 0.6;  // a fresh stream drafts: its first proposals decide
+  static constexpr int kFirstBackoff = 8, kMaxBackoff = 512;
   void record(int drafted, int kept);
-  void idle();
+  // A step for which the policy asks no drafts; true when a probe is due instead.
+  bool idle();
   double rate() const;
+  int backoff() const { return backoff_; }
   int64_t drafted() const { return drafted_; }
   int64_t kept() const { return kept_; }
 
  private:
   double kept_w_ = 0, tried_w_ = 0;  // decayed counts
   int64_t drafted_ = 0, kept_ = 0;   // totals
+  int idle_ = 0, backoff_ = kFirstBackoff;
+  bool probing_ = false;
 };
 
 struct DepthOptions {

@@ -19,16 +19,27 @@ Drafter::Stream& Drafter::stream(const Sequence& s) {
   return st;
 }
 
+int Drafter::depth(const Sequence& s, int rows) {
+  if (!enabled_ || !s.req.draft) return 0;
+  if (fixed_depth_) return *fixed_depth_;
+  StreamAcceptance& a = stream(s).acceptance;
+  const int k = policy_.depth(a, rows);
+  return k > 0 ? k : (a.idle() ? 1 : 0);
+}
+
+bool Drafter::would_draft(Sequence& s, int rows) {
+  const int k = depth(s, rows);
+  if (k <= 0) return false;
+  proposer_->propose(s, k, scratch_);
+  return !scratch_.empty();
+}
+
 void Drafter::plan(Sequence& s, int rows, int64_t limit, std::vector<int32_t>& out) {
   out.clear();
   if (!enabled_ || !s.req.draft || limit <= 0) return;
-  Stream& st = stream(s);
-  const int depth = fixed_depth_ ? *fixed_depth_ : policy_.depth(st.acceptance, rows);
-  if (depth <= 0) {
-    st.acceptance.idle();
-    return;
-  }
-  proposer_->propose(s, static_cast<int>(std::min<int64_t>(depth, limit)), out);
+  const int k = depth(s, rows);
+  if (k <= 0) return;
+  proposer_->propose(s, static_cast<int>(std::min<int64_t>(k, limit)), out);
   if (s.rules && !out.empty()) out.resize(static_cast<size_t>(s.rules->allowed_prefix(out)));
 }
 

@@ -35,6 +35,8 @@ class Drafter {
   bool enabled() const { return enabled_; }
   // The drafts for s's next decode row in a step of `rows` rows, at most `limit` of them.
   void plan(Sequence& s, int rows, int64_t limit, std::vector<int32_t>& out);
+  // Whether s's next row would carry drafts (its depth is not 0 and the proposer has some now).
+  bool would_draft(Sequence& s, int rows);
   // After s's row verified `drafted` drafts and kept `kept`.
   void verified(const Sequence& s, int drafted, int kept);
   // s ended (its state goes; its tokens may serve later requests).
@@ -47,7 +49,9 @@ class Drafter {
     StreamAcceptance acceptance;
   };
   Stream& stream(const Sequence& s);
+  int depth(const Sequence& s, int rows);
 
+  std::vector<int32_t> scratch_;
   bool enabled_;
   std::optional<int> fixed_depth_;
   std::shared_ptr<Proposer> proposer_;

@@ -37,10 +37,27 @@ TEST(StreamAcceptance, EstimatesFromKeptAndTriedPositions) {
   EXPECT_LT(b.rate(), 0.15);
   EXPECT_EQ(b.drafted(), 120);
   EXPECT_EQ(b.kept(), 0);
-  const double low = b.rate();
-  for (int i = 0; i < 40; ++i) b.idle();
-  EXPECT_GT(b.rate(), low);  // back toward the prior: the stream will try again
-  EXPECT_NEAR(b.rate(), StreamAcceptance::kPrior, 0.05);
+}
+
+TEST(StreamAcceptance, ProbesAfterABackoffThatDoublesWhileProbesFail) {
+  StreamAcceptance a;
+  auto idle_steps_to_probe = [&] {
+    int n = 1;
+    while (!a.idle()) ++n;
+    return n;
+  };
+  EXPECT_EQ(idle_steps_to_probe(), StreamAcceptance::kFirstBackoff);
+  a.record(1, 0);  // the probe failed
+  EXPECT_EQ(idle_steps_to_probe(), 2 * StreamAcceptance::kFirstBackoff);
+  a.record(1, 0);
+  EXPECT_EQ(idle_steps_to_probe(), 4 * StreamAcceptance::kFirstBackoff);
+  a.record(1, 1);  // kept: back to the first backoff
+  EXPECT_EQ(idle_steps_to_probe(), StreamAcceptance::kFirstBackoff);
+  for (int i = 0; i < 20; ++i) {
+    idle_steps_to_probe();
+    a.record(1, 0);
+  }
+  EXPECT_EQ(a.backoff(), StreamAcceptance::kMaxBackoff);
 }
 
 TEST(DepthPolicy, ExpectedTokens) {
