@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace tf::engine::draft {
@@ -17,21 +18,32 @@ class VerifyCost {
   // Without measurements: a step's time does not grow with its drafts (an upper bound on their
   // worth; tests and models too small to measure).
   VerifyCost() = default;
-  // seconds[r * (max_k + 1) + k]: the step time at rows[r] (ascending) and k drafts each.
-  VerifyCost(std::vector<int> rows, int max_k, std::vector<double> seconds);
+  // seconds[r * (max_k + 1) + k]: the step time at rows[r] (ascending) and k drafts each, the
+  // rows at `position`.
+  VerifyCost(std::vector<int> rows, int max_k, std::vector<double> seconds, int64_t position = 0);
+
+  // The same at one row for rows whose context is longer: `position` (past the first table's)
+  // and seconds[k]. Attention's part of a step grows with the context, and with it what each
+  // draft costs, so deep drafts that pay at a short context may not at a long one.
+  void add_position(int64_t position, std::vector<double> seconds);
 
   int max_k() const { return max_k_; }
   const std::vector<int>& rows() const { return rows_; }
   double seconds(size_t row_index, int k) const { return seconds_[row_index * (max_k_ + 1) + k]; }
   // The step's time with k drafts per row over its time with none (>= 1 where measured so);
-  // between measured row counts it interpolates, past the ends it takes the nearest.
-  double relative(int rows, int k) const;
+  // between measured row counts it interpolates, past the ends it takes the nearest. At a
+  // longer context, that ratio times how much the one-row ratio grew from the first table's
+  // position to this one (interpolated, the nearest past the ends).
+  double relative(int rows, int k, int64_t position = 0) const;
 
  private:
   double relative_at(size_t row_index, int k) const;
+  double position_factor(int k, int64_t position) const;
   std::vector<int> rows_;
   int max_k_ = 8;
   std::vector<double> seconds_;
+  int64_t base_position_ = 0;
+  std::vector<std::pair<int64_t, std::vector<double>>> positions_;  // ascending
 };
 
 // One stream's acceptance: each draft position is kept with probability `rate`, estimated from
@@ -68,8 +80,8 @@ struct DepthOptions {
 class DepthPolicy {
  public:
   DepthPolicy(VerifyCost cost, DepthOptions options) : cost_(std::move(cost)), opt_(options) {}
-  // The drafts to ask for a row of a step with `rows` rows; 0: a plain row.
-  int depth(const StreamAcceptance& a, int rows) const;
+  // The drafts to ask for a row of a step with `rows` rows, the row at `position`; 0: a plain row.
+  int depth(const StreamAcceptance& a, int rows, int64_t position = 0) const;
   // Tokens a row expects from k drafts kept each with probability `rate` (the bonus included).
   static double expected_tokens(double rate, int k);
   const VerifyCost& cost() const { return cost_; }

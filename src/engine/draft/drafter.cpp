@@ -23,7 +23,7 @@ int Drafter::depth(const Sequence& s, int rows) {
   if (!enabled_ || !s.req.draft) return 0;
   if (fixed_depth_) return *fixed_depth_;
   StreamAcceptance& a = stream(s).acceptance;
-  const int k = policy_.depth(a, rows);
+  const int k = policy_.depth(a, rows, static_cast<int64_t>(s.tokens.size()));
   return k > 0 ? k : (a.idle() ? 1 : 0);
 }
 

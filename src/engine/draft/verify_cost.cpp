@@ -63,7 +63,20 @@ Result<VerifyCost> measure_verify_cost(model::Model& model, model::KvCache& kv,
   if (rows.empty()) {
     return make_error(ErrorCode::kResourceExhausted, "the KV pool is too small to measure a step");
   }
-  return VerifyCost(std::move(rows), o.max_k, std::move(seconds));
+  VerifyCost cost(std::move(rows), o.max_k, std::move(seconds), o.position);
+  const int64_t max_pos = model.config().max_position;
+  for (int64_t p : o.long_positions) {
+    if (p <= o.position || (max_pos > 0 && p + o.max_k + 1 > max_pos)) continue;
+    std::vector<double> line;
+    for (int k = 0; k <= o.max_k; ++k) {
+      Result<double> t = time_verify_step(model, kv, 1, k, std::max(o.reps, 1), p);
+      if (!t) break;
+      line.push_back(*t);
+    }
+    if (static_cast<int>(line.size()) != o.max_k + 1) break;
+    cost.add_position(p, std::move(line));
+  }
+  return cost;
 }
 
 }  // namespace tf::engine::draft

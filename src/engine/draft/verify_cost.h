@@ -18,6 +18,8 @@ struct VerifyCostOptions {
   int max_k = 8;
   int reps = 3;            // timed steps per cell, the median kept (after one untimed)
   int64_t position = 128;  // each row's context before its drafts
+  // Longer contexts measured at one row (those the model's context and the pool hold).
+  std::vector<int64_t> long_positions = {2048};
 };
 
 // Uses the pool's first blocks for the rows' KV (before the engine holds any of them: the

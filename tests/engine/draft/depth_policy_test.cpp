@@ -27,6 +27,23 @@ TEST(VerifyCost, RelativeInterpolatesBetweenRowCounts) {
   EXPECT_DOUBLE_EQ(VerifyCost().relative(8, 5), 1.0);
 }
 
+TEST(VerifyCost, LongerContextsScaleTheOneRowRatio) {
+  VerifyCost c = linear_cost(0.1);  // measured at position 0
+  // At 1000 positions a draft costs three tenths of a step at one row: three times as much.
+  std::vector<double> at_1000;
+  for (int k = 0; k <= 8; ++k) at_1000.push_back(0.02 * (1 + 0.3 * k));
+  c.add_position(1000, at_1000);
+  EXPECT_NEAR(c.relative(1, 4, 1000), 2.2, 1e-12);
+  EXPECT_NEAR(c.relative(1, 4, 5000), 2.2, 1e-12);  // past the last: the last
+  EXPECT_NEAR(c.relative(1, 4, 500), 1.4 * (1 + 2.2 / 1.4) / 2, 1e-12);
+  EXPECT_NEAR(c.relative(8, 4, 1000), 1.8 * 2.2 / 1.4, 1e-12);  // rows scale alike
+  EXPECT_NEAR(c.relative(1, 4), 1.4, 1e-12);
+  StreamAcceptance mid;
+  for (int i = 0; i < 30; ++i) mid.record(3, 2);
+  const DepthPolicy p(c, {});
+  EXPECT_GT(p.depth(mid, 1, 0), p.depth(mid, 1, 1000));
+}
+
 TEST(StreamAcceptance, EstimatesFromKeptAndTriedPositions) {
   StreamAcceptance a;
   EXPECT_DOUBLE_EQ(a.rate(), StreamAcceptance::kPrior);
