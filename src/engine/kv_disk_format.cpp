@@ -56,13 +56,19 @@ size_t header_bytes(size_t n_tokens) {
 
 }  // namespace
 
+int kv_dtype_code(std::string_view dtype) {
+  if (dtype == "f32") return 0;
+  if (dtype == "bf16") return 1;
+  return -1;
+}
+
 size_t kv_file_bytes(const KvFileLayout& layout, size_t n_tokens) {
-  return header_bytes(n_tokens) + layout.layers * (layout.chunk_floats() * sizeof(float) + 8);
+  return header_bytes(n_tokens) + layout.layers * (layout.chunk_bytes() + 8);
 }
 
 std::vector<uint8_t> encode_kv_file(const KvFileLayout& layout, const BlockKey& key,
                                     const BlockKey& parent, std::span<const int32_t> tokens,
-                                    std::span<const float> data) {
+                                    std::span<const uint8_t> data) {
   std::vector<uint8_t> out;
   Writer w(out, kv_file_bytes(layout, tokens.size()));
   w.put_bytes(kKvFileMagic, sizeof kKvFileMagic);
@@ -75,11 +81,11 @@ std::vector<uint8_t> encode_kv_file(const KvFileLayout& layout, const BlockKey& 
   w.put(static_cast<uint32_t>(tokens.size()));
   w.put_bytes(tokens.data(), tokens.size_bytes());
   w.put(checksum64(out.data(), w.pos()));
-  const size_t chunk = layout.chunk_floats();
+  const size_t chunk = layout.chunk_bytes();
   for (uint32_t l = 0; l < layout.layers; ++l) {
-    const float* c = data.data() + l * chunk;
-    w.put_bytes(c, chunk * sizeof(float));
-    w.put(checksum64(c, chunk * sizeof(float)));
+    const uint8_t* c = data.data() + l * chunk;
+    w.put_bytes(c, chunk);
+    w.put(checksum64(c, chunk));
   }
   return out;
 }
@@ -118,10 +124,10 @@ HeaderCheck parse_kv_header(const KvFileLayout& layout, std::span<const uint8_t>
 }
 
 bool decode_kv_data(const KvFileLayout& layout, const KvFileHeader& header,
-                    std::span<const uint8_t> file, std::span<float> data) {
-  const size_t chunk_bytes = layout.chunk_floats() * sizeof(float);
+                    std::span<const uint8_t> file, std::span<uint8_t> data) {
+  const size_t chunk_bytes = layout.chunk_bytes();
   if (file.size() != kv_file_bytes(layout, header.tokens.size()) ||
-      data.size() != layout.data_floats()) {
+      data.size() != layout.data_bytes()) {
     return false;
   }
   const uint8_t* p = file.data() + header.header_bytes;
@@ -129,7 +135,7 @@ bool decode_kv_data(const KvFileLayout& layout, const KvFileHeader& header,
     uint64_t sum = 0;
     std::memcpy(&sum, p + chunk_bytes, 8);
     if (sum != checksum64(p, chunk_bytes)) return false;
-    std::memcpy(data.data() + l * layout.chunk_floats(), p, chunk_bytes);
+    std::memcpy(data.data() + l * chunk_bytes, p, chunk_bytes);
   }
   return true;
 }

@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/kv_key.h"
@@ -20,12 +21,16 @@ inline constexpr size_t kKvHeaderReadBytes = 4096;  // enough for any header a s
 // The geometry a file must match to be read as KV of this model.
 struct KvFileLayout {
   BlockKey model;  // ModelFingerprint::key()
-  uint32_t block_size = 0, layers = 0, row = 0;  // row: kv_heads * head_dim floats
-  uint32_t dtype = 0;                            // 0: f32
+  uint32_t block_size = 0, layers = 0, row = 0;  // row: kv_heads * head_dim elements
+  uint32_t dtype = 0;                            // 0: f32, 1: bf16 (kv_dtype_code)
 
-  size_t chunk_floats() const { return size_t{2} * block_size * row; }  // one layer's K and V
-  size_t data_floats() const { return chunk_floats() * layers; }
+  size_t elem_bytes() const { return dtype == 1 ? 2 : 4; }
+  size_t chunk_bytes() const { return size_t{2} * block_size * row * elem_bytes(); }  // a layer
+  size_t data_bytes() const { return chunk_bytes() * layers; }
 };
+
+// The header's code for a pool dtype ("f32" 0, "bf16" 1); -1 for one the format does not know.
+int kv_dtype_code(std::string_view dtype);
 
 struct KvFileHeader {
   BlockKey key, parent;
@@ -36,7 +41,7 @@ struct KvFileHeader {
 // The whole file: header, then `data` (layer by layer: K rows then V rows) in checksummed chunks.
 std::vector<uint8_t> encode_kv_file(const KvFileLayout& layout, const BlockKey& key,
                                     const BlockKey& parent, std::span<const int32_t> tokens,
-                                    std::span<const float> data);
+                                    std::span<const uint8_t> data);
 // The file's size for a header of `n_tokens` tokens.
 size_t kv_file_bytes(const KvFileLayout& layout, size_t n_tokens);
 
@@ -47,6 +52,6 @@ HeaderCheck parse_kv_header(const KvFileLayout& layout, std::span<const uint8_t>
                             KvFileHeader* out);
 // Checks every chunk's checksum and copies the data out; false on any mismatch or short file.
 bool decode_kv_data(const KvFileLayout& layout, const KvFileHeader& header,
-                    std::span<const uint8_t> file, std::span<float> data);
+                    std::span<const uint8_t> file, std::span<uint8_t> data);
 
 }  // namespace tf::engine

@@ -162,12 +162,18 @@ bool KvDiskTier::contains(const BlockKey& key) const {
   return files_.count(key) != 0;
 }
 
+bool KvDiskTier::wants(const BlockKey& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !files_.count(key) && !queued_.count(key) &&
+         queued_bytes_ + static_cast<int64_t>(layout_.data_bytes()) <= opt_.max_queued_bytes;
+}
+
 void KvDiskTier::write(const BlockKey& key, const BlockKey& parent,
-                       std::span<const int32_t> tokens, std::vector<float> data) {
+                       std::span<const int32_t> tokens, std::unique_ptr<KvBlockBytes> data) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (files_.count(key) || queued_.count(key)) return;
-    const int64_t bytes = static_cast<int64_t>(data.size() * sizeof(float));
+    const int64_t bytes = static_cast<int64_t>(data->bytes.size());
     if (queued_bytes_ + bytes > opt_.max_queued_bytes) {  // behind: the pool or RAM still holds it
       ++counters_.writes_skipped;
       return;
@@ -196,13 +202,22 @@ void KvDiskTier::flush() {
   idle_cv_.wait(lock, [&] { return writes_.empty() && reads_.empty() && !busy_; });
 }
 
+bool KvDiskTier::flush_for(double seconds) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return idle_cv_.wait_for(lock, std::chrono::duration<double>(seconds),
+                           [&] { return writes_.empty() && reads_.empty() && !busy_; });
+}
+
 KvDiskCounters KvDiskTier::counters() const {
   std::lock_guard<std::mutex> lock(mu_);
   return counters_;
 }
 
+// Called with mu_ held.
 void KvDiskTier::warn_once(std::atomic<bool>& flag, const std::string& message) {
-  if (!flag.exchange(true)) TF_LOG_WARN("prompt cache: {}", message);
+  if (flag.exchange(true)) return;
+  TF_LOG_WARN("prompt cache: {}", message);
+  ++counters_.warnings;
 }
 
 // Reads first: a request waits on them; writes only keep lower tiers warm. At stop, queued
@@ -226,7 +241,8 @@ void KvDiskTier::run() {
       do_write(w);
       lock.lock();
       queued_.erase(w.key);
-      queued_bytes_ -= static_cast<int64_t>(w.data.size() * sizeof(float));
+      queued_bytes_ -= static_cast<int64_t>(w.data->bytes.size());
+      w.data.reset();  // its buffer goes back (outside the I/O, under the lock: cheap)
     } else if (stop_) {
       for (Read& r : reads_) {
         if (r.load->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1 && on_load_done_) {
@@ -248,13 +264,21 @@ void KvDiskTier::do_write(Write& w) {
   if (::statvfs(opt_.dir.c_str(), &vfs) == 0 &&
       static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize) <
           opt_.free_floor_bytes) {
-    warn_once(warned_floor_, "the disk is below its free-space floor; writes pause");
     std::lock_guard<std::mutex> lock(mu_);
+    warn_once(warned_floor_, "the disk is below its free-space floor; writes pause");
     ++counters_.writes_skipped;
+    counters_.paused = true;
     return;
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<uint8_t> bytes = encode_kv_file(layout_, w.key, w.parent, w.tokens, w.data);
+  if ((w.data->ready && !w.data->ready()) || w.data->bytes.size() != layout_.data_bytes()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counters_.write_failures;
+    warn_once(warned_write_, "a block's copy out of the KV pool failed; it is not written");
+    return;
+  }
+  const auto t0 = std::chrono::steady_clock::now();  // after the copy out of the pool ended
+  const std::vector<uint8_t> bytes =
+      encode_kv_file(layout_, w.key, w.parent, w.tokens, w.data->bytes);
   const std::string path = path_of(w.key);
   const std::string tmp = path + std::string(kTmpSuffix);
   int err = io_->write_file(tmp, bytes);
@@ -263,11 +287,13 @@ void KvDiskTier::do_write(Write& w) {
   if (err != 0) {
     ::unlink(tmp.c_str());
     ++counters_.write_failures;
+    counters_.paused = true;
     warn_once(warned_write_, fmt::format("a write to {} failed ({}); serving from RAM",
                                          opt_.dir, std::strerror(err)));
     return;
   }
   ++counters_.writes;
+  counters_.paused = false;
   counters_.write_seconds += seconds_since(t0);
   add_file_locked(w.key, static_cast<int64_t>(bytes.size()));
 }
@@ -282,7 +308,7 @@ void KvDiskTier::do_read(Read& r) {
   bool ok = err == 0 && parse_kv_header(layout_, file, &h) == HeaderCheck::kOk &&
             h.key == slot.key && h.parent == slot.parent && h.tokens == slot.tokens;
   if (ok) {
-    slot.data.resize(layout_.data_floats());
+    slot.data.resize(layout_.data_bytes());
     ok = decode_kv_data(layout_, h, file, slot.data);
   }
   {

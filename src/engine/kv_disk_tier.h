@@ -34,12 +34,26 @@ struct KvDiskOptions {
   std::shared_ptr<KvFaults> faults;               // tests: injected I/O faults (null: none)
 };
 
+// One block's bytes on their way to disk: a host buffer that a copy out of the pool may still be
+// filling. The I/O thread waits for it (`ready`), writes it and lets the buffer go (`release`).
+struct KvBlockBytes {
+  std::span<const uint8_t> bytes;
+  std::function<bool()> ready;    // waits until `bytes` hold the block; false: its copy failed
+  std::function<void()> release;  // the buffer may be reused
+  KvBlockBytes() = default;
+  KvBlockBytes(const KvBlockBytes&) = delete;
+  KvBlockBytes& operator=(const KvBlockBytes&) = delete;
+  ~KvBlockBytes() {
+    if (release) release();
+  }
+};
+
 // One request's reads: the I/O thread fills the slots, the engine thread reads them once done().
 struct KvLoad {
   struct Slot {
     BlockKey key, parent;
     std::vector<int32_t> tokens;
-    std::vector<float> data;
+    std::vector<uint8_t> data;
     bool ok = false;
   };
   std::vector<Slot> slots;
@@ -52,6 +66,8 @@ struct KvDiskCounters {
   int64_t writes = 0, loads = 0, read_failures = 0, write_failures = 0, writes_skipped = 0;
   double write_seconds = 0, load_seconds = 0;
   int64_t ignored_files = 0;  // at start-up: another model's or version's, or damaged
+  int64_t warnings = 0;       // warnings logged
+  bool paused = false;        // the last write paused (free-space floor) or failed
 };
 
 class KvDiskTier {
@@ -64,14 +80,19 @@ class KvDiskTier {
   ~KvDiskTier();
 
   bool contains(const BlockKey& key) const;
+  // Whether a write of `key` would be queued: not on disk, not queued, and room in the backlog.
+  bool wants(const BlockKey& key) const;
   // Queues a background write of one block unless it is on disk or queued already.
   void write(const BlockKey& key, const BlockKey& parent, std::span<const int32_t> tokens,
-             std::vector<float> data);
+             std::unique_ptr<KvBlockBytes> data);
   // Reads these blocks in the background; a slot whose file is missing or damaged ends not ok,
   // and that file is dropped.
   std::shared_ptr<KvLoad> load(std::vector<KvLoad::Slot> slots);
   // Waits until every queued write has ended (tests, shutdown).
   void flush();
+  // flush() for at most `seconds`; whether everything queued has ended (shutdown: a stuck disk
+  // is not waited for).
+  bool flush_for(double seconds);
   KvDiskCounters counters() const;
   const std::string& io_name() const { return io_name_; }
 
@@ -83,7 +104,7 @@ class KvDiskTier {
   struct Write {
     BlockKey key, parent;
     std::vector<int32_t> tokens;
-    std::vector<float> data;
+    std::unique_ptr<KvBlockBytes> data;
   };
   struct Read {
     std::shared_ptr<KvLoad> load;

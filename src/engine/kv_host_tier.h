@@ -1,6 +1,7 @@
 // The host-RAM tier: copies of evicted KV blocks keyed by their chain key, least recently used
-// dropped first once over budget. Blocks staged for a request that is loading from disk are
-// pinned (never dropped) until the request has taken them. Engine-thread only.
+// dropped first once over budget, in fixed-size slots of host memory the model's block transfer
+// allocates (pinned on CUDA, so copies run on a copy stream). Blocks staged for a request that is
+// loading from disk are pinned (never dropped) until the request has taken them. Engine-thread only.
 #pragma once
 
 #include <cstdint>
@@ -10,38 +11,64 @@
 #include <vector>
 
 #include "engine/kv_key.h"
+#include "model/kv_transfer.h"
 
 namespace tf::engine {
 
 class KvHostTier {
  public:
+  using Ticket = model::KvBlockTransfer::Ticket;
   struct Entry {
     BlockKey parent;
     std::vector<int32_t> tokens;
-    std::vector<float> data;
+    uint8_t* data = nullptr;  // a slot of block_bytes
+    Ticket ticket = 0;        // the last copy queued to or from the slot
+    bool single = false;      // the slot was allocated alone (Slot::single)
     int pins = 0;
     std::list<BlockKey>::iterator lru;
   };
 
-  explicit KvHostTier(int64_t budget_bytes) : budget_(budget_bytes) {}
+  // `transfer` null or `budget_bytes` 0: the tier holds nothing.
+  KvHostTier(int64_t budget_bytes, model::KvBlockTransfer* transfer);
+  ~KvHostTier();
+  KvHostTier(const KvHostTier&) = delete;
+  KvHostTier& operator=(const KvHostTier&) = delete;
 
   int64_t budget_bytes() const { return budget_; }
-  int64_t bytes() const { return bytes_; }
+  int64_t bytes() const { return blocks() * static_cast<int64_t>(block_bytes_); }
   int64_t blocks() const { return static_cast<int64_t>(map_.size()); }
 
-  // Stores a block (replacing one under the same key); `pinned` holds it until unpin().
-  void put(const BlockKey& key, const BlockKey& parent, std::span<const int32_t> tokens,
-           std::vector<float> data, bool pinned);
+  // The entry for `key` (replacing one under the same key), with a slot to fill: its `ticket`
+  // is the slot's last copy, which a host write must wait for. `pinned` holds it until unpin().
+  // A pinned entry may go beyond the budget (a disk load's blocks wait here even with no RAM
+  // tier); it shrinks back once they are unpinned. Null when no slot can be had.
+  Entry* insert(const BlockKey& key, const BlockKey& parent, std::span<const int32_t> tokens,
+                bool pinned);
   // The entry, marked most recently used; null when absent.
-  const Entry* get(const BlockKey& key);
+  Entry* get(const BlockKey& key);
   bool contains(const BlockKey& key) const { return map_.count(key) != 0; }
   void unpin(const BlockKey& key);
+  // Drops an entry whose slot could not be filled.
+  void erase(const BlockKey& key);
 
  private:
+  struct Slot {
+    uint8_t* data;
+    Ticket ticket;
+    bool single = false;  // allocated alone, beyond the budget, for a pinned entry
+  };
+  bool take_slot(Slot& out, bool pinned);
+  void drop_lru();
+  void release_slot(const Slot& s);
+  // Drops least recently used entries while more are held than the budget has slots for.
   void shrink();
 
   int64_t budget_;
-  int64_t bytes_ = 0;
+  model::KvBlockTransfer* transfer_;
+  size_t block_bytes_ = 0;
+  int64_t max_slots_ = 0, slots_ = 0;
+  std::vector<void*> chunks_;  // host memory, slots_chunk blocks each
+  std::vector<Slot> free_;
   std::unordered_map<BlockKey, Entry, BlockKeyHash> map_;
   std::list<BlockKey> lru_;  // unpinned entries, least recently used first
 };

@@ -1,27 +1,86 @@
-// KvTiers implementation: a block's bytes, in RAM and on disk, are its layers in order, each
-// layer's K rows then V rows, exactly as the pool holds them, so a restored block is bitwise the
-// block that was computed.
+// KvTiers implementation: a block's bytes, in RAM and on disk, are the model's KvBlockTransfer
+// layout (its layers in order, each layer's K rows then V rows, in the pool's dtype), so a
+// restored block is bitwise the block that was computed.
 #include "engine/kv_tiers.h"
 
+#include <chrono>
 #include <cstring>
+
+#include "base/log.h"
 
 namespace tf::engine {
 
-Result<std::unique_ptr<KvTiers>> KvTiers::create(model::KvCache& kv, const BlockKey& model,
+using Lane = model::KvBlockTransfer::Lane;
+
+KvTiers::Staging::~Staging() {
+  for (auto& [buffer, ticket] : free_) {
+    (void)transfer_.wait(ticket);  // a copy skipped by the disk tier may still be filling it
+    transfer_.free_host(buffer);
+  }
+}
+
+uint8_t* KvTiers::Staging::take() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!free_.empty()) {
+    uint8_t* b = free_.back().first;
+    free_.pop_back();
+    return b;
+  }
+  if (made_ >= max_) return nullptr;
+  auto* b = static_cast<uint8_t*>(transfer_.alloc_host(transfer_.block_bytes()));
+  made_ += b != nullptr ? 1 : 0;
+  return b;
+}
+
+void KvTiers::Staging::give(uint8_t* buffer, Ticket last_copy) {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.emplace_back(buffer, last_copy);
+}
+
+KvTiers::KvTiers(const model::KvCache& kv, std::unique_ptr<model::KvBlockTransfer> transfer,
+                 int64_t host_bytes)
+    : transfer_(std::move(transfer)),
+      out_(static_cast<size_t>(kv.num_blocks()), 0),
+      host_(host_bytes, transfer_.get()) {}
+
+KvTiers::~KvTiers() {
+  disk_.reset();  // before the staging buffers its queued writes hold
+}
+
+Result<std::unique_ptr<KvTiers>> KvTiers::create(const model::KvCache& kv,
+                                                 std::unique_ptr<model::KvBlockTransfer> transfer,
+                                                 const BlockKey& model,
                                                  const KvTierOptions& options,
                                                  std::function<void()> on_load_done) {
-  std::unique_ptr<KvTiers> t(new KvTiers(kv, options.host_bytes));
+  if (!transfer) {
+    return make_error(ErrorCode::kUnsupported,
+                      "this model offers no KV block copies for the prompt cache's tiers");
+  }
+  const int dtype = kv_dtype_code(transfer->dtype());
+  if (dtype < 0) {
+    return make_error(ErrorCode::kUnsupported, "the prompt cache's tiers do not store {} KV",
+                      transfer->dtype());
+  }
+  std::unique_ptr<KvTiers> t(new KvTiers(kv, std::move(transfer), options.host_bytes));
   if (!options.disk_dir.empty()) {
     KvFileLayout layout;
     layout.model = model;
     layout.block_size = static_cast<uint32_t>(kv.block_size());
     layout.layers = static_cast<uint32_t>(kv.num_layers());
     layout.row = static_cast<uint32_t>(kv.row_size());
+    layout.dtype = static_cast<uint32_t>(dtype);
+    if (layout.data_bytes() != t->transfer_->block_bytes()) {
+      return make_error(ErrorCode::kInternal, "the KV block transfer's block is {} bytes, not {}",
+                        t->transfer_->block_bytes(), layout.data_bytes());
+    }
     KvDiskOptions d;
     d.dir = options.disk_dir;
     d.budget_bytes = options.disk_bytes;
     d.free_floor_bytes = options.disk_free_floor_bytes;
     d.faults = options.disk_faults;
+    // One buffer per block the disk tier's backlog may hold, and one being written.
+    t->staging_ = std::make_unique<Staging>(
+        *t->transfer_, d.max_queued_bytes / static_cast<int64_t>(layout.data_bytes()) + 1);
     auto disk = KvDiskTier::open(std::move(d), layout, std::move(on_load_done));
     if (!disk) return disk.error();
     t->disk_ = std::move(*disk);
@@ -30,50 +89,92 @@ Result<std::unique_ptr<KvTiers>> KvTiers::create(model::KvCache& kv, const Block
   return t;
 }
 
-std::vector<float> KvTiers::copy_out(int32_t block) const {
-  const size_t rows = static_cast<size_t>(kv_.block_size() * kv_.row_size());
-  std::vector<float> data(2 * rows * kv_.num_layers());
-  for (int l = 0; l < kv_.num_layers(); ++l) {
-    std::memcpy(data.data() + 2 * l * rows, kv_.k(block, l), rows * sizeof(float));
-    std::memcpy(data.data() + (2 * l + 1) * rows, kv_.v(block, l), rows * sizeof(float));
+void KvTiers::wait_out(int32_t block) {
+  Ticket& t = out_[block];
+  if (t != 0 && !transfer_->done(t)) (void)transfer_->wait(t);
+  t = 0;
+}
+
+void KvTiers::copy_failed(const Error& e) {
+  if (copy_failures_++ == 0) {
+    TF_LOG_WARN("prompt cache: a block copy between the KV pool and host memory failed ({}); "
+                "its request computes what it cannot resume",
+                e.message);
   }
-  return data;
 }
 
 void KvTiers::spill(const BlockKey& key, const BlockKey& parent, std::span<const int32_t> tokens,
                     int32_t block) {
-  if (host_.budget_bytes() <= 0) return;
-  host_.put(key, parent, tokens, copy_out(block), false);
+  const auto t0 = std::chrono::steady_clock::now();
+  wait_out(block);
+  KvHostTier::Entry* e = host_.insert(key, parent, tokens, false);
+  if (e == nullptr) return;
+  auto t = transfer_->to_host(block, e->data, Lane::kStep);
+  if (!t) {
+    copy_failed(t.error());
+    host_.erase(key);
+    return;
+  }
+  e->ticket = *t;
   ++spills_;
+  spill_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void KvTiers::committed(const BlockKey& key, const BlockKey& parent,
                         std::span<const int32_t> tokens, int32_t block) {
-  if (disk_ && !disk_->contains(key)) disk_->write(key, parent, tokens, copy_out(block));
+  if (!disk_ || !disk_->wants(key)) return;
+  uint8_t* buffer = staging_->take();
+  if (buffer == nullptr) {
+    ++staging_skipped_;
+    return;
+  }
+  auto t = transfer_->to_host(block, buffer, Lane::kBackground);
+  if (!t) {
+    copy_failed(t.error());
+    staging_->give(buffer, 0);
+    return;
+  }
+  out_[block] = *t;
+  auto bytes = std::make_unique<KvBlockBytes>();
+  bytes->bytes = {buffer, transfer_->block_bytes()};
+  bytes->ready = [tr = transfer_.get(), ticket = *t] { return tr->wait(ticket).ok(); };
+  bytes->release = [s = staging_.get(), buffer, ticket = *t] { s->give(buffer, ticket); };
+  disk_->write(key, parent, tokens, std::move(bytes));
 }
 
 bool KvTiers::restore(const BlockKey& key, const BlockKey& parent, std::span<const int32_t> tokens,
                       int32_t block) {
-  const KvHostTier::Entry* e = host_.get(key);
-  const size_t rows = static_cast<size_t>(kv_.block_size() * kv_.row_size());
+  KvHostTier::Entry* e = host_.get(key);
   if (e == nullptr || e->parent != parent ||
-      !std::equal(tokens.begin(), tokens.end(), e->tokens.begin(), e->tokens.end()) ||
-      e->data.size() != 2 * rows * kv_.num_layers()) {
+      !std::equal(tokens.begin(), tokens.end(), e->tokens.begin(), e->tokens.end())) {
     return false;
   }
-  for (int l = 0; l < kv_.num_layers(); ++l) {
-    std::memcpy(kv_.k(block, l), e->data.data() + 2 * l * rows, rows * sizeof(float));
-    std::memcpy(kv_.v(block, l), e->data.data() + (2 * l + 1) * rows, rows * sizeof(float));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto t = transfer_->to_pool(e->data, block);
+  if (!t) {
+    copy_failed(t.error());
+    return false;
   }
+  e->ticket = *t;
   ++restores_;
+  restore_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return true;
 }
 
 std::vector<BlockKey> KvTiers::stage(KvLoad& load) {
   std::vector<BlockKey> keys;
   for (KvLoad::Slot& s : load.slots) {
-    if (!s.ok) break;  // the chain ends at its first bad block
-    host_.put(s.key, s.parent, s.tokens, std::move(s.data), true);
+    if (!s.ok || s.data.size() != transfer_->block_bytes()) break;  // the chain ends here
+    KvHostTier::Entry* e = host_.insert(s.key, s.parent, s.tokens, true);
+    if (e == nullptr) break;
+    if (!transfer_->wait(e->ticket).ok()) {  // the slot's last copy, before the host writes it
+      host_.unpin(s.key);
+      host_.erase(s.key);
+      break;
+    }
+    std::memcpy(e->data, s.data.data(), s.data.size());
+    e->ticket = 0;
+    s.data = {};
     keys.push_back(s.key);
   }
   return keys;
@@ -87,16 +188,21 @@ void KvTiers::fill(CacheStats& s) const {
   s.host = {host_.blocks(), host_.bytes(), host_.budget_bytes()};
   s.spills = spills_;
   s.host_restores = restores_;
+  s.spill_seconds = spill_seconds_;
+  s.restore_seconds = restore_seconds_;
+  s.copy_failures = copy_failures_;
+  s.warnings = copy_failures_ > 0 ? 1 : 0;
   if (!disk_) return;
   const KvDiskCounters c = disk_->counters();
-  s.disk = {c.blocks, c.bytes, disk_budget_};
+  s.disk = {c.blocks, c.bytes, disk_budget_, c.paused};
+  s.warnings += c.warnings;
   s.disk_writes = c.writes;
   s.disk_write_seconds = c.write_seconds;
   s.disk_loads = c.loads;
   s.disk_load_seconds = c.load_seconds;
   s.read_failures = c.read_failures;
   s.write_failures = c.write_failures;
-  s.writes_skipped = c.writes_skipped;
+  s.writes_skipped = c.writes_skipped + staging_skipped_;
 }
 
 }  // namespace tf::engine

@@ -1,13 +1,15 @@
 // The tiers below the KV pool: host RAM (copies of evicted blocks) and disk (every committed
 // block written in the background, so it survives eviction from RAM and restarts). The KV cache
 // manager spills evicted blocks here, restores blocks from RAM when a prefix continues there, and
-// starts disk loads for requests that then wait in the loading state. Engine-thread only (the
-// disk tier's own thread works behind it).
+// starts disk loads for requests that then wait in the loading state. Blocks move through the
+// model's KvBlockTransfer (memcpy on the CPU, a copy stream and pinned memory on CUDA), so the
+// engine thread only queues copies. Engine-thread only (the disk tier's thread works behind it).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -18,6 +20,7 @@
 #include "engine/kv_host_tier.h"
 #include "engine/kv_key.h"
 #include "model/kv_cache.h"
+#include "model/kv_transfer.h"
 
 namespace tf::engine {
 
@@ -33,10 +36,20 @@ struct KvTierOptions {
 
 class KvTiers {
  public:
+  using Ticket = model::KvBlockTransfer::Ticket;
   // `on_load_done` runs on the disk tier's thread whenever a load ends.
-  static Result<std::unique_ptr<KvTiers>> create(model::KvCache& kv, const BlockKey& model,
+  static Result<std::unique_ptr<KvTiers>> create(const model::KvCache& kv,
+                                                 std::unique_ptr<model::KvBlockTransfer> transfer,
+                                                 const BlockKey& model,
                                                  const KvTierOptions& options,
                                                  std::function<void()> on_load_done);
+  // The same over a pool held in host memory (`kv` itself), copied with memcpy.
+  static Result<std::unique_ptr<KvTiers>> create(model::KvCache& kv, const BlockKey& model,
+                                                 const KvTierOptions& options,
+                                                 std::function<void()> on_load_done) {
+    return create(kv, model::make_host_kv_transfer(kv), model, options, std::move(on_load_done));
+  }
+  ~KvTiers();
 
   // Pool block `block` is about to be reused: a copy moves down to host RAM.
   void spill(const BlockKey& key, const BlockKey& parent, std::span<const int32_t> tokens,
@@ -46,7 +59,8 @@ class KvTiers {
                  int32_t block);
   bool in_host(const BlockKey& key) const { return host_.contains(key); }
   bool on_disk(const BlockKey& key) const { return disk_ && disk_->contains(key); }
-  // Copies the host-RAM copy of `key` into pool block `block`; false if none matches.
+  // Queues the host-RAM copy of `key` into pool block `block` (the next step sees it); false if
+  // none matches.
   bool restore(const BlockKey& key, const BlockKey& parent, std::span<const int32_t> tokens,
                int32_t block);
   // Reads these blocks from disk in the background.
@@ -59,17 +73,41 @@ class KvTiers {
   void flush() {
     if (disk_) disk_->flush();
   }
+  // flush() for at most `seconds`; whether every queued write ended.
+  bool flush_for(double seconds) { return !disk_ || disk_->flush_for(seconds); }
   void fill(CacheStats& s) const;
 
  private:
-  KvTiers(model::KvCache& kv, int64_t host_bytes) : kv_(kv), host_(host_bytes) {}
-  std::vector<float> copy_out(int32_t block) const;
+  // Host buffers for blocks on their way to disk: taken on the engine thread, given back by the
+  // disk tier's thread once written.
+  class Staging {
+   public:
+    Staging(model::KvBlockTransfer& t, int64_t max_buffers) : transfer_(t), max_(max_buffers) {}
+    ~Staging();
+    uint8_t* take();
+    void give(uint8_t* buffer, Ticket last_copy);
 
-  model::KvCache& kv_;
+   private:
+    model::KvBlockTransfer& transfer_;
+    int64_t max_, made_ = 0;
+    std::mutex mu_;
+    std::vector<std::pair<uint8_t*, Ticket>> free_;
+  };
+
+  KvTiers(const model::KvCache& kv, std::unique_ptr<model::KvBlockTransfer> transfer,
+          int64_t host_bytes);
+  // Waits for a copy to disk still reading `block`, before the block is reused.
+  void wait_out(int32_t block);
+  void copy_failed(const Error& e);  // counted; logged once
+
+  std::unique_ptr<model::KvBlockTransfer> transfer_;  // first: every copy ends before it goes
+  std::vector<Ticket> out_;                           // per pool block: its copy to disk
+  std::unique_ptr<Staging> staging_;
   KvHostTier host_;
-  std::unique_ptr<KvDiskTier> disk_;
+  std::unique_ptr<KvDiskTier> disk_;  // last: its thread ends (writing what is queued) first
   int64_t disk_budget_ = 0;
-  int64_t spills_ = 0, restores_ = 0;
+  int64_t spills_ = 0, restores_ = 0, staging_skipped_ = 0, copy_failures_ = 0;
+  double spill_seconds_ = 0, restore_seconds_ = 0;
 };
 
 }  // namespace tf::engine

@@ -13,6 +13,7 @@
 #include "checkpoint/checkpoint.h"
 #include "engine/engine.h"
 #include "engine/kv_disk_tier.h"
+#include "engine/kv_host_tier.h"
 #include "support/engine_reply.h"
 #include "support/paths.h"
 
@@ -146,8 +147,44 @@ TEST_F(PromptCacheTiers, ResumesFromHostRamExactly) {
   const Request second = follow_up(first, r1);
   const Reply got = run(e, second);
   EXPECT_EQ(got.usage.cached_tokens, 96);  // six whole blocks of turn one (109 tokens computed)
-  EXPECT_GE(e.stats().cache.host_restores, 5);
+  const CacheStats c = e.stats().cache;
+  EXPECT_GE(c.host_restores, 5);
+  EXPECT_EQ(c.hits, 1);
+  EXPECT_EQ(c.resumed_tokens, 96);
+  EXPECT_GT(c.spill_seconds, 0);
+  EXPECT_GT(c.restore_seconds, 0);
+  EXPECT_EQ(c.host.state(), CacheTierState::kOn);
+  EXPECT_EQ(c.disk.state(), CacheTierState::kOff);
+  EXPECT_EQ(c.pool.state(), CacheTierState::kOn);
+  EXPECT_GE(c.host.blocks, 5);
+  EXPECT_EQ(c.host.bytes, c.host.blocks * block_bytes());
+  EXPECT_LE(c.host.bytes, c.host.budget_bytes);
+  EXPECT_EQ(c.warnings, 0);
+  EXPECT_EQ(c.copy_failures, 0);
   EXPECT_TRUE(same(got, fresh(second)));
+}
+
+// A disk load's blocks wait in RAM even beyond the RAM tier's budget, then go back to it.
+TEST_F(PromptCacheTiers, HostTierHoldsPinnedBlocksBeyondItsBudget) {
+  model::KvCache kv(model_->config(), 4);
+  auto transfer = model::make_host_kv_transfer(kv);
+  KvHostTier host(2 * static_cast<int64_t>(transfer->block_bytes()), transfer.get());
+  const std::vector<int32_t> tokens(16, 5);
+  for (uint64_t i = 0; i < 4; ++i) {
+    KvHostTier::Entry* e = host.insert(BlockKey{i, 1}, BlockKey{}, tokens, true);
+    ASSERT_NE(e, nullptr);
+    std::memset(e->data, static_cast<int>(i), transfer->block_bytes());
+  }
+  EXPECT_EQ(host.blocks(), 4);  // pinned: none dropped
+  for (uint64_t i = 0; i < 4; ++i) host.unpin(BlockKey{i, 1});
+  EXPECT_EQ(host.blocks(), 2);  // back within budget, least recently used first
+  EXPECT_FALSE(host.contains(BlockKey{0, 1}));
+  ASSERT_TRUE(host.contains(BlockKey{3, 1}));
+  EXPECT_EQ(host.get(BlockKey{3, 1})->data[7], 3);
+  // Unpinned inserts never go beyond it.
+  EXPECT_NE(host.insert(BlockKey{9, 1}, BlockKey{}, tokens, false), nullptr);
+  EXPECT_EQ(host.blocks(), 2);
+  EXPECT_FALSE(host.contains(BlockKey{2, 1}));
 }
 
 TEST_F(PromptCacheTiers, ResumesFromDiskAfterRestartExactly) {
@@ -162,8 +199,15 @@ TEST_F(PromptCacheTiers, ResumesFromDiskAfterRestartExactly) {
   Engine e(model_, with_disk());
   const Reply got = run(e, second);
   EXPECT_EQ(got.usage.cached_tokens, 96);
-  EXPECT_EQ(e.stats().cache.disk_loads, 6);
-  EXPECT_EQ(e.stats().cache.read_failures, 0);
+  const CacheStats c = e.stats().cache;
+  EXPECT_EQ(c.disk_loads, 6);
+  EXPECT_GT(c.disk_load_seconds, 0);
+  EXPECT_EQ(c.read_failures, 0);
+  EXPECT_EQ(c.disk.state(), CacheTierState::kOn);
+  EXPECT_GE(c.disk.blocks, 6);
+  EXPECT_GT(c.disk.bytes, 0);
+  EXPECT_LE(c.disk.bytes, c.disk.budget_bytes);
+  EXPECT_EQ(c.warnings, 0);
   EXPECT_TRUE(same(got, fresh(second)));
 
   // Another model's engine (other weights) reads none of these files as its KV.
@@ -199,6 +243,7 @@ TEST_F(PromptCacheTiers, DamagedOrMissingFilesResumeFromTheLongestValidPrefix) {
     EXPECT_EQ(got.reason, FinishReason::kLength) << damage;
     EXPECT_EQ(got.usage.cached_tokens, 48) << damage;
     EXPECT_EQ(e.stats().cache.read_failures, 1) << damage;
+    EXPECT_EQ(e.stats().cache.warnings, 1) << damage;
     EXPECT_TRUE(same(got, fresh(second))) << damage;
   }
 }
@@ -215,6 +260,7 @@ TEST_F(PromptCacheTiers, ReadErrorsAndCorruptReadsFallBackToRecompute) {
     const Reply got = run(e, second);
     EXPECT_EQ(got.usage.cached_tokens, 0) << fault;  // every block failed: nothing valid above
     EXPECT_EQ(e.stats().cache.read_failures, 6) << fault;
+    EXPECT_EQ(e.stats().cache.warnings, 1) << fault;  // once, for six failures
     EXPECT_TRUE(same(got, fresh(second))) << fault;
   }
 }
@@ -246,6 +292,8 @@ TEST_F(PromptCacheTiers, FailingWritesKeepServingFromRam) {
   e.flush_prompt_cache();
   EXPECT_GT(e.stats().cache.write_failures, 0);
   EXPECT_EQ(e.stats().cache.disk_writes, 0);
+  EXPECT_EQ(e.stats().cache.disk.state(), CacheTierState::kPaused);
+  EXPECT_EQ(e.stats().cache.warnings, 1);
   const Request second = follow_up(first, r1);
   const Reply got = run(e, second);
   EXPECT_EQ(got.usage.cached_tokens, 96);
@@ -278,7 +326,7 @@ TEST(KvDiskTier, StartsUpFastOverAThousandFiles) {
   KvFileLayout mine{BlockKey{1, 2}, 16, 4, 64, 0};
   KvFileLayout theirs = mine;
   theirs.model = BlockKey{3, 4};
-  std::vector<float> data(mine.data_floats(), 0.5f);
+  std::vector<uint8_t> data(mine.data_bytes(), 0x3f);
   int good = 0;
   for (int i = 0; i < 1000; ++i) {
     std::vector<int32_t> tokens(16, i);
