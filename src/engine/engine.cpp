@@ -62,6 +62,11 @@ ModelFingerprint fingerprint(const model::Model& m, const model::KvCache& kv,
   return f;
 }
 
+Error dead_end_error() {
+  return make_error(ErrorCode::kInvalidArgument,
+                    "the output's grammar allows no token of this model's vocabulary here");
+}
+
 Status check_output_rules(const OutputRules& r, int vocab) {
   if (r.grammar && r.grammar->vocabulary().size() > vocab) {
     return make_error(ErrorCode::kInvalidArgument,
@@ -134,8 +139,8 @@ Result<std::shared_ptr<Channel>> Engine::submit(Request request) {
                         "token id {} is outside the vocabulary (0..{})", t, vocab - 1);
     }
   }
-  if (request.max_tokens < 1) {
-    return make_error(ErrorCode::kInvalidArgument, "max_tokens must be at least 1");
+  if (request.max_tokens < 0) {
+    return make_error(ErrorCode::kInvalidArgument, "max_tokens must not be negative");
   }
   TF_RETURN_IF_ERROR(check_output_rules(request.output, vocab));
   auto seq = std::make_unique<Sequence>();
@@ -288,11 +293,7 @@ void Engine::step() {
   }
   if (plan.chunks.empty()) return;
   const int64_t vocab = model_->config().vocab_size;
-  float* logits = model_->logits_buffer(plan.chunks.size() * vocab);
-  if (logits == nullptr) {
-    logits_.resize(plan.chunks.size() * vocab);
-    logits = logits_.data();
-  }
+  int64_t rows = 0;
   const auto now = Clock::now();
   bool logits_needed = false;
   for (auto& c : plan.chunks) {
@@ -300,42 +301,44 @@ void Engine::step() {
       c.seq->scheduled_once = true;
       c.seq->first_scheduled = now;
     }
-    logits_needed = logits_needed || (c.wants_logits() && sampler_.needs_logits(*c.seq));
+    rows += c.n_logits();
+    logits_needed = logits_needed || c.scores_prompt() ||
+                    (c.wants_logits() && sampler_.needs_logits(*c.seq));
+  }
+  float* logits = model_->logits_buffer(rows * vocab);
+  if (logits == nullptr) {
+    logits_.resize(rows * vocab);
+    logits = logits_.data();
   }
   if (overlap_ && launch_overlapped(plan.chunks)) return;
-  values_.resize(plan.chunks.size());
+  values_.resize(rows);
   std::vector<Status> status = runner_.run(plan.chunks, logits, values_.data(), logits_needed);
   profile_.lap("forward");
-  // Each row's token: the model's value, a forced token, or the host's work on its logits row
-  // (a draw, logprobs), done on the model's host threads at once (each a function of its row
-  // alone); then emitted in order.
+  // The host's work on logits rows (a row's draw and logprobs, a prompt token's score), done on
+  // the model's host threads at once, each a function of its row alone; then emitted in order.
+  // Other rows' token is the model's value or a forced one.
   std::vector<Drawn> drawn(plan.chunks.size());
-  std::vector<std::pair<size_t, const float*>> host_rows;  // (chunk, its logits row)
+  std::vector<HostRow> host_rows;
   int64_t offset = 0;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
-    if (!plan.chunks[i].wants_logits()) continue;
-    const float* row = logits + offset * vocab;
-    const int32_t value = values_[offset++];
-    Sequence& s = *plan.chunks[i].seq;
+    const ScheduledChunk& c = plan.chunks[i];
+    const int64_t first = offset;
+    offset += c.n_logits();
+    Sequence& s = *c.seq;
     if (!status[i].ok()) continue;
+    if (c.scores_prompt()) {
+      for (int64_t r = first; r < offset; ++r) host_rows.push_back({i, r, c.seq->computed + r - first});
+    }
+    if (!c.wants_logits() || s.req.max_tokens == 0) continue;
+    const int64_t row = offset - 1;
     if (sampler_.needs_logits(s)) {
-      drawn[i].id = value;
-      host_rows.emplace_back(i, row);
+      drawn[i].id = values_[row];
+      host_rows.push_back({i, row, -1});
     } else {
-      drawn[i] = sampler_.pick(s, nullptr, value);
+      drawn[i] = sampler_.pick(s, nullptr, values_[row]);
     }
   }
-  auto work = [&](size_t b, size_t e) {
-    for (size_t k = b; k < e; ++k) {
-      const auto [i, row] = host_rows[k];
-      drawn[i] = sampler_.pick(*plan.chunks[i].seq, row, drawn[i].id);
-    }
-  };
-  if (ThreadPool* pool = model_->host_pool(); pool != nullptr && host_rows.size() > 1) {
-    pool->parallel_for(host_rows.size(), 1, work);
-  } else {
-    work(0, host_rows.size());
-  }
+  run_host_rows(plan.chunks, host_rows, logits, drawn);
   profile_.lap("sample");
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     Sequence& s = *plan.chunks[i].seq;
@@ -343,11 +346,13 @@ void Engine::step() {
       finish(s, FinishReason::kError, status[i].error());
       continue;
     }
+    const bool prompt_done = plan.chunks[i].wants_logits() && s.req.max_tokens == 0;
     advance(s, plan.chunks[i].n);
-    if (drawn[i].dead_end) {
-      finish(s, FinishReason::kError,
-             make_error(ErrorCode::kInvalidArgument,
-                        "the output's grammar allows no token of this model's vocabulary here"));
+    if (prompt_done) {  // a prompt-only request: its prefill is its reply
+      OutputProcessor::send_prefilled(s);
+      finish(s, FinishReason::kLength);
+    } else if (drawn[i].dead_end) {
+      finish(s, FinishReason::kError, dead_end_error());
     } else if (drawn[i].id >= 0) {
       emit_token(s, std::move(drawn[i]));
     }
@@ -361,19 +366,45 @@ void Engine::step() {
   profile_.step_done();
 }
 
+void Engine::run_host_rows(std::span<const ScheduledChunk> chunks,
+                           std::span<const HostRow> rows, const float* logits,
+                           std::vector<Drawn>& drawn) {
+  const auto vocab = static_cast<size_t>(model_->config().vocab_size);
+  auto work = [&](size_t b, size_t e) {
+    for (size_t k = b; k < e; ++k) {
+      const HostRow& h = rows[k];
+      Sequence& s = *chunks[h.chunk].seq;
+      const float* row = logits + static_cast<size_t>(h.row) * vocab;
+      if (h.prompt_pos >= 0) {
+        sampler_.score_prompt(s, h.prompt_pos, row);
+      } else {
+        drawn[h.chunk] = sampler_.pick(s, row, drawn[h.chunk].id);
+      }
+    }
+  };
+  if (ThreadPool* pool = model_->host_pool(); pool != nullptr && rows.size() > 1) {
+    pool->parallel_for(rows.size(), 1, work);
+  } else {
+    work(0, rows.size());
+  }
+}
+
 void Engine::advance(Sequence& s, int64_t n) {
   s.computed += n;
   cache_.commit(s);  // new whole blocks: others may reuse them now
 }
 
-// Only decode rows whose token is the model's value (greedy's argmax, or its own draw), which a
-// following step can read on the device. Anything else, or a launch that fails, takes the plain
-// path (which isolates faults).
+// Only decode rows whose token is the model's value (greedy's argmax, or its own draw, masked on
+// the device where the row has a grammar), which a following step can read on the device.
+// Anything else, or a launch that fails, takes the plain path (which isolates faults).
 bool Engine::launch_overlapped(std::span<const ScheduledChunk> chunks) {
   std::vector<Sequence*> seqs;
   for (const auto& c : chunks) {
     const Sequence& s = *c.seq;
-    if (c.n != 1 || !c.wants_logits() || sampler_.choice(s) != RowSampler::Choice::kModelValue) {
+    const RowSampler::Choice how = sampler_.choice(s);
+    if (c.n != 1 || !c.wants_logits() || s.req.max_tokens == 0 ||
+        (how != RowSampler::Choice::kModelValue &&
+         how != RowSampler::Choice::kMaskedModelValue)) {
       return false;
     }
     seqs.push_back(c.seq);
@@ -392,16 +423,23 @@ void Engine::step_overlapped() {
   profile_.start();
   // The next step is queued before this one is read when each row is sure to run again: not
   // cancelled, not ending by length with this token, and with a block for its next position.
-  // Only an end-of-generation or stop token can end a row then, and that row's extra step is
-  // dropped. Requests the scheduler could admit end the chain: it admits them next turn.
+  // Only an end-of-generation or stop token (or a grammar's dead end) can end a row then, and
+  // that row's extra step is dropped. Requests the scheduler could admit end the chain: it
+  // admits them next turn. A row whose next token may be masked or forced needs this step's
+  // token first: where the model masks on the device, the step is queued and its masks follow
+  // (select) once this one is read; elsewhere the chain ends.
   bool chain = waiting_.empty() || static_cast<int>(running_.size()) >= opt_.max_parallel;
+  bool defer = false;
   for (Sequence* s : inflight_) {
     const int64_t next_len = static_cast<int64_t>(s->tokens.size()) + 1;
+    const bool ruled = s->rules && s->rules->free_ahead() < 2;
+    defer = defer || ruled;
     chain = chain && s->state == SeqState::kRunning && !s->cancelled &&
             next_len - s->prompt_len < s->req.max_tokens && next_len < context_ &&
-            (!s->rules || s->rules->free_ahead() >= 2) && cache_.reserve(*s, next_len);
+            (!ruled || model_->masks_on_device()) && cache_.reserve(*s, next_len);
   }
-  if (chain && !runner_.launch(inflight_, true).ok()) {
+  defer = chain && defer;
+  if (chain && !runner_.launch(inflight_, true, defer).ok()) {
     runner_.discard();  // the step before goes too: its rows rerun on the plain path
     for (Sequence* s : inflight_) s->in_flight = false;
     inflight_.clear();
@@ -428,11 +466,23 @@ void Engine::step_overlapped() {
     Sequence& s = *rows[i];
     if (s.state != SeqState::kRunning) continue;  // ended while its step ran (cancel, deadline)
     advance(s, 1);
-    emit_token(s, Drawn{argmax[i]});  // the model's value (argmax or draw) is the token
+    // The model's value (argmax or draw, under the row's mask) is the token; an all-zero mask
+    // leaves the model one its grammar disallows.
+    if (s.rules && s.rules->masked() && !s.rules->allows(argmax[i])) {
+      finish(s, FinishReason::kError, dead_end_error());
+      continue;
+    }
+    emit_token(s, Drawn{argmax[i]});
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.steps;
+  }
+  if (defer && !runner_.select(rows).ok()) {  // the queued step goes; the plain path reruns it
+    runner_.discard();
+    for (Sequence* s : rows) s->in_flight = false;
+    erase_finished();
+    return;
   }
   if (chain) {
     inflight_ = std::move(rows);  // the queued step's rows: the same sequences, in order

@@ -104,6 +104,15 @@ class Engine final : public EngineClient {
   // the engine emits.
   bool launch_overlapped(std::span<const ScheduledChunk> chunks);
   void step_overlapped();
+  // A logits row the host works on: chunk `chunk`'s row `row` of the step's logits, the score of
+  // the prompt token after position prompt_pos, or (prompt_pos -1) the chunk's token draw.
+  struct HostRow {
+    size_t chunk;
+    int64_t row;
+    int64_t prompt_pos;
+  };
+  void run_host_rows(std::span<const ScheduledChunk> chunks, std::span<const HostRow> rows,
+                     const float* logits, std::vector<Drawn>& drawn);
   // After a step's row of `s` ran: advances it, commits its new whole blocks to the prefix index.
   void advance(Sequence& s, int64_t n);
   void emit_token(Sequence& s, Drawn drawn);

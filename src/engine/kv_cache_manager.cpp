@@ -114,7 +114,11 @@ KvCacheManager::Node& KvCacheManager::add_node(const BlockKey& key, const BlockK
 }
 
 void KvCacheManager::attach_prefix(Sequence& seq) {
-  if (!prefix_index_ || seq.computed != 0 || !seq.blocks.empty()) return;
+  // A prompt scored token by token needs every position's logits: it reads no prefix.
+  if (!prefix_index_ || seq.computed != 0 || !seq.blocks.empty() ||
+      seq.req.prompt_logprobs >= 0) {
+    return;
+  }
   seq.cache_chain = seq.cache_root;
   if (!seq.tokens.empty()) {
     const size_t max_blocks = (seq.tokens.size() - 1) / block_size_;
@@ -162,7 +166,10 @@ void KvCacheManager::unadmit(Sequence& seq) {
 }
 
 bool KvCacheManager::begin_load(Sequence& seq) {
-  if (!prefix_index_ || !tiers_ || seq.tokens.empty() || seq.cached_tokens >= 0) return false;
+  if (!prefix_index_ || !tiers_ || seq.tokens.empty() || seq.cached_tokens >= 0 ||
+      seq.req.prompt_logprobs >= 0) {
+    return false;
+  }
   std::vector<KvLoad::Slot> slots;
   BlockKey chain = seq.cache_root;
   const size_t max_blocks = (seq.tokens.size() - 1) / block_size_;

@@ -19,12 +19,13 @@ Status ModelRunner::forward(std::span<const ScheduledChunk> chunks, float* logit
     const ScheduledChunk& c = chunks[i];
     Sequence& s = *c.seq;
     ids.push_back(s.req.id);
+    const bool one_row = c.wants_logits() && c.n_logits() == 1;  // draws and masks need it
     batch.push_back({std::span<const int32_t>(s.tokens).subspan(s.computed, c.n), s.computed,
-                     s.blocks, c.wants_logits() ? 1 : 0});
-    if (c.wants_logits() && sampler_.draws_in_model(s)) {
+                     s.blocks, c.n_logits()});
+    if (one_row && sampler_.draws_in_model(s)) {
       batch.back().draw = RowSampler::device_draw(s, static_cast<uint64_t>(s.tokens.size()));
     }
-    if (c.wants_logits() && sampler_.choice(s) == RowSampler::Choice::kMaskedModelValue) {
+    if (one_row && sampler_.choice(s) == RowSampler::Choice::kMaskedModelValue) {
       sampler_.fill_mask(s, masks_[i]);
       batch.back().mask = masks_[i];
     }
@@ -51,15 +52,15 @@ std::vector<Status> ModelRunner::run(std::span<const ScheduledChunk> chunks, flo
   const int64_t vocab = model_.config().vocab_size;
   int64_t offset = 0;
   for (size_t i = 0; i < chunks.size(); ++i) {
-    const bool wants = chunks[i].wants_logits();
+    const int64_t rows = chunks[i].n_logits();
     result[i] =
         forward(chunks.subspan(i, 1), logits + offset * vocab, values + offset, logits_needed);
-    offset += wants ? 1 : 0;
+    offset += rows;
   }
   return result;
 }
 
-Status ModelRunner::launch(const std::vector<Sequence*>& rows, bool follow) {
+Status ModelRunner::launch(const std::vector<Sequence*>& rows, bool follow, bool defer_masks) {
   std::vector<RequestId> ids;
   for (const Sequence* s : rows) ids.push_back(s->req.id);
   TF_RETURN_IF_ERROR(check_fault(ids));
@@ -67,17 +68,46 @@ Status ModelRunner::launch(const std::vector<Sequence*>& rows, bool follow) {
   // device (the step before's argmax), so the chunk's token span is only a stand-in.
   std::vector<model::SeqChunk> batch;
   batch.reserve(rows.size());
-  for (const Sequence* s : rows) {
+  masks_.resize(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    Sequence* s = rows[i];
     const int64_t pos = follow ? static_cast<int64_t>(s->tokens.size()) : s->computed;
     batch.push_back({std::span(s->tokens).last(1), pos, s->blocks, 1});
     // The token after pos: index pos + 1 (forward()'s rows draw index tokens.size(), one past
-    // their last position, alike).
+    // their last position, alike). A deferred row's draw is keyed the same: the rules do not
+    // change how a row draws, only which tokens it may.
     if (sampler_.draws_in_model(*s)) {
       batch.back().draw = RowSampler::device_draw(*s, static_cast<uint64_t>(pos + 1));
     }
+    if (!follow && sampler_.choice(*s) == RowSampler::Choice::kMaskedModelValue) {
+      sampler_.fill_mask(*s, masks_[i]);
+      batch.back().mask = masks_[i];
+    }
   }
   try {
-    return model_.launch_decode(batch, kv_, follow);
+    return model_.launch_decode(batch, kv_, follow, defer_masks);
+  } catch (const std::exception& e) {
+    return make_error(ErrorCode::kInternal, "model step failed: {}", e.what());
+  }
+}
+
+Status ModelRunner::select(const std::vector<Sequence*>& rows) {
+  masks_.resize(rows.size());
+  std::vector<std::span<const uint32_t>> spans(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    Sequence& s = *rows[i];
+    masks_[i].clear();
+    if (s.state != SeqState::kRunning || !s.rules) continue;
+    if (const auto forced = s.rules->forced()) {
+      sampler_.size_mask(masks_[i]);
+      masks_[i][static_cast<size_t>(*forced) / 32] |= uint32_t{1} << (*forced % 32);
+    } else if (s.rules->masked()) {
+      sampler_.fill_mask(s, masks_[i]);
+    }
+    spans[i] = masks_[i];
+  }
+  try {
+    return model_.select_queued(spans);
   } catch (const std::exception& e) {
     return make_error(ErrorCode::kInternal, "model step failed: {}", e.what());
   }

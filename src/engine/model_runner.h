@@ -23,13 +23,19 @@ class ModelRunner {
   ModelRunner(model::Model& model, model::KvCache& kv, const RowSampler& sampler, FaultHook hook)
       : model_(model), kv_(kv), sampler_(sampler), fault_hook_(std::move(hook)) {}
 
-  // Runs the chunks; per chunk, ok or the error it hit. `values` gets one entry per chunk that
-  // wants logits (its argmax, or its device draw), `logits` its row where logits_needed.
+  // Runs the chunks; per chunk, ok or the error it hit. `values` gets one entry per logits row
+  // (ScheduledChunk::n_logits rows per chunk: the row's argmax, or its device draw), `logits`
+  // the rows where logits_needed.
   std::vector<Status> run(std::span<const ScheduledChunk> chunks, float* logits, int32_t* values,
                           bool logits_needed);
   // Queues one decode step of `rows`; with `follow`, each row's token is the one the step
-  // queued before leaves on the device.
-  Status launch(const std::vector<Sequence*>& rows, bool follow);
+  // queued before leaves on the device. A step that does not follow carries its rows' masks; a
+  // following one with `defer_masks` waits for select() to give them (Model::select_queued).
+  Status launch(const std::vector<Sequence*>& rows, bool follow, bool defer_masks = false);
+  // The masks of the deferred step's rows, from their rules as they stand now: the grammar's
+  // allowed tokens, or the one token the rules force (which the masked argmax and draw then
+  // pick); none for a free row or one that ended.
+  Status select(const std::vector<Sequence*>& rows);
   Status collect(int32_t* values) { return model_.collect(values); }
   void discard() { model_.discard_queued(); }
 

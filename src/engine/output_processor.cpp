@@ -5,11 +5,17 @@
 
 namespace tf::engine {
 
+void OutputProcessor::send_prefilled(Sequence& s) {
+  if (s.prefilled_sent) return;
+  s.prefilled_sent = true;
+  Prefilled p;
+  p.cached_tokens = std::max<int64_t>(s.cached_tokens, 0);
+  p.prompt = std::move(s.prompt_scores);
+  s.channel->push(std::move(p));
+}
+
 std::optional<FinishReason> OutputProcessor::append(Sequence& s, Drawn drawn) const {
-  if (!s.prefilled_sent) {
-    s.prefilled_sent = true;
-    s.channel->push(Prefilled{std::max<int64_t>(s.cached_tokens, 0)});
-  }
+  send_prefilled(s);
   const int32_t id = drawn.id;
   s.tokens.push_back(id);
   if (s.rules) s.rules->accept(id);

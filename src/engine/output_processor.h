@@ -20,6 +20,8 @@ class OutputProcessor {
   // Appends the row's token and sends it (after Prefilled, the first time); returns the reason
   // the row ends with it, if it does.
   std::optional<FinishReason> append(Sequence& s, Drawn drawn) const;
+  // Sends the Prefilled event (with the prompt's scores, where asked) unless it went out.
+  static void send_prefilled(Sequence& s);
   // The final event of a row that ends now.
   static Finished finished(const Sequence& s, FinishReason reason, std::optional<Error> error);
 

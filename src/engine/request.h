@@ -38,10 +38,13 @@ struct Request {
   std::vector<int32_t> prompt;
   SamplingParams sampling;       // sampling.seed is ignored; see `seed`
   std::optional<uint64_t> seed;  // absent: derived from the prompt and the server salt
-  int max_tokens = 256;
+  int max_tokens = 256;  // 0: the prompt only (it is prefilled, scored if asked, then finishes)
   std::vector<int32_t> stop_ids;  // in addition to the model's end-of-generation ids
   bool ignore_eos = false;
   int logprobs = -1;  // -1: none; 0: the chosen token's; k > 0: also the top k
+  // The prompt's own tokens scored (Prefilled::prompt), with the same meaning as `logprobs`. Such
+  // a request computes its whole prompt: it reads no cached prefix.
+  int prompt_logprobs = -1;
   bool draft = true;  // false: the serial reference path (no drafting)
   int priority = 0;
   std::optional<Clock::time_point> deadline;
@@ -49,16 +52,19 @@ struct Request {
   OutputRules output;
 };
 
-struct Prefilled {
-  int64_t cached_tokens = 0;
-  int64_t reasoning_tokens = 0;  // of completion_tokens: the reasoning block's, markers included
-};
-
 struct Tokens {
   std::vector<int32_t> ids;
   // Per id: the chosen token's logprob and, when requested, the top alternatives.
   std::vector<Logprob> logprobs;
   std::vector<std::vector<Logprob>> top_logprobs;
+};
+
+struct Prefilled {
+  int64_t cached_tokens = 0;
+  int64_t reasoning_tokens = 0;  // of completion_tokens: the reasoning block's, markers included
+  // With Request::prompt_logprobs: prompt tokens 1..n-1 (the first has no context to score it)
+  // and each one's logprob given the tokens before it.
+  Tokens prompt;
 };
 
 enum class FinishReason { kStop, kLength, kCancelled, kError };

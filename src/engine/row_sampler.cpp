@@ -34,6 +34,8 @@ bool RowSampler::draws_in_model(const Sequence& s) const {
 
 RowSampler::Choice RowSampler::choice(const Sequence& s) const {
   if (s.rules && s.rules->forced()) return Choice::kForced;
+  // A scored prompt's step brings every row to the host (and carries no device draw or mask).
+  if (s.req.prompt_logprobs >= 0 && !s.prefilled_sent) return Choice::kHost;
   if (!greedy_from_argmax(s) && !draws_in_model(s)) return Choice::kHost;
   if (free_next(s)) return Choice::kModelValue;
   return model_may_pick(s) ? Choice::kMaskedModelValue : Choice::kHost;
@@ -75,6 +77,22 @@ Drawn RowSampler::pick(Sequence& s, const float* logits, int32_t model_value) co
   return d;
 }
 
+void RowSampler::score_prompt(Sequence& s, int64_t pos, const float* logits) const {
+  if (pos + 1 >= s.prompt_len) return;
+  Tokens& t = s.prompt_scores;
+  const auto n = static_cast<size_t>(s.prompt_len - 1);
+  if (t.ids.size() != n) {  // sized once; a recomputed chunk (after preemption) overwrites
+    t.ids.assign(s.tokens.begin() + 1, s.tokens.begin() + s.prompt_len);
+    t.logprobs.assign(n, {});
+    t.top_logprobs.assign(s.req.prompt_logprobs > 0 ? n : 0, {});
+  }
+  const auto vocab = static_cast<size_t>(model_.config().vocab_size);
+  const int top = s.req.prompt_logprobs;
+  const auto i = static_cast<size_t>(pos);
+  t.logprobs[i] = chosen_logprob({logits, vocab}, t.ids[i], top > 0 ? &t.top_logprobs[i] : nullptr,
+                                 top);
+}
+
 // Gives the tokens the row's grammar does not allow a logit of -inf (a weight of exactly 0);
 // false when it allows none. Ids past the grammar's vocabulary (padding rows) are never allowed.
 bool RowSampler::apply_mask(Sequence& s, std::vector<float>& logits) const {
@@ -99,6 +117,10 @@ void RowSampler::fill_mask(Sequence& s, std::vector<uint32_t>& words) const {
   const size_t grammar_vocab = static_cast<size_t>(s.req.output.grammar->vocabulary().size());
   words.assign((std::max(vocab, grammar_vocab) + 31) / 32, 0);
   s.rules->fill_mask(words);
+}
+
+void RowSampler::size_mask(std::vector<uint32_t>& words) const {
+  words.assign((static_cast<size_t>(model_.config().vocab_size) + 31) / 32, 0);
 }
 
 int32_t RowSampler::host_draw(Sequence& s, const float* row, bool& dead_end) const {

@@ -35,10 +35,15 @@ class RowSampler {
   bool draws_in_model(const Sequence& s) const;
   // A kMaskedModelValue row's allowed tokens, in words of 32 ids over the model's vocabulary.
   void fill_mask(Sequence& s, std::vector<uint32_t>& words) const;
+  // Words of 32 ids for the model's vocabulary, all clear.
+  void size_mask(std::vector<uint32_t>& words) const;
   static model::DeviceDraw device_draw(const Sequence& s, uint64_t index);
   // The row's token: `model_value` where that is the token, else from `logits` (the row's raw
   // logits; null where needs_logits is false).
   Drawn pick(Sequence& s, const float* logits, int32_t model_value) const;
+  // Records the score of prompt token pos + 1 from `logits`, position pos's raw logits row
+  // (Request::prompt_logprobs); rows of later positions are no prompt token's and are skipped.
+  void score_prompt(Sequence& s, int64_t pos, const float* logits) const;
 
  private:
   static bool greedy_from_argmax(const Sequence& s);

@@ -5,6 +5,12 @@
 
 namespace tf::engine {
 
+int64_t Scheduler::chunk_tokens(const Sequence& s, int64_t budget) {
+  const int64_t n = std::min(s.pending(), budget);
+  const bool scores = s.req.prompt_logprobs >= 0 && !s.prefilled_sent;
+  return scores ? std::min(n, kMaxScoredRows) : n;
+}
+
 void Scheduler::preempt(Sequence& seq) {
   kv_.release(seq);
   seq.computed = 0;
@@ -38,7 +44,7 @@ StepPlan Scheduler::schedule(std::deque<Sequence*>& waiting, std::vector<Sequenc
       Sequence* s = running[i];
       const bool decode = s->pending() == 1;
       if (decode != (pass == 0) || s->pending() == 0) continue;
-      int64_t n = std::min(s->pending(), budget);
+      int64_t n = chunk_tokens(*s, budget);
       bool ok = kv_.reserve(*s, s->computed + n);
       while (!ok && preempt_newest(s)) {
         ok = kv_.reserve(*s, s->computed + n);
@@ -75,7 +81,7 @@ StepPlan Scheduler::schedule(std::deque<Sequence*>& waiting, std::vector<Sequenc
     waiting.pop_front();
     s->state = SeqState::kRunning;
     running.push_back(s);
-    int64_t n = std::min(s->pending(), budget);
+    int64_t n = chunk_tokens(*s, budget);
     kv_.reserve(*s, s->computed + n);
     plan.chunks.push_back({s, n});
     budget -= n;

@@ -29,7 +29,18 @@ struct ScheduledChunk {
   bool wants_logits() const {
     return seq->computed + n == static_cast<int64_t>(seq->tokens.size());
   }
+  // The chunk scores the prompt tokens it holds (Request::prompt_logprobs): each position yields
+  // logits, the next prompt token's score; the last, where wants_logits, the next token's row.
+  bool scores_prompt() const {
+    return seq->req.prompt_logprobs >= 0 && !seq->prefilled_sent && seq->computed < seq->prompt_len;
+  }
+  // Logits rows the step yields for this chunk, its last row the token's where wants_logits.
+  int64_t n_logits() const { return scores_prompt() ? n : (wants_logits() ? 1 : 0); }
 };
+
+// A chunk that scores its prompt brings a logits row per token to the host: this many at most
+// per step, which bounds the step's logits buffer (chunking never changes a row's values).
+inline constexpr int64_t kMaxScoredRows = 64;
 
 struct StepPlan {
   std::vector<ScheduledChunk> chunks;
@@ -47,6 +58,8 @@ class Scheduler {
 
  private:
   void preempt(Sequence& seq);
+  // The tokens of s to run this step within `budget`.
+  static int64_t chunk_tokens(const Sequence& s, int64_t budget);
 
   SchedulerOptions opt_;
   KvCacheManager& kv_;

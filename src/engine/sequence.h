@@ -35,6 +35,7 @@ struct Sequence {
   bool cancelled = false;
   bool in_flight = false;  // a row of a queued overlapped step: kept alive until it is read
   bool prefilled_sent = false;
+  Tokens prompt_scores;  // Prefilled::prompt, filled by position as the prompt's chunks run
   int64_t preemptions = 0;
   Clock::time_point submitted{}, first_scheduled{}, first_token{};
   bool scheduled_once = false;

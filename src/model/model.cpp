@@ -52,20 +52,32 @@ Status Model::forward_argmax(std::span<const SeqChunk> batch, KvCache& kv, float
   return {};
 }
 
-Status Model::launch_decode(std::span<const SeqChunk> batch, KvCache& kv, bool follow) {
-  if (queued_.size() >= 2) return make_error(ErrorCode::kInternal, "two steps are queued already");
-  std::vector<SeqChunk> rows(batch.begin(), batch.end());
-  std::vector<int32_t> tokens;
+Status Model::launch_decode(std::span<const SeqChunk> batch, KvCache& kv, bool follow,
+                            bool defer_selection) {
+  if (queued_.size() >= 2 || deferred_) {
+    return make_error(ErrorCode::kInternal, "two steps are queued already");
+  }
+  Deferred d{{batch.begin(), batch.end()}, {}, &kv};
   if (follow) {
-    if (queued_.empty() || queued_.back().size() != rows.size()) {
+    if (queued_.empty() || queued_.back().size() != d.rows.size()) {
       return make_error(ErrorCode::kInternal, "a following step needs the step before's rows");
     }
-    tokens = queued_.back();
-    for (size_t i = 0; i < rows.size(); ++i) rows[i].tokens = std::span(&tokens[i], 1);
+    d.tokens = queued_.back();
+    for (size_t i = 0; i < d.rows.size(); ++i) d.rows[i].tokens = std::span(&d.tokens[i], 1);
   }
-  std::vector<float> logits(rows.size() * static_cast<size_t>(config().vocab_size));
-  std::vector<int32_t> argmax(rows.size());
-  TF_RETURN_IF_ERROR(forward_argmax(rows, kv, logits.data(), argmax.data(), false));
+  deferred_ = std::move(d);
+  // This default runs a step at once, so a deferred one runs when its masks come.
+  return defer_selection ? Status{} : select_queued({});
+}
+
+Status Model::select_queued(std::span<const std::span<const uint32_t>> masks) {
+  if (!deferred_) return make_error(ErrorCode::kInternal, "no step waits for its masks");
+  Deferred d = std::move(*deferred_);
+  deferred_.reset();
+  for (size_t i = 0; i < masks.size() && i < d.rows.size(); ++i) d.rows[i].mask = masks[i];
+  std::vector<float> logits(d.rows.size() * static_cast<size_t>(config().vocab_size));
+  std::vector<int32_t> argmax(d.rows.size());
+  TF_RETURN_IF_ERROR(forward_argmax(d.rows, *d.kv, logits.data(), argmax.data(), false));
   queued_.push_back(std::move(argmax));
   return {};
 }

@@ -88,10 +88,21 @@ class Model {
   // is queued. The default runs each step inside launch_decode(), so it overlaps nothing;
   // overlaps_steps() says whether a model gains from the pattern. The queue is the model's: as
   // with every step, one caller (one engine) at a time.
+  //
+  // A following step under grammar masks (masks_on_device models): row i's mask depends on the
+  // token the step before leaves, which the host has not read when the step is queued. With
+  // `defer_selection`, launch_decode queues the step's forward only, and select_queued(masks)
+  // then queues its argmaxes and draws under the rows' masks (one per row; empty: none), once the
+  // host has read the step before and advanced the rows' grammars.
   virtual bool overlaps_steps() const { return false; }
-  virtual Status launch_decode(std::span<const SeqChunk> batch, KvCache& kv, bool follow);
+  virtual Status launch_decode(std::span<const SeqChunk> batch, KvCache& kv, bool follow,
+                               bool defer_selection = false);
+  virtual Status select_queued(std::span<const std::span<const uint32_t>> masks);
   virtual Status collect(int32_t* argmax);
-  virtual void discard_queued() { queued_.clear(); }
+  virtual void discard_queued() {
+    queued_.clear();
+    deferred_.reset();
+  }
 
   // One sequence whose KV occupies blocks 0.. of `kv` in order (tests, simple tools).
   Status forward(std::span<const int32_t> tokens, int64_t pos0, KvCache& kv, float* logits,
@@ -124,6 +135,13 @@ class Model {
 
  private:
   std::deque<std::vector<int32_t>> queued_;  // the default launch_decode()'s results
+  // The default's deferred step: run by select_queued() with its masks.
+  struct Deferred {
+    std::vector<SeqChunk> rows;
+    std::vector<int32_t> tokens;
+    KvCache* kv = nullptr;
+  };
+  std::optional<Deferred> deferred_;
 };
 
 // Refuses an architecture no family implements, naming it; reads nothing but the config.

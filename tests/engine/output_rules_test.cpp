@@ -3,7 +3,9 @@
 // itself; the grammar starts after the block; the first token may open the block instead.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/checkpoint.h"
@@ -193,6 +195,91 @@ TEST_F(OutputRulesTest, FirstTokenMayOpenTheBlockOrStartTheAnswer) {
   answer = text(answered.ids);
   EXPECT_TRUE(answer == "yes" || answer == "no") << answer;
   EXPECT_EQ(answered.usage.reasoning_tokens, 0);
+}
+
+// The CPU model as a model that overlaps its steps and masks them on the device would: the
+// default queued steps (Model::launch_decode, select_queued), argmaxes under the chunks' masks.
+class DeviceMaskingModel final : public model::Model {
+ public:
+  explicit DeviceMaskingModel(std::shared_ptr<model::Model> inner) : inner_(std::move(inner)) {}
+  const checkpoint::ModelConfig& config() const override { return inner_->config(); }
+  Status forward(std::span<const model::SeqChunk> batch, model::KvCache& kv,
+                 float* logits) override {
+    return inner_->forward(batch, kv, logits);
+  }
+  Status forward_argmax(std::span<const model::SeqChunk> batch, model::KvCache& kv, float* logits,
+                        int32_t* argmax, bool /*logits_needed*/) override {
+    TF_RETURN_IF_ERROR(inner_->forward(batch, kv, logits));
+    const int64_t vocab = config().vocab_size;
+    int64_t row = 0;
+    for (const model::SeqChunk& c : batch) {
+      for (int64_t k = 0; k < c.n_logits; ++k, ++row) {
+        float* x = logits + row * vocab;
+        for (int64_t id = 0; !c.mask.empty() && id < vocab; ++id) {
+          if (!((c.mask[id / 32] >> (id % 32)) & 1)) x[id] = -std::numeric_limits<float>::infinity();
+        }
+        argmax[row] = static_cast<int32_t>(std::max_element(x, x + vocab) - x);
+        ++stats.argmaxes;
+        stats.masked += c.mask.empty() ? 0 : 1;
+      }
+    }
+    return {};
+  }
+  bool overlaps_steps() const override { return true; }
+  bool masks_on_device() const override { return true; }
+  size_t weight_bytes() const override { return inner_->weight_bytes(); }
+
+  struct {
+    int64_t argmaxes = 0, masked = 0;
+  } stats;
+
+ private:
+  std::shared_ptr<model::Model> inner_;
+};
+
+// Rows under a grammar, a reasoning budget (the engine's forced close) and none, batched on
+// overlapped steps whose masks follow their tokens: the same replies as plain steps, and as the
+// host's masked draws.
+TEST_F(OutputRulesTest, OverlappedStepsUnderDeviceMasksReplyAsPlainSteps) {
+  auto g = compile({grammar::GrammarKind::kJsonSchema, kSchema, {}});
+  ASSERT_TRUE(g);
+  std::vector<Request> reqs;
+  for (int i = 0; i < 6; ++i) {
+    reqs.push_back(make_request(60 + i, 0.0f, 1, 48));
+    if (i % 3 != 2) reqs.back().output.grammar = g;
+    if (i % 3 == 1) {
+      reqs.back().output.reasoning_close = {kClose};
+      reqs.back().output.starts_in_reasoning = true;
+      reqs.back().output.max_reasoning_tokens = 3 + i;
+    }
+  }
+  auto run = [&](std::shared_ptr<model::Model> m, bool overlap, int64_t* overlapped) {
+    EngineOptions o = options();
+    o.overlap = overlap;
+    Engine e(std::move(m), o);
+    std::vector<std::shared_ptr<Channel>> chans;
+    for (const auto& r : reqs) chans.push_back(*e.submit(r));
+    std::vector<Reply> out;
+    for (auto& ch : chans) out.push_back(collect(*ch));
+    if (overlapped) *overlapped = e.stats().overlapped_steps;
+    return out;
+  };
+  auto device = std::make_shared<DeviceMaskingModel>(model_);
+  int64_t overlapped = 0;
+  const std::vector<Reply> chained = run(device, true, &overlapped);
+  EXPECT_GT(overlapped, 20);  // the masked rows stayed on the chain
+  EXPECT_GT(device->stats.masked, 40);
+  const std::vector<Reply> plain = run(device, false, nullptr);
+  const std::vector<Reply> host = run(model_, false, nullptr);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(chained[i].ids, plain[i].ids) << "request " << i;
+    EXPECT_EQ(chained[i].ids, host[i].ids) << "request " << i;
+    EXPECT_EQ(chained[i].reason, host[i].reason) << "request " << i;
+    if (reqs[i].output.grammar && !reqs[i].output.tracks_reasoning()) {
+      EXPECT_FALSE(nlohmann::json::parse(text(chained[i].ids), nullptr, false).is_discarded())
+          << text(chained[i].ids);
+    }
+  }
 }
 
 TEST_F(OutputRulesTest, RulesOutsideTheVocabularyAreRefused) {

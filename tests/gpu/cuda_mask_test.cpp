@@ -1,8 +1,8 @@
 // Grammar masks on the CUDA decoder (run on the H200; CI only compiles it): a masked row's argmax
 // is the argmax of its logits over the allowed ids, its draw is always an allowed id and the same
 // alone as among other rows, in eager (prefill) and graph (decode) steps; and the engine on CUDA
-// keeps grammar-masked replies batch-invariant, with the device mask giving the host mask's
-// greedy tokens.
+// keeps grammar-masked replies batch-invariant and the same on overlapped steps as on plain ones,
+// with the device mask giving the host mask's greedy tokens.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,6 +15,7 @@
 #include "checkpoint/checkpoint.h"
 #include "engine/engine.h"
 #include "model/model.h"
+#include "support/byte_vocabulary.h"
 #include "support/model_fixtures.h"
 
 namespace tf {
@@ -104,17 +105,6 @@ TEST(CudaMask, ArgmaxAndDrawsFollowTheMask) {
   check_step(*m, decode, kv, masks, "decode");  // graph replays
 }
 
-// Bytes 0..255 then pairs, so that a regex grammar has single- and multi-byte tokens.
-std::shared_ptr<const grammar::Vocabulary> byte_vocabulary(int n, int32_t eos) {
-  std::vector<std::string> tokens;
-  for (int id = 0; id < n; ++id) {
-    tokens.push_back(id < 256 ? std::string(1, static_cast<char>(id))
-                              : std::string{static_cast<char>('a' + id % 26),
-                                            static_cast<char>('a' + (id / 26) % 26)});
-  }
-  return grammar::Vocabulary::create(std::move(tokens), {eos});
-}
-
 std::vector<int32_t> run(engine::Engine& e, std::vector<engine::Request> reqs, bool together) {
   std::vector<int32_t> all;
   std::vector<std::shared_ptr<engine::Channel>> chans;
@@ -147,7 +137,7 @@ TEST(CudaMask, EngineRepliesFollowTheGrammarBatchedAsSolo) {
   constexpr int32_t kEos = 2;
   auto g =
       grammar::compile_grammar({grammar::GrammarKind::kRegex, "[a-z]{3,12}(, [a-z]{2,8}){1,3}", {}},
-                               byte_vocabulary(vocab, kEos));
+                               test::byte_vocabulary(vocab, kEos));
   ASSERT_TRUE(g.ok()) << g.error().message;
   std::vector<engine::Request> reqs;
   for (int i = 0; i < 8; ++i) {
@@ -167,6 +157,14 @@ TEST(CudaMask, EngineRepliesFollowTheGrammarBatchedAsSolo) {
   engine::Engine e(shared, o);
   const auto solo = run(e, reqs, false), batched = run(e, reqs, true);
   EXPECT_EQ(solo, batched);
+  // Masked rows keep the overlapped steps (each step's masks follow once the token before is
+  // read): the same replies as plain steps, greedy and sampled.
+  EXPECT_GT(e.stats().overlapped_steps, 40);
+  engine::EngineOptions plain_steps = o;
+  plain_steps.overlap = false;
+  engine::Engine ep(shared, plain_steps);
+  EXPECT_EQ(run(ep, reqs, true), batched);
+  EXPECT_EQ(ep.stats().overlapped_steps, 0);
   // Every reply matches the pattern (bytes of ids < 256 are the ids themselves).
   std::string text;
   for (int32_t id : batched) {
@@ -174,9 +172,7 @@ TEST(CudaMask, EngineRepliesFollowTheGrammarBatchedAsSolo) {
       EXPECT_TRUE(std::regex_match(text, std::regex("[a-z]{3,12}(, [a-z]{2,8}){1,3}"))) << text;
       text.clear();
     } else if (id != kEos) {
-      text += id < 256 ? std::string(1, static_cast<char>(id))
-                       : std::string{static_cast<char>('a' + id % 26),
-                                     static_cast<char>('a' + (id / 26) % 26)};
+      text += test::byte_token(id);
     }
   }
   // The host mask (a second model instance that leaves masks to the engine) gives the same

@@ -286,11 +286,14 @@ class CudaDecoder final : public Model {
     const char* o = std::getenv("TF_CUDA_OVERLAP");
     return graphs_enabled_ && (o == nullptr || std::string_view(o) != "0");
   }
-  Status launch_decode(std::span<const SeqChunk> batch, KvCache& kv, bool follow) override;
+  Status launch_decode(std::span<const SeqChunk> batch, KvCache& kv, bool follow,
+                       bool defer_selection) override;
+  Status select_queued(std::span<const std::span<const uint32_t>> masks) override;
   Status collect(int32_t* argmax) override;
   void discard_queued() override {
     (void)sync_all();  // its error, if any, belongs to the queued steps being dropped
     pending_.clear();
+    deferred_.reset();
   }
 
  private:
@@ -324,13 +327,26 @@ class CudaDecoder final : public Model {
     bool graph = false;        // replayed a captured graph
     int slot = 0;              // its inputs and argmaxes (slots_)
   };
+  // The end of a queued step: its masked rows' argmaxes taken again under their masks, its
+  // draws, then its `ran` event. Queued with the step, or by select_queued() for a deferred one.
+  struct Selection {
+    int slot = 0;
+    int rows = 0;  // argmax rows (a graph step's padding rows included)
+    bool decode_step = false;
+    int n_draws = 0;
+    const cuda::SampleRow* draws = nullptr;  // on the device, in the slot's inputs
+  };
+  Status queue_selection(const Selection& sel, int n_masked, const int32_t* mask_rows,
+                         const uint32_t* masks);
+  // Brings the slot's argmaxes back on download_, then its `read` event.
+  Status queue_readback(int slot, size_t rows);
   // Lays out the step, uploads its inputs and queues its kernels, without waiting; then the
   // argmax of each logits row into its slot's argmax buffer where `argmax` is set (decode steps
   // always: their graph holds it, and it writes the next step's tokens too). `follow`: the rows'
   // tokens are the argmaxes of the step queued before (whose rows these are, in order), on the
   // device already.
   Status queue_step(std::span<const SeqChunk> batch, KvCache& kv, bool follow, bool argmax,
-                    Queued& q);
+                    Queued& q, bool defer_selection = false);
   Status size_buffers(int n, int n_out, int max_splits);
   Status enqueue(int n, int n_out, int bs, int width, const AttentionPlan& plan);
 
@@ -424,6 +440,10 @@ class CudaDecoder final : public Model {
     DeviceBuffer inputs, argmax;
     cuda::PinnedBuffer staging, argmax_host;
     cuda::Event uploaded, ran, read;  // inputs in place; step done; argmaxes on the host
+    // A deferred selection's masks: their row ids, then the words of each row.
+    DeviceBuffer masks;
+    cuda::PinnedBuffer mask_staging;
+    cuda::Event masks_up;
   };
   Slot slots_[2];
   int slot_ = 0;  // the next step's
@@ -445,8 +465,10 @@ class CudaDecoder final : public Model {
   struct Pending {
     int slot = 0;
     size_t rows = 0;
+    bool selected = true;  // false until a deferred step's select_queued()
   };
   std::deque<Pending> pending_;
+  std::optional<Selection> deferred_;  // the newest queued step, waiting for its masks
 };
 
 Status CudaDecoder::step(std::span<const SeqChunk> batch, KvCache& kv, float* logits,
@@ -475,8 +497,11 @@ Status CudaDecoder::step(std::span<const SeqChunk> batch, KvCache& kv, float* lo
   return {};
 }
 
-Status CudaDecoder::launch_decode(std::span<const SeqChunk> batch, KvCache& kv, bool follow) {
-  if (pending_.size() >= 2) return make_error(ErrorCode::kInternal, "two steps are queued already");
+Status CudaDecoder::launch_decode(std::span<const SeqChunk> batch, KvCache& kv, bool follow,
+                                  bool defer_selection) {
+  if (pending_.size() >= 2 || deferred_) {
+    return make_error(ErrorCode::kInternal, "two steps are queued already");
+  }
   if (follow && (pending_.empty() || pending_.back().rows != batch.size())) {
     return make_error(ErrorCode::kInternal, "a following step needs the step before's rows");
   }
@@ -485,10 +510,15 @@ Status CudaDecoder::launch_decode(std::span<const SeqChunk> batch, KvCache& kv, 
     decode_rows = decode_rows && c.tokens.size() == 1 && c.n_logits == 1;
   if (!decode_rows) return make_error(ErrorCode::kInternal, "launch_decode takes decode rows");
   Queued q;
-  TF_RETURN_IF_ERROR(queue_step(batch, kv, follow, true, q));
+  TF_RETURN_IF_ERROR(queue_step(batch, kv, follow, true, q, defer_selection));
+  pending_.push_back({q.slot, batch.size(), !defer_selection});
+  return defer_selection ? Status{} : queue_readback(q.slot, batch.size());
+}
+
+Status CudaDecoder::queue_readback(int slot, size_t rows) {
   // The slot's previous step was read before this launch (at most one other is queued).
-  Slot& sl = slots_[q.slot];
-  const size_t bytes = batch.size() * sizeof(int32_t);
+  Slot& sl = slots_[slot];
+  const size_t bytes = rows * sizeof(int32_t);
   if (sl.argmax_host.bytes() < bytes) {
     TF_CUDA_TRY(sl.argmax_host.allocate(std::max<size_t>(bytes, 256)));
   }
@@ -497,12 +527,58 @@ Status CudaDecoder::launch_decode(std::span<const SeqChunk> batch, KvCache& kv, 
   TF_CUDA_TRY(
       cudaMemcpyAsync(sl.argmax_host.get(), sl.argmax.get(), bytes, cudaMemcpyDeviceToHost, down));
   TF_CUDA_TRY(cudaEventRecord(sl.read.get(), down));
-  pending_.push_back({q.slot, batch.size()});
   return {};
+}
+
+// The masks go up on upload_ from the slot's pinned staging (its last reader, the slot's step
+// before, has run), and the compute stream waits for them behind the deferred step's forward.
+Status CudaDecoder::select_queued(std::span<const std::span<const uint32_t>> masks) {
+  if (!deferred_ || pending_.empty()) {
+    return make_error(ErrorCode::kInternal, "no step waits for its masks");
+  }
+  const Selection sel = *deferred_;
+  deferred_.reset();
+  const size_t words = (static_cast<size_t>(cfg_.vocab_size) + 31) / 32;
+  std::vector<int32_t> rows;
+  for (size_t i = 0; i < masks.size(); ++i) {
+    if (!masks[i].empty()) rows.push_back(static_cast<int32_t>(i));
+  }
+  Slot& sl = slots_[sel.slot];
+  const size_t at_words = (rows.size() * sizeof(int32_t) + 15) & ~size_t{15};
+  const size_t bytes = at_words + rows.size() * words * sizeof(uint32_t);
+  if (!rows.empty()) {
+    if (sl.mask_staging.bytes() < bytes) TF_CUDA_TRY(sl.mask_staging.allocate(2 * bytes));
+    if (sl.masks.bytes() < bytes) {  // no graph refers to it: no generation to retire
+      TF_CUDA_TRY(sync_all());
+      TF_CUDA_TRY(sl.masks.allocate(2 * bytes));
+    }
+    auto* host = sl.mask_staging.get<std::byte>();
+    std::memcpy(host, rows.data(), rows.size() * sizeof(int32_t));
+    auto* w = reinterpret_cast<uint32_t*>(host + at_words);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const auto m = masks[static_cast<size_t>(rows[r])];
+      std::fill_n(w + r * words, words, 0u);
+      std::copy_n(m.begin(), std::min(m.size(), words), w + r * words);
+    }
+    cudaStream_t up = upload_.get();
+    TF_CUDA_TRY(cudaStreamWaitEvent(up, sl.ran.get(), 0));
+    TF_CUDA_TRY(cudaMemcpyAsync(sl.masks.get(), host, bytes, cudaMemcpyHostToDevice, up));
+    TF_CUDA_TRY(cudaEventRecord(sl.masks_up.get(), up));
+    TF_CUDA_TRY(cudaStreamWaitEvent(stream_.get(), sl.masks_up.get(), 0));
+  }
+  auto* base = sl.masks.get<std::byte>();
+  TF_RETURN_IF_ERROR(queue_selection(sel, static_cast<int>(rows.size()),
+                                     reinterpret_cast<const int32_t*>(base),
+                                     reinterpret_cast<const uint32_t*>(base + at_words)));
+  pending_.back().selected = true;
+  return queue_readback(sel.slot, pending_.back().rows);
 }
 
 Status CudaDecoder::collect(int32_t* argmax) {
   if (pending_.empty()) return make_error(ErrorCode::kInternal, "no step is queued");
+  if (!pending_.front().selected) {
+    return make_error(ErrorCode::kInternal, "the oldest step waits for its masks");
+  }
   const Pending p = pending_.front();
   pending_.pop_front();
   const auto wait_start = StepTimer::Clock::now();
@@ -513,7 +589,7 @@ Status CudaDecoder::collect(int32_t* argmax) {
 }
 
 Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, bool follow,
-                               bool argmax, Queued& q) {
+                               bool argmax, Queued& q, bool defer_selection) {
   TF_RETURN_IF_ERROR(validate_batch(batch, kv, cfg_));
   TF_RETURN_IF_ERROR(ensure_kv(kv));
   const int bs = kv.block_size();
@@ -706,16 +782,10 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
                              s, decode_step ? other.inputs.get<int32_t>() : nullptr,
                              argmax_scratch_.get());
   };
-  auto queue_masks = [&] {
-    return cuda::mask_logits(logits_.get<float>(), static_cast<int>(mask_rows.size()),
-                             cfg_.vocab_size, reinterpret_cast<const int32_t*>(base + at_mask_rows),
-                             reinterpret_cast<const uint32_t*>(base + at_masks), s);
-  };
   step_timer_.mark(1);
   if (!decode) {
     TF_RETURN_IF_ERROR(enqueue(n, n_out, bs, max_blocks, plan));
-    if (!mask_rows.empty()) TF_CUDA_TRY(queue_masks());
-    if (argmax && n_out > 0) {
+    if (argmax && n_out > 0 && mask_rows.empty()) {  // masked: the selection takes them
       TF_CUDA_TRY(queue_argmax(n_out));
       timer_.mark("argmax", s);
     }
@@ -746,18 +816,37 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
       TF_CUDA_TRY(inst);
       it = graphs_.emplace(key, std::move(g)).first;
     }
-    TF_CUDA_TRY(cudaGraphLaunch(it->second.exec, s));
-    if (!mask_rows.empty()) {  // the graph's argmaxes saw unmasked logits: take them again
-      TF_CUDA_TRY(queue_masks());
-      TF_CUDA_TRY(queue_argmax(n_run));
-    }
+    TF_CUDA_TRY(cudaGraphLaunch(it->second.exec, s));  // the selection redoes masked rows
   }
-  if (!draws.empty()) {
-    // A decode step's draws become the other slot's tokens too, over the argmaxes written there.
-    TF_CUDA_TRY(cuda::sample_rows(logits_.get<float>(), static_cast<int>(draws.size()),
-                                  cfg_.vocab_size, draw_params, draw_scratch_.get<uint64_t>(),
-                                  sl.argmax.get<int32_t>(), s,
-                                  decode_step ? other.inputs.get<int32_t>() : nullptr));
+  const Selection sel{j, decode ? n_run : n_out, decode_step, static_cast<int>(draws.size()),
+                      draw_params};
+  if (defer_selection) {
+    deferred_ = sel;
+    return {};
+  }
+  return queue_selection(sel, static_cast<int>(mask_rows.size()),
+                         reinterpret_cast<const int32_t*>(base + at_mask_rows),
+                         reinterpret_cast<const uint32_t*>(base + at_masks));
+}
+
+Status CudaDecoder::queue_selection(const Selection& sel, int n_masked, const int32_t* mask_rows,
+                                    const uint32_t* masks) {
+  cudaStream_t s = stream_.get();
+  Slot& sl = slots_[sel.slot];
+  Slot& other = slots_[sel.slot ^ 1];
+  // A decode step's argmaxes and draws also become the other slot's tokens (a following step's).
+  int32_t* next_tokens = sel.decode_step ? other.inputs.get<int32_t>() : nullptr;
+  if (n_masked > 0) {  // the argmaxes of every row again, the masked ones over -inf logits
+    TF_CUDA_TRY(cuda::mask_logits(logits_.get<float>(), n_masked, cfg_.vocab_size, mask_rows,
+                                  masks, s));
+    TF_CUDA_TRY(cuda::argmax_rows(logits_.get<float>(), sel.rows, cfg_.vocab_size,
+                                  sl.argmax.get<int32_t>(), s, next_tokens,
+                                  argmax_scratch_.get()));
+  }
+  if (sel.n_draws > 0) {
+    TF_CUDA_TRY(cuda::sample_rows(logits_.get<float>(), sel.n_draws, cfg_.vocab_size, sel.draws,
+                                  draw_scratch_.get<uint64_t>(), sl.argmax.get<int32_t>(), s,
+                                  next_tokens));
   }
   TF_CUDA_TRY(cudaEventRecord(sl.ran.get(), s));
   return {};
