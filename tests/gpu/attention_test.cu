@@ -218,5 +218,9 @@ int main() {
   run_case({16, 4, 2, 16, 0.0f, {1, 40, 150}});        // sliding window (mistral fixture)
   run_case({32, 4, 4, 100, 30.0f, {300}});             // window across splits, soft-capping
   run_case({128, 8, 1, 0, 0.0f, {2, 65, 333}});        // group 8
+  // Llama heads with a window of 200: blocks whose stages start 32 past a multiple of 64, so a
+  // split ends after a stage's first tile (the wide kernel's stage_update), beside interior
+  // stages that skip the mask.
+  run_case({128, 32, 8, 200, 0.0f, {40, 1000}});
   return report();
 }

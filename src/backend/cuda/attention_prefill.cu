@@ -20,8 +20,16 @@
 //     as often per line;
 //   - K/V are staged 64 positions (two canonical tiles) at a time through a ring of 3 cp.async
 //     stages, with one barrier per stage, the block-table reads one stage ahead; the scores of a
-//     stage's two tiles are computed together (their mma chains interleave), then each tile's
-//     softmax and P.V in order;
+//     stage's two tiles are computed together (their mma chains interleave), then both tiles'
+//     maxima, exponentials and sums side by side (stage_update: the second tile's running
+//     maximum follows from the first's without its O update), then each tile's rescale and P.V
+//     in order. With 8 warps an SM (one block: 219 registers, 170 KB of shared memory) the
+//     loop is a latency chain; where a split ends is tracked per line (split_end) rather than
+//     found by a modulo per tile and line, whose reciprocal and fix-ups had sat in that chain.
+//     With the item below: 145 -> 172 TFLOP/s at 32K (bench/gpu/long_prefill: the modulo alone,
+//     computed up front for both tiles, made it slower than before, 126);
+//   - a stage visible to every line of the warp in full (all but the last few of a causal
+//     chunk's) skips the mask's compares and selects, which would change nothing there (2.6 %);
 //   - a warp skips the tiles in which all its lines are masked (past their last position, or
 //     before a window's first): there the update would leave every line's state as it is
 //     (attention_tile.cuh: a fully masked tile rescales by exactly 1 and adds zeros), so
@@ -51,6 +59,83 @@ template <int HD>
 constexpr size_t wide_smem_bytes() {
   return kStages * kStageTiles * 2 * stage_bytes<HD>() +
          static_cast<size_t>(kWideLines) * kTotLd<HD> * sizeof(float);
+}
+
+// Whether the tile at t0 ends one of line h's splits (or the line), split_end being the end of the
+// split that holds t0: positions only, not state, and no division (the modulo it replaces cost a
+// reciprocal and its fix-ups per tile and line).
+template <int HD>
+__device__ __forceinline__ bool ends_split(const Lines<HD>& L, int h, int t0, int split_end) {
+  const int end = t0 + kTile;
+  return (t0 <= L.last[h]) & (end > L.first[h]) & ((end == split_end) | (end > L.last[h]));
+}
+
+// Line h's split so far folded into its total (tot_h, the line's row), and the next split started.
+template <int HD>
+__device__ __forceinline__ void fold_split(Lines<HD>& L, int h, float* tot_h) {
+  const int t = threadIdx.x & 3;
+  const Merge mg(L.m_tot[h], L.l_tot[h], L.m[h], L.l[h]);
+#pragma unroll
+  for (int j = 0; j < L.kDTiles; ++j) {
+    float2* at = reinterpret_cast<float2*>(tot_h + 8 * j + 2 * t);
+    const float2 v = *at;
+    *at = make_float2(mg(v.x, L.o[j][2 * h]), mg(v.y, L.o[j][2 * h + 1]));
+  }
+  L.reset(h);
+}
+
+// The stage's tiles, in order, for the warp's lines after their scores s: tile_update()'s steps
+// (attention_tile.cuh) with the same values, scheduled so that the tiles' softmax runs side by
+// side. Tile i's new running maximum is fmax(the one tile i - 1 left, or -inf where tile i - 1
+// ends the line's split, whose fold resets the state; tile i's maximum), known from positions and
+// scores alone, so every tile's exponentials and sums come before the first rescale of O; then
+// each tile's l and O update and split fold run in order. A tile fully masked for the warp's
+// lines is left out, as its update would leave every state as it is.
+template <int HD>
+__device__ __forceinline__ void stage_update(Lines<HD>& L, float (&s)[kStageTiles][4][4],
+                                             const bf16* v0, int v_stride, int t_stage, int w_first,
+                                             int w_last, int (&split_end)[2],
+                                             float* const (&tot)[2]) {
+  float m_new[kStageTiles][2], sum[kStageTiles][2];
+  bool ends[kStageTiles][2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float m = L.m[h];
+#pragma unroll
+    for (int i = 0; i < kStageTiles; ++i) {
+      const int t0 = t_stage + i * kTile;
+      // A left-out tile is masked for every line: its maximum is -inf and m_new = m.
+      m_new[i][h] = fmaxf(m, tile_max(s[i], h));
+      ends[i][h] = ends_split(L, h, t0, split_end[h]);
+      m = ends[i][h] ? -INFINITY : m_new[i][h];
+    }
+    // A split is at least 128 positions long, so a stage crosses at most one end.
+    if (split_end[h] <= t_stage + kStageTiles * kTile) split_end[h] += L.split[h];
+  }
+#pragma unroll
+  for (int i = 0; i < kStageTiles; ++i) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) sum[i][h] = tile_probs(s[i], h, m_new[i][h]);
+  }
+#pragma unroll
+  for (int i = 0; i < kStageTiles; ++i) {
+    const int t0 = t_stage + i * kTile;
+    if (t0 > w_last || t0 + kTile <= w_first) continue;
+    float alpha[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      alpha[h] = rescale(L.m[h], m_new[i][h]);
+      L.l[h] = __fmaf_rn(L.l[h], alpha[h], sum[i][h]);
+      L.m[h] = m_new[i][h];
+    }
+    uint32_t pa[2][4];
+    pack_probs(s[i], pa);
+    tile_pv<HD>(L.o, alpha, pa, v0 + i * v_stride, 0, HD / 16);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (ends[i][h]) fold_split(L, h, tot[h]);
+    }
+  }
 }
 
 template <int HD, bool kMayCap>
@@ -103,13 +188,25 @@ __global__ void __launch_bounds__(kWarps * 32, 1)
       *reinterpret_cast<float2*>(tot[h] + 8 * j + 2 * t) = make_float2(0.0f, 0.0f);
     }
   }
-  // The warp's visible positions: a tile outside [w_first, w_last] is fully masked for its lines.
+  // The warp's visible positions: a tile outside [w_first, w_last] is fully masked for its lines,
+  // one inside [w_in_first, w_in_last] fully visible to all of them (an empty line, last = -1,
+  // makes that range empty, so its state never sees an unmasked score).
   int w_first = L.last[0] >= 0 ? L.first[0] : INT_MAX, w_last = max(L.last[0], L.last[1]);
   if (L.last[1] >= 0) w_first = min(w_first, L.first[1]);
+  int w_in_first = max(L.first[0], L.first[1]), w_in_last = min(L.last[0], L.last[1]);
 #pragma unroll
   for (int sh = 16; sh > 0; sh >>= 1) {
     w_first = min(w_first, __shfl_xor_sync(0xffffffffu, w_first, sh));
     w_last = max(w_last, __shfl_xor_sync(0xffffffffu, w_last, sh));
+    w_in_first = max(w_in_first, __shfl_xor_sync(0xffffffffu, w_in_first, sh));
+    w_in_last = min(w_in_last, __shfl_xor_sync(0xffffffffu, w_in_last, sh));
+  }
+  // The end of the split that holds each line's first tile (splits are multiples of 64 long), kept
+  // as the walk passes it; a stage before a line's first tile never reaches that end.
+  int split_end[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    split_end[h] = (L.first[h] / kTile * kTile / L.split[h] + 1) * L.split[h];
   }
   __syncthreads();  // the zeroed padding before any copy lands in it
 
@@ -155,37 +252,22 @@ __global__ void __launch_bounds__(kWarps * 32, 1)
     load_slots(st + kStages);
     const int buf = st % kStages, t_stage = t_begin + st * kStageTiles * kTile;
     if (t_stage > w_last || t_stage + kStageTiles * kTile <= w_first) continue;
-      // The scores of two tiles at once (their mma chains interleave), then each tile's update in
-      // order. A tile fully masked for the warp's lines gets scores but no update.
+    // The scores of the stage's tiles at once (their mma chains interleave), masked only where
+    // some position is hidden from some line of the warp.
+    float s[kStageTiles][4][4];
+    if (t_stage >= w_in_first && t_stage + kStageTiles * kTile - 1 <= w_in_last) {
 #pragma unroll
-    for (int pair = 0; pair < kStageTiles; pair += 2) {
-      constexpr int kN = kStageTiles < 2 ? 1 : 2;
-      float s[kN][4][4];
-#pragma unroll
-      for (int i = 0; i < kN; ++i) {
-        tile_scores<HD, kMayCap>(L, k_at(buf, pair + i), t_stage + (pair + i) * kTile, p, s[i]);
+      for (int i = 0; i < kStageTiles; ++i) {
+        tile_scores<HD, kMayCap, false>(L, k_at(buf, i), t_stage + i * kTile, p, s[i]);
       }
+    } else {
 #pragma unroll
-      for (int i = 0; i < kN; ++i) {
-        const int t0 = t_stage + (pair + i) * kTile;
-        if (t0 > w_last || t0 + kTile <= w_first) continue;
-        tile_update<HD>(L, s[i], k_at(buf, pair + i) + kTileElems, 0, HD / 16);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const bool in_line = t0 <= L.last[h] && t0 + kTile > L.first[h];
-          if (!in_line || ((t0 + kTile) % L.split[h] != 0 && t0 + kTile <= L.last[h])) continue;
-          // This tile ends one of the line's splits: fold it into the total, start the next.
-          const Merge mg(L.m_tot[h], L.l_tot[h], L.m[h], L.l[h]);
-#pragma unroll
-          for (int j = 0; j < L.kDTiles; ++j) {
-            float2* at = reinterpret_cast<float2*>(tot[h] + 8 * j + 2 * t);
-            const float2 v = *at;
-            *at = make_float2(mg(v.x, L.o[j][2 * h]), mg(v.y, L.o[j][2 * h + 1]));
-          }
-          L.reset(h);
-        }
+      for (int i = 0; i < kStageTiles; ++i) {
+        tile_scores<HD, kMayCap, true>(L, k_at(buf, i), t_stage + i * kTile, p, s[i]);
       }
     }
+    stage_update<HD>(L, s, k_at(buf, 0) + kTileElems, 2 * kTileElems, t_stage, w_first, w_last,
+                     split_end, tot);
   }
   asm volatile("cp.async.wait_group 0;\n");  // no copy outlives the block
 

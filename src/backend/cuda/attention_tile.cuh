@@ -205,7 +205,9 @@ __device__ void stage_tile(bf16* kd, bf16* vd, const bf16* k_cache, const bf16* 
 // S = Q K^T of positions [t0, t0 + kTile), scaled, soft-capped, and -inf outside each line's
 // visible positions.
 // kMayCap = false: the caller knows p.softcap is 0, and the code holds no tanh or division.
-template <int HD, bool kMayCap = true>
+// kMask = false: the caller knows every position of the tile is visible to every line of the warp,
+// so the mask would change nothing (a prefill warp's interior tiles).
+template <int HD, bool kMayCap = true, bool kMask = true>
 __device__ void tile_scores(const Lines<HD>& L, const bf16* kt, int t0, const AttentionParams& p,
                             float (&s)[4][4]) {
   const int lane = threadIdx.x & 31, t = lane & 3;
@@ -231,7 +233,7 @@ __device__ void tile_scores(const Lines<HD>& L, const bf16* kt, int t0, const At
         const int at = t0 + 8 * j + 2 * t + e;
         float v = __fmul_rn(s[j][2 * h + e], p.scale);
         if (kMayCap && p.softcap > 0.0f) v = __fmul_rn(tanhf(__fdiv_rn(v, p.softcap)), p.softcap);
-        if (at < L.first[h] || at > L.last[h]) v = -INFINITY;
+        if (kMask && (at < L.first[h] || at > L.last[h])) v = -INFINITY;
         s[j][2 * h + e] = v;
       }
     }
