@@ -8,6 +8,7 @@ namespace tf::cli {
 
 // Registers a subcommand; the returned function runs it and yields the process exit code.
 std::function<int()> add_info_command(CLI::App& app);
+std::function<int()> add_perplexity_command(CLI::App& app);
 std::function<int()> add_run_command(CLI::App& app);
 std::function<int()> add_serve_command(CLI::App& app);
 std::function<int()> add_tokenize_command(CLI::App& app);

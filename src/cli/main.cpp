@@ -1,4 +1,4 @@
-// tensorfold: the command-line entry point (info, run, serve, tokenize; pull, bench come later).
+// tensorfold: the command-line entry point (info, perplexity, run, serve, tokenize).
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -10,11 +10,13 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   spdlog::set_pattern("%^%l%$: %v");
   auto info = tf::cli::add_info_command(app);
+  auto perplexity = tf::cli::add_perplexity_command(app);
   auto run = tf::cli::add_run_command(app);
   auto serve = tf::cli::add_serve_command(app);
   auto tokenize = tf::cli::add_tokenize_command(app);
   CLI11_PARSE(app, argc, argv);
   if (app.got_subcommand("info")) return info();
+  if (app.got_subcommand("perplexity")) return perplexity();
   if (app.got_subcommand("run")) return run();
   if (app.got_subcommand("serve")) return serve();
   if (app.got_subcommand("tokenize")) return tokenize();
