@@ -37,6 +37,8 @@ nlohmann::ordered_json openai_error_body(const ApiError& e) {
   return {{"error", err}};
 }
 
+int anthropic_status(const ApiError& e) { return e.status == 503 ? 529 : e.status; }
+
 nlohmann::ordered_json anthropic_error_body(const ApiError& e) {
   std::string type = e.status == 401   ? "authentication_error"
                      : e.status == 404 ? "not_found_error"

@@ -29,6 +29,9 @@ ApiError from_engine_error(const Error& e);
 
 // {"error": {"message", "type", "param", "code"}}
 nlohmann::ordered_json openai_error_body(const ApiError& e);
+// The status Anthropic's API gives the error: 529 for a server that cannot take the request now
+// (its overloaded_error; 503 elsewhere), the error's own status otherwise.
+int anthropic_status(const ApiError& e);
 // {"type": "error", "error": {"type", "message"}}
 nlohmann::ordered_json anthropic_error_body(const ApiError& e);
 

@@ -46,7 +46,7 @@ bool match_pattern(std::string_view pattern, std::string_view path,
 void send_error(Envelope envelope, Responder& r, const ApiError& e) {
   if (envelope == Envelope::kOpenAI) return Service::send_error(r, e);
   if (e.code == "cancelled") return;
-  r.send(e.status, "application/json", dump(anthropic_error_body(e)));
+  r.send(anthropic_status(e), "application/json", dump(anthropic_error_body(e)));
 }
 
 void add_service_routes(std::vector<Route>& t) {

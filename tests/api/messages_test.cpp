@@ -2,6 +2,8 @@
 // order for thinking, text and tool_use, whole and streamed alike, and its error envelope.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "api/route.h"
 #include "api/service.h"
 #include "api_fakes.h"
@@ -168,13 +170,37 @@ TEST_F(MessagesTest, ErrorsUseAnthropicsEnvelope) {
   s.submit_error = Error{ErrorCode::kResourceExhausted, "full"};
   engine->add(s);
   auto r = post("/v1/messages", body({{"stream", true}}));
-  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.status, 529);  // Anthropic's overloaded status, where OpenAI's routes send 503
   EXPECT_FALSE(r.streaming);
   EXPECT_EQ(r.json(), json({{"type", "error"},
                             {"error", {{"type", "overloaded_error"}, {"message", "full"}}}}));
   auto bad = post("/v1/messages", body({{"max_tokens", -1}}));
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(bad.json()["error"]["type"], "invalid_request_error");
+}
+
+// A batch that fails after the stream has started: the events so far, then Anthropic's `error`
+// event in its envelope, and no message_delta or message_stop after it.
+TEST_F(MessagesTest, FailureAfterTheStreamStartedIsAnErrorEvent) {
+  std::vector<int32_t> ids;
+  for (unsigned char c : std::string("Hi")) ids.push_back(FakeTokenizer::kByte0 + c);
+  for (auto [code, type] : {std::pair{ErrorCode::kInternal, "api_error"},
+                            std::pair{ErrorCode::kResourceExhausted, "overloaded_error"}}) {
+    Script s = Script::tokens(ids);
+    s.finish = engine::FinishReason::kError;
+    s.error = Error{code, "batch failed"};
+    engine->add(s);
+    auto r = post("/v1/messages", body({{"stream", true}}));
+    ASSERT_TRUE(r.streaming);
+    std::vector<std::string> types;
+    for (const auto& e : r.events) types.push_back(json::parse(e)["type"]);
+    ASSERT_GE(types.size(), 3u);
+    EXPECT_EQ(types.front(), "message_start");
+    EXPECT_NE(std::find(types.begin(), types.end(), "content_block_delta"), types.end());
+    EXPECT_EQ(std::find(types.begin(), types.end(), "message_stop"), types.end());
+    EXPECT_EQ(json::parse(r.events.back()),
+              json({{"type", "error"}, {"error", {{"type", type}, {"message", "batch failed"}}}}));
+  }
 }
 
 }  // namespace
