@@ -15,6 +15,7 @@
 #include "base/thread_pool.h"
 #include "checkpoint/checkpoint.h"
 #include "model/kv_cache.h"
+#include "model/kv_transfer.h"
 
 namespace tf::model {
 
@@ -121,6 +122,11 @@ class Model {
   // Whether the KV pool lives in host memory (the CPU backend), where the prompt cache's lower
   // tiers copy blocks from and to.
   virtual bool kv_in_host_memory() const { return true; }
+  // Block copies between `kv`'s pool (wherever this model keeps it) and host memory, for the
+  // prompt cache's tiers below the pool; null where the model offers none.
+  virtual std::unique_ptr<KvBlockTransfer> kv_transfer(KvCache& kv) {
+    return make_host_kv_transfer(kv);
+  }
 
   // The host threads the model computes with, free between steps (the engine draws its sampled
   // rows on them); nullptr: none.

@@ -26,6 +26,7 @@
 #include "backend/cuda/ops.h"
 #include "backend/cuda/token_mask.h"
 #include "base/half.h"
+#include "model/cuda/cuda_kv_transfer.h"
 #include "model/cuda/cuda_moe.h"
 #include "model/cuda/cuda_status.h"
 #include "model/cuda/uploader.h"
@@ -258,6 +259,10 @@ class CudaDecoder final : public Model {
   bool draws_on_device() const override { return true; }
   bool masks_on_device() const override { return device_masks_; }
   bool kv_in_host_memory() const override { return false; }
+  std::unique_ptr<KvBlockTransfer> kv_transfer(KvCache& kv) override {
+    if (!ensure_kv(kv).ok()) return nullptr;
+    return make_cuda_kv_transfer(copier_, kv, stream_.get());
+  }
   float* logits_buffer(size_t floats) override {
     if (pinned_floats_ < floats) {
       if (pinned_) cudaFreeHost(pinned_);
@@ -373,6 +378,11 @@ class CudaDecoder final : public Model {
     kv_layer_elems_ = per_layer;
     kv_owner_ = &kv;
     kv_blocks_ = kv.num_blocks();
+    const size_t block_row_bytes = static_cast<size_t>(kv.block_size()) * cfg_.num_kv_heads *
+                                   cfg_.head_dim * sizeof(uint16_t);
+    copier_->set_pool({&kv, k_cache_.get<uint8_t>(), v_cache_.get<uint8_t>(),
+                       per_layer * sizeof(uint16_t), block_row_bytes, cfg_.num_layers,
+                       kv.num_blocks()});
     return {};
   }
 
@@ -423,6 +433,9 @@ class CudaDecoder final : public Model {
   int64_t kv_blocks_ = 0;
   size_t kv_layer_elems_ = 0;
   DeviceBuffer k_cache_, v_cache_;
+  // The prompt cache's block copies to and from pinned host memory (kv_transfer); steps wait for
+  // its step lane on the device.
+  std::shared_ptr<cuda::KvBlockCopier> copier_ = std::make_shared<cuda::KvBlockCopier>();
   // Per-step buffers, grown as needed.
   // Where the current step's inputs sit on the device (in its slot's buffer).
   struct StepInputs {
@@ -592,6 +605,7 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
                                bool argmax, Queued& q, bool defer_selection) {
   TF_RETURN_IF_ERROR(validate_batch(batch, kv, cfg_));
   TF_RETURN_IF_ERROR(ensure_kv(kv));
+  TF_CUDA_TRY(copier_->order_before(stream_.get()));
   const int bs = kv.block_size();
   std::vector<int32_t> tokens, pos, row_seq, out_rows, tables;
   std::vector<int64_t> slots;
