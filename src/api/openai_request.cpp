@@ -56,6 +56,7 @@ ApiResult<CommonFields> parse_common(const json& body, bool chat) {
     }
   }
   TF_API_TRY(c.ignore_eos, boolean(body, "ignore_eos", false));
+  TF_API_TRY(c.draft, boolean(body, "draft", true));
   auto& s = c.sampling;
   TF_API_TRY(auto temperature, number(body, "temperature", 0.0, 2.0));
   TF_API_TRY(auto top_p, number(body, "top_p", 0.0, 1.0));

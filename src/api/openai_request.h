@@ -29,6 +29,7 @@ struct CommonFields {
   std::optional<int> max_tokens;
   std::vector<std::string> stop;
   bool ignore_eos = false;
+  bool draft = true;  // false: the serial reference path (no speculative drafts)
   SamplingFields sampling;
   std::optional<std::string> user;
 };
@@ -56,6 +57,7 @@ struct CompletionRequest {
   std::vector<std::vector<int32_t>> token_prompts;
   bool echo = false;
   std::optional<int> logprobs;  // top-k count, 0..5 like OpenAI (we allow up to 20)
+  std::optional<int> prompt_logprobs;  // vLLM's: the prompt tokens' logprobs and top k
 };
 
 ApiResult<ChatRequest> parse_chat_request(const nlohmann::ordered_json& body);

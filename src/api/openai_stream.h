@@ -18,7 +18,10 @@ inline nlohmann::ordered_json usage_json(const engine::Usage& u) {
           {"completion_tokens", u.completion_tokens},
           {"total_tokens", u.prompt_tokens + u.completion_tokens},
           {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}},
-          {"completion_tokens_details", {{"reasoning_tokens", u.reasoning_tokens}}}};
+          {"completion_tokens_details",
+           {{"reasoning_tokens", u.reasoning_tokens},
+            {"accepted_prediction_tokens", u.accepted_prediction_tokens},
+            {"rejected_prediction_tokens", u.rejected_prediction_tokens}}}};
 }
 
 // An SSE stream's head (begin_stream, then the endpoint's first events), sent once, when the

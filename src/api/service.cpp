@@ -129,6 +129,7 @@ ApiResult<engine::Request> Service::make_request(const CommonFields& c, std::vec
   req.prompt = std::move(prompt);
   req.max_tokens = static_cast<int>(std::min<int64_t>(max_tokens, ctx - n));
   req.ignore_eos = c.ignore_eos;
+  req.draft = c.draft;
   req.logprobs = logprobs;
   const auto& s = c.sampling;
   auto& p = req.sampling;

@@ -48,6 +48,7 @@ struct ServeArgs {
   server::ServerOptions http;                 // the HTTP limits and timeouts, set by flags
   std::string tool_parser, reasoning_parser;  // empty: detected from the chat template
   CacheArgs cache;                            // the prompt cache's tiers
+  bool no_draft = false;                      // --no-draft: no speculative drafts
 };
 
 int fail(const Error& e) {
@@ -82,6 +83,7 @@ int serve(ServeArgs a) {
   eo.context = a.context;
   eo.seed_salt = std::random_device{}() | static_cast<uint64_t>(std::random_device{}()) << 32;
   eo.eog_ids = eog_ids(*opened->tokenizer);
+  eo.draft.enabled = !a.no_draft;
   if (auto s = apply_cache_options(a.cache, (*loaded)->kv_in_host_memory(), *ckpt, eo); !s.ok()) {
     return fail(s.error());
   }
@@ -183,6 +185,8 @@ std::function<int()> add_serve_command(CLI::App& app) {
       ->check(CLI::Range(0.001, 4096.0));
   cmd->add_option("--backend", a->backend, "Where to run: cpu, cuda or auto (GPU when present)")
       ->check(CLI::IsMember(model::backend_names()));
+  cmd->add_flag("--no-draft", a->no_draft,
+                "Decode serially: no drafts from the context verified in one step");
   cmd->add_option("--threads", a->threads, "Compute threads (0: all cores)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--api-key", a->api_keys, "Require this key (also TENSORFOLD_API_KEY)");

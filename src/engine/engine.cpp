@@ -7,6 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "base/log.h"
+#include "engine/draft/verify_cost.h"
+
 namespace tf::engine {
 
 const char* finish_reason_name(FinishReason r) {
@@ -62,6 +65,24 @@ ModelFingerprint fingerprint(const model::Model& m, const model::KvCache& kv,
   return f;
 }
 
+// The drafter's cost table: the one given, or measured on the model now (before the engine holds
+// any block); none without drafting.
+draft::VerifyCost verify_cost(model::Model& m, model::KvCache& kv, const draft::DraftOptions& o) {
+  if (!o.enabled) return {};
+  if (o.cost) return *o.cost;
+  draft::VerifyCostOptions vo;
+  vo.max_k = o.max_k;
+  auto c = draft::measure_verify_cost(m, kv, vo);
+  if (!c) {
+    TF_LOG_WARN("drafting without a measured verify cost: {}", c.error().message);
+    return {};
+  }
+  TF_LOG_INFO("verify cost at {} row(s): 1 draft {:.2f}x, 4 drafts {:.2f}x, {} drafts {:.2f}x a step",
+              c->rows().front(), c->relative(c->rows().front(), 1),
+              c->relative(c->rows().front(), 4), o.max_k, c->relative(c->rows().front(), o.max_k));
+  return *c;
+}
+
 Error dead_end_error() {
   return make_error(ErrorCode::kInvalidArgument,
                     "the output's grammar allows no token of this model's vocabulary here");
@@ -93,7 +114,8 @@ Engine::Engine(std::shared_ptr<model::Model> model, EngineOptions options)
       scheduler_({opt_.max_batch_tokens, opt_.max_parallel, kv_.block_size()}, cache_),
       sampler_(*model_),
       runner_(*model_, kv_, sampler_, opt_.fault_hook),
-      output_(opt_.eog_ids, context_) {
+      output_(opt_.eog_ids, context_),
+      drafter_(opt_.draft, verify_cost(*model_, kv_, opt_.draft)) {
   overlap_ = opt_.overlap.value_or(model_->overlaps_steps());
   if (opt_.prefix_cache && opt_.tiers.any()) {
     auto tiers = KvTiers::create(kv_, model_key_, opt_.tiers, [this] {
@@ -292,6 +314,7 @@ void Engine::step() {
     stats_.preemptions += static_cast<int64_t>(plan.preempted.size());
   }
   if (plan.chunks.empty()) return;
+  plan_drafts(plan);
   const int64_t vocab = model_->config().vocab_size;
   int64_t rows = 0;
   const auto now = Clock::now();
@@ -302,8 +325,11 @@ void Engine::step() {
       c.seq->first_scheduled = now;
     }
     rows += c.n_logits();
+    // A drafted row with rules may need its logits at a later position even where its first
+    // is the model's value.
     logits_needed = logits_needed || c.scores_prompt() ||
-                    (c.wants_logits() && sampler_.needs_logits(*c.seq));
+                    (c.wants_logits() && sampler_.needs_logits(*c.seq)) ||
+                    (c.drafts > 0 && c.seq->rules);
   }
   float* logits = model_->logits_buffer(rows * vocab);
   if (logits == nullptr) {
@@ -319,13 +345,15 @@ void Engine::step() {
   // Other rows' token is the model's value or a forced one.
   std::vector<Drawn> drawn(plan.chunks.size());
   std::vector<HostRow> host_rows;
+  std::vector<int64_t> first_row(plan.chunks.size());
   int64_t offset = 0;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const ScheduledChunk& c = plan.chunks[i];
     const int64_t first = offset;
+    first_row[i] = first;
     offset += c.n_logits();
     Sequence& s = *c.seq;
-    if (!status[i].ok()) continue;
+    if (!status[i].ok() || c.drafts > 0) continue;  // drafted rows are verified in order below
     if (c.scores_prompt()) {
       for (int64_t r = first; r < offset; ++r) host_rows.push_back({i, r, c.seq->computed + r - first});
     }
@@ -344,6 +372,10 @@ void Engine::step() {
     Sequence& s = *plan.chunks[i].seq;
     if (!status[i].ok()) {
       finish(s, FinishReason::kError, status[i].error());
+      continue;
+    }
+    if (plan.chunks[i].drafts > 0) {
+      verify(s, logits + first_row[i] * vocab, values_.data() + first_row[i]);
       continue;
     }
     const bool prompt_done = plan.chunks[i].wants_logits() && s.req.max_tokens == 0;
@@ -389,6 +421,77 @@ void Engine::run_host_rows(std::span<const ScheduledChunk> chunks,
   }
 }
 
+void Engine::plan_drafts(StepPlan& plan) {
+  if (!drafter_.enabled()) return;
+  int rows = 0;
+  int64_t budget = opt_.max_batch_tokens;
+  for (const auto& c : plan.chunks) {
+    rows += c.wants_logits() ? 1 : 0;
+    budget -= c.n;
+  }
+  for (auto& c : plan.chunks) {
+    Sequence& s = *c.seq;
+    s.drafts.clear();
+    if (c.n != 1 || !c.wants_logits() || c.scores_prompt() || !sampler_.verifies_drafts(s)) {
+      continue;
+    }
+    // Drafts and the token after them stay within max_tokens and the context.
+    const auto len = static_cast<int64_t>(s.tokens.size());
+    const int64_t limit =
+        std::min({s.req.max_tokens - s.generated() - 1, context_ - len - 1, budget});
+    drafter_.plan(s, rows, limit, s.drafts);
+    if (s.drafts.empty()) continue;
+    if (!cache_.reserve(s, s.computed + 1 + static_cast<int64_t>(s.drafts.size()))) {
+      s.drafts.clear();  // no block for them: a plain row (drafts never preempt anyone)
+      continue;
+    }
+    c.drafts = static_cast<int64_t>(s.drafts.size());
+    budget -= c.drafts;
+  }
+}
+
+void Engine::verify(Sequence& s, const float* logits, const int32_t* values) {
+  const std::vector<int32_t> drafts = std::move(s.drafts);
+  s.drafts.clear();
+  const auto vocab = static_cast<size_t>(model_->config().vocab_size);
+  const auto m = static_cast<int64_t>(drafts.size());
+  int64_t kept = 0, emitted = 0;
+  std::optional<FinishReason> end;
+  bool dead_end = false;
+  // Each pick sees the sequence as serial decoding would (its tokens so far, its rules advanced
+  // by them), so its key, penalties, mask and logprobs are the serial ones.
+  for (int64_t j = 0; j <= m; ++j) {
+    Drawn d = sampler_.pick(s, logits + static_cast<size_t>(j) * vocab, values[j]);
+    if (d.dead_end) {
+      dead_end = true;
+      break;
+    }
+    const bool same = j < m && d.id == drafts[j];
+    end = output_.append(s, std::move(d));
+    ++emitted;
+    kept += same ? 1 : 0;
+    if (end || !same) break;
+  }
+  s.accepted_drafts += kept;
+  s.rejected_drafts += m - kept;
+  drafter_.verified(s, static_cast<int>(m), static_cast<int>(kept));
+  // The row's token and the kept drafts have their KV now; the rest of the chunk's is garbage
+  // past s.computed, where nothing reads it and no block is committed.
+  advance(s, 1 + kept);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.generated_tokens += emitted;
+    ++stats_.drafts;
+    stats_.draft_tokens += m;
+    stats_.accepted_tokens += kept;
+  }
+  if (dead_end) {
+    finish(s, FinishReason::kError, dead_end_error());
+  } else if (end) {
+    finish(s, *end);
+  }
+}
+
 void Engine::advance(Sequence& s, int64_t n) {
   s.computed += n;
   cache_.commit(s);  // new whole blocks: others may reuse them now
@@ -402,7 +505,7 @@ bool Engine::launch_overlapped(std::span<const ScheduledChunk> chunks) {
   for (const auto& c : chunks) {
     const Sequence& s = *c.seq;
     const RowSampler::Choice how = sampler_.choice(s);
-    if (c.n != 1 || !c.wants_logits() || s.req.max_tokens == 0 ||
+    if (c.n != 1 || c.drafts > 0 || !c.wants_logits() || s.req.max_tokens == 0 ||
         (how != RowSampler::Choice::kModelValue &&
          how != RowSampler::Choice::kMaskedModelValue)) {
       return false;
@@ -437,6 +540,12 @@ void Engine::step_overlapped() {
     chain = chain && s->state == SeqState::kRunning && !s->cancelled &&
             next_len - s->prompt_len < s->req.max_tokens && next_len < context_ &&
             (!ruled || model_->masks_on_device()) && cache_.reserve(*s, next_len);
+  }
+  // A row with drafts to verify ends the chain: the plain step carries them (the chain's rows
+  // are one token each).
+  for (Sequence* s : inflight_) {
+    chain = chain && !(sampler_.verifies_drafts(*s) &&
+                       drafter_.would_draft(*s, static_cast<int>(inflight_.size())));
   }
   defer = chain && defer;
   if (chain && !runner_.launch(inflight_, true, defer).ok()) {
@@ -521,6 +630,7 @@ void Engine::update_stats_locked() {
 void Engine::finish(Sequence& s, FinishReason reason, std::optional<Error> error) {
   if (s.state == SeqState::kFinished) return;
   cache_.release(s);
+  drafter_.finished(s);
   std::erase(running_, &s);
   std::erase(loading_, &s);
   std::erase(waiting_, &s);

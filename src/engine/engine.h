@@ -17,6 +17,7 @@
 
 #include "base/result.h"
 #include "engine/channel.h"
+#include "engine/draft/drafter.h"
 #include "engine/engine_client.h"
 #include "engine/kv_cache_manager.h"
 #include "engine/kv_cache_stats.h"
@@ -51,6 +52,9 @@ struct EngineOptions {
   std::optional<bool> overlap;
   // Test hook, called before each model step with the ids it holds; an error fails that step.
   ModelRunner::FaultHook fault_hook;
+  // Speculative decoding: proposals verified in one step, kept only where serial decoding
+  // picks the same tokens (draft/drafter.h).
+  draft::DraftOptions draft;
 };
 
 struct EngineStats {
@@ -63,6 +67,9 @@ struct EngineStats {
   int64_t preemptions = 0;
   int64_t generated_tokens = 0;
   int64_t overlapped_steps = 0;  // steps queued before the one before was read
+  int64_t drafts = 0;            // rows verified with drafts
+  int64_t draft_tokens = 0;      // tokens those rows drafted
+  int64_t accepted_tokens = 0;   // of them, kept
   CacheStats cache;
 };
 
@@ -116,6 +123,13 @@ class Engine final : public EngineClient {
   // After a step's row of `s` ran: advances it, commits its new whole blocks to the prefix index.
   void advance(Sequence& s, int64_t n);
   void emit_token(Sequence& s, Drawn drawn);
+  // Gives the plan's decode rows their drafts (Sequence::drafts, ScheduledChunk::drafts) where
+  // the drafter has some, within the step's token budget and the rows' reserved blocks.
+  void plan_drafts(StepPlan& plan);
+  // Verifies a drafted row from its logits rows (and the model's values for them): picks each
+  // position as serial decoding would, keeps drafts while they equal the picks, then the first
+  // pick that differs (or the one after the last draft); KV is committed only that far.
+  void verify(Sequence& s, const float* logits, const int32_t* values);
   void erase_finished();
   void finish(Sequence& s, FinishReason reason, std::optional<Error> error = std::nullopt);
   void update_stats_locked();
@@ -130,6 +144,7 @@ class Engine final : public EngineClient {
   RowSampler sampler_;
   ModelRunner runner_;
   OutputProcessor output_;
+  draft::Drafter drafter_;
 
   // Engine-thread state.
   std::map<RequestId, std::unique_ptr<Sequence>> seqs_;

@@ -20,8 +20,14 @@ Status ModelRunner::forward(std::span<const ScheduledChunk> chunks, float* logit
     Sequence& s = *c.seq;
     ids.push_back(s.req.id);
     const bool one_row = c.wants_logits() && c.n_logits() == 1;  // draws and masks need it
-    batch.push_back({std::span<const int32_t>(s.tokens).subspan(s.computed, c.n), s.computed,
-                     s.blocks, c.n_logits()});
+    std::span<const int32_t> tokens = std::span<const int32_t>(s.tokens).subspan(s.computed, c.n);
+    if (c.drafts > 0) {  // the drafts follow the row's token: they are not in s.tokens
+      drafted_.resize(chunks.size());
+      drafted_[i].assign(tokens.begin(), tokens.end());
+      drafted_[i].insert(drafted_[i].end(), s.drafts.begin(), s.drafts.end());
+      tokens = drafted_[i];
+    }
+    batch.push_back({tokens, s.computed, s.blocks, c.n_logits()});
     if (one_row && sampler_.draws_in_model(s)) {
       batch.back().draw = RowSampler::device_draw(s, static_cast<uint64_t>(s.tokens.size()));
     }

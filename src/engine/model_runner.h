@@ -48,7 +48,8 @@ class ModelRunner {
   model::KvCache& kv_;
   const RowSampler& sampler_;
   FaultHook fault_hook_;
-  std::vector<std::vector<uint32_t>> masks_;  // per chunk of the step being run: its mask
+  std::vector<std::vector<uint32_t>> masks_;
+  std::vector<std::vector<int32_t>> drafted_;  // per drafted chunk: its token, then its drafts  // per chunk of the step being run: its mask
 };
 
 }  // namespace tf::engine

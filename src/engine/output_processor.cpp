@@ -48,6 +48,8 @@ Finished OutputProcessor::finished(const Sequence& s, FinishReason reason,
   f.error = std::move(error);
   f.usage = {s.prompt_len, std::max<int64_t>(s.generated(), 0),
              std::max<int64_t>(s.cached_tokens, 0), s.rules ? s.rules->reasoning_tokens() : 0};
+  f.usage.accepted_prediction_tokens = s.accepted_drafts;
+  f.usage.rejected_prediction_tokens = s.rejected_drafts;
   if (s.scheduled_once) {
     f.timings.queued_seconds = secs(s.first_scheduled - s.submitted);
     if (s.generated() > 0) {

@@ -74,6 +74,9 @@ struct Usage {
   int64_t completion_tokens = 0;
   int64_t cached_tokens = 0;
   int64_t reasoning_tokens = 0;  // of completion_tokens: the reasoning block's, markers included
+  // Drafted tokens verification kept (they are in the reply) and dropped (OpenAI's names).
+  int64_t accepted_prediction_tokens = 0;
+  int64_t rejected_prediction_tokens = 0;
 };
 
 struct Timings {

@@ -41,6 +41,10 @@ RowSampler::Choice RowSampler::choice(const Sequence& s) const {
   return model_may_pick(s) ? Choice::kMaskedModelValue : Choice::kHost;
 }
 
+bool RowSampler::verifies_drafts(const Sequence& s) const {
+  return !draws_in_model(s) && !(model_.masks_on_device() && s.rules);
+}
+
 bool RowSampler::needs_logits(const Sequence& s) const {
   const Choice c = choice(s);
   return c == Choice::kHost || (c == Choice::kForced && s.req.logprobs >= 0);

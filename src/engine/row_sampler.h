@@ -31,6 +31,9 @@ class RowSampler {
   Choice choice(const Sequence& s) const;
   // The step must bring this row's logits to the host.
   bool needs_logits(const Sequence& s) const;
+  // Each of the row's positions can be picked from its argmax or its logits on the host, as
+  // verifying drafts does: not where the model draws or masks the row itself (one output only).
+  bool verifies_drafts(const Sequence& s) const;
   // The model draws the row itself: its chunk carries device_draw(s, index).
   bool draws_in_model(const Sequence& s) const;
   // A kMaskedModelValue row's allowed tokens, in words of 32 ids over the model's vocabulary.

@@ -23,6 +23,9 @@ struct SchedulerOptions {
 struct ScheduledChunk {
   Sequence* seq;
   int64_t n;  // tokens [seq->computed, seq->computed + n) run this step
+  // A decode row's drafts (seq->drafts) run after its token, each position with its own logits
+  // row; set after scheduling, by the engine's drafter.
+  int64_t drafts = 0;
 
   // The chunk reaches the sequence's last token, so the step yields its next token (logits for
   // that row). Read before the step advances seq->computed.
@@ -35,7 +38,7 @@ struct ScheduledChunk {
     return seq->req.prompt_logprobs >= 0 && !seq->prefilled_sent && seq->computed < seq->prompt_len;
   }
   // Logits rows the step yields for this chunk, its last row the token's where wants_logits.
-  int64_t n_logits() const { return scores_prompt() ? n : (wants_logits() ? 1 : 0); }
+  int64_t n_logits() const { return scores_prompt() ? n : (wants_logits() ? 1 + drafts : 0); }
 };
 
 // A chunk that scores its prompt brings a logits row per token to the host: this many at most

@@ -37,6 +37,9 @@ struct Sequence {
   bool prefilled_sent = false;
   Tokens prompt_scores;  // Prefilled::prompt, filled by position as the prompt's chunks run
   int64_t preemptions = 0;
+  // This step's drafts, run after the last token and verified before any joins `tokens`.
+  std::vector<int32_t> drafts;
+  int64_t accepted_drafts = 0, rejected_drafts = 0;
   Clock::time_point submitted{}, first_scheduled{}, first_token{};
   bool scheduled_once = false;
 
