@@ -46,6 +46,20 @@ TokenLogprobInfo logprob_info(const tokenizer::Tokenizer& tok, const engine::Tok
   return info;
 }
 
+// vLLM's finished_reason for an outcome.
+std::string_view metrics_reason(const Outcome& o) {
+  switch (o.reason) {
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kCancelled:
+      return "abort";
+    case FinishReason::kError:
+      return o.error && o.error->code == "shutting_down" ? "abort" : "error";
+    default:
+      return "stop";
+  }
+}
+
 }  // namespace
 
 std::string Delta::content() const {
@@ -94,11 +108,17 @@ Outcome run_generation(engine::EngineClient& engine, const tokenizer::Tokenizer&
   Outcome out;
   const engine::RequestId id = request.id;
   const std::vector<int32_t> prompt = request.prompt;
+  GenerationObserver* watch = responder.observer();
+  const auto submitted = engine::Clock::now();
+  auto last_tokens = submitted;
+  bool prefilled = false;
+  std::optional<double> ttft;
+  engine::Timings timings;
   auto ch = engine.submit(std::move(request));
   if (!ch) {
     out.reason = FinishReason::kError;
     out.error = from_engine_error(ch.error());
-    return out;
+    return out;  // refused before it ran: not a generation (its HTTP status still is counted)
   }
   tokenizer::IncrementalDetokenizer detok(tok);
   for (int32_t t : prompt) detok.push(t);  // the reply's text continues the prompt's
@@ -143,6 +163,13 @@ Outcome run_generation(engine::EngineClient& engine, const tokenizer::Tokenizer&
     }
     if (auto* t = std::get_if<engine::Tokens>(&*ev)) {
       any_event = true;
+      if (watch && !t->ids.empty()) {
+        const auto now = engine::Clock::now();
+        const double gap = std::chrono::duration<double>(now - last_tokens).count();
+        if (!ttft) ttft = gap;
+        watch->on_tokens(static_cast<int64_t>(t->ids.size()), gap, last_tokens == submitted);
+        last_tokens = now;
+      }
       if (cancelled || stops.stopped()) continue;  // draining after a cancel we asked for
       for (size_t i = 0; i < t->ids.size(); ++i) {
         const int32_t tid = t->ids[i];
@@ -159,6 +186,7 @@ Outcome run_generation(engine::EngineClient& engine, const tokenizer::Tokenizer&
       if (cancelled) engine.cancel(id);
     } else if (auto* f = std::get_if<engine::Finished>(&*ev)) {
       out.usage = f->usage;
+      timings = f->timings;
       out.reasoning_tokens = f->usage.reasoning_tokens;  // the engine counts the block's tokens
       if (stops.stopped()) {
         out.reason = FinishReason::kStopString;
@@ -181,7 +209,16 @@ Outcome run_generation(engine::EngineClient& engine, const tokenizer::Tokenizer&
       }
     } else {
       any_event = true;  // Prefilled: the prompt is in; the reply comes next
+      if (auto* p = std::get_if<engine::Prefilled>(&*ev); p && watch && !prefilled) {
+        watch->on_prefilled(static_cast<int64_t>(prompt.size()), p->cached_tokens);
+      }
+      prefilled = true;
     }
+  }
+  if (watch) {
+    GenerationRecord rec{id, prompt, out.usage, timings, metrics_reason(out), ttft, 0};
+    rec.e2e_seconds = std::chrono::duration<double>(engine::Clock::now() - submitted).count();
+    watch->on_finished(rec);
   }
   return out;
 }

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "api/generation_observer.h"
+
 namespace tf::api {
 
 class MessageSocket {
@@ -26,6 +28,8 @@ class MessageSocket {
   // Closes with a close code (1000 normal, 1001 going away) and reason.
   virtual void close(int code, std::string_view reason) = 0;
   virtual bool open() = 0;
+  // Who is told what each generation on this connection measured; null: nobody.
+  virtual GenerationObserver* observer() { return nullptr; }
 };
 
 }  // namespace tf::api

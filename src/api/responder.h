@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "api/generation_observer.h"
+
 namespace tf::api {
 
 class Responder {
@@ -22,6 +24,9 @@ class Responder {
   // True once the server has stopped waiting for work outside the engine (its shutdown grace
   // period is over); the engine ends its own streams itself.
   virtual bool abandoned() { return false; }
+  // Who is told what each generation of this request measured (metrics, the request log); null:
+  // nobody.
+  virtual GenerationObserver* observer() { return nullptr; }
 };
 
 }  // namespace tf::api

@@ -21,6 +21,7 @@ class SocketResponder final : public Responder {
   bool begin_stream() override { return s_.open(); }
   bool send_event(std::string_view, std::string_view) override { return s_.open(); }
   bool alive() override { return s_.open(); }
+  GenerationObserver* observer() override { return s_.observer(); }
 
  private:
   MessageSocket& s_;

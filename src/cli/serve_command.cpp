@@ -20,6 +20,7 @@
 #include "cli/commands.h"
 #include "cli/http_options.h"
 #include "cli/open_model.h"
+#include "cli/ops_options.h"
 #include "cli/serve_setup.h"
 #include "engine/engine.h"
 #include "model/model.h"
@@ -49,6 +50,7 @@ struct ServeArgs {
   std::string tool_parser, reasoning_parser;  // empty: detected from the chat template
   CacheArgs cache;                            // the prompt cache's tiers
   bool no_draft = false;                      // --no-draft: no speculative drafts
+  OpsArgs ops;                                // the request log
 };
 
 int fail(const Error& e) {
@@ -66,6 +68,7 @@ int serve(ServeArgs a) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);  // rereads --api-key-file
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   auto opened = open_model(a.model);
@@ -109,7 +112,11 @@ int serve(ServeArgs a) {
   auto service = std::make_shared<api::Service>(engine, opened->tokenizer, std::move(chat_template),
                                                 info, defaults, eo.seed_salt);
 
+  const std::string backend = engine->model().kv_in_host_memory() ? "cpu" : "cuda";
+  auto monitor = make_monitor(a.ops, info.id, backend, engine, opened->tokenizer);
+  if (!monitor) return fail(monitor.error());
   server::ServerOptions so = a.http;
+  so.monitor = *monitor;
   so.host = a.host;
   so.port = static_cast<uint16_t>(a.port);
   so.api_keys = a.api_keys;
@@ -119,25 +126,36 @@ int serve(ServeArgs a) {
 
   const auto& cfg = engine->model().config();
   const auto st = engine->stats();
+  const int threads =
+      a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency());
+  print_summary(so, a.ops, *engine, backend, threads, a.host, http.port());
   fmt::print(
-      "tensorfold: serving '{}' ({}, {} layers) on http://{}:{}/v1 | backend cpu, {} "
+      "tensorfold: serving '{}' ({}, {} layers) on http://{}:{}/v1 | backend {}, {} "
       "threads | context {} | KV pool {:.0f} MiB ({} blocks) | {} streams{}\n",
-      info.id, cfg.architecture, cfg.num_layers, a.host, http.port(),
-      a.threads > 0 ? a.threads : static_cast<int>(std::thread::hardware_concurrency()),
+      info.id, cfg.architecture, cfg.num_layers, a.host, http.port(), backend, threads,
       engine->context(), a.kv_gib * 1024, st.total_blocks, a.parallel,
-      a.api_keys.empty() ? "" : " | API key required");
+      so.api_keys.empty() && so.api_key_file.empty() ? "" : " | API key required");
   std::fflush(stdout);
 
   std::thread waiter([&] {
     int sig = 0;
-    sigwait(&signals, &sig);
+    while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) {
+      if (so.api_key_file.empty()) continue;
+      auto n = http.reload_keys();
+      if (n) {
+        fmt::print(stderr, "\ntensorfold: SIGHUP: {} API keys active from {}\n", *n,
+                   so.api_key_file);
+      } else {
+        fmt::print(stderr, "\ntensorfold: SIGHUP: keeping the old keys: {}\n", n.error().message);
+      }
+    }
     fmt::print(stderr, "\ntensorfold: {} received, finishing open requests\n",
                sig == SIGINT ? "SIGINT" : "SIGTERM");
     http.stop();
   });
   std::atomic<bool> done{false};
   std::thread meter;
-  if (isatty(STDOUT_FILENO)) meter = std::thread([&] { live_meter(*engine, done); });
+  if (isatty(STDERR_FILENO)) meter = std::thread([&] { status_line(**monitor, done); });
   http.run();
   // Requests still open after the grace period end now, each with a final event; whatever has
   // not ended 2 s later (a handler stuck outside the engine) is not waited for.
@@ -194,6 +212,7 @@ std::function<int()> add_serve_command(CLI::App& app) {
       ->check(CLI::Range(1, 1024));
   add_http_options(*cmd, a->http);
   add_cache_options(*cmd, a->cache);
+  add_ops_options(*cmd, a->http, a->ops);
   cmd->add_option("--tool-parser", a->tool_parser,
                   "Tool-call syntax of replies (default: detected from the chat template)")
       ->check(CLI::IsMember(chat::tool_formats()));

@@ -124,17 +124,4 @@ void prefault_weights(const checkpoint::Checkpoint& ckpt) {
   if (tty) fmt::print(stderr, "\n");
 }
 
-void live_meter(const engine::Engine& engine, const std::atomic<bool>& done) {
-  int64_t last = engine.stats().generated_tokens;
-  while (!done.load()) {
-    std::this_thread::sleep_for(std::chrono::seconds(1));
-    auto s = engine.stats();
-    fmt::print("\r{:7.1f} tok/s | {:3} running | {:3} waiting | KV {:3.0f}% used   ",
-               static_cast<double>(s.generated_tokens - last), s.running, s.waiting,
-               s.total_blocks ? 100.0 * (s.total_blocks - s.free_blocks) / s.total_blocks : 0.0);
-    std::fflush(stdout);
-    last = s.generated_tokens;
-  }
-}
-
 }  // namespace tf::cli

@@ -1,5 +1,5 @@
 // Start-up helpers for `serve`: the default model's path, the chat template and generation
-// defaults a checkpoint ships, paging weights in with a progress bar, and the live meter.
+// defaults a checkpoint ships, and paging weights in with a progress bar.
 #pragma once
 
 #include <atomic>
@@ -28,7 +28,5 @@ api::Defaults generation_defaults(const checkpoint::Checkpoint& ckpt);
 // Touches every page of the mapped weights so the first request does not pay for page faults;
 // draws a progress bar on stderr when it is a terminal.
 void prefault_weights(const checkpoint::Checkpoint& ckpt);
-// One live line of throughput on stdout, refreshed every second until `done`.
-void live_meter(const engine::Engine& engine, const std::atomic<bool>& done);
 
 }  // namespace tf::cli

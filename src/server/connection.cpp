@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "server/request_scope.h"
 #include "server/responders.h"
 #include "server/server_context.h"
 #include "server/websocket_session.h"
@@ -155,14 +156,19 @@ void Connection::dispatch() {
                  req["x-api-key"], req.body(),
                  [&req](std::string_view name) -> std::string_view { return req[name]; },
                  beast::websocket::is_upgrade(req)};
-  RoutedRequest routed = resolve(hr, ctx_.opt.api_keys, *ctx_.service);
-  if (routed.websocket) return start_websocket(std::move(routed.websocket));
+  RoutedRequest routed = resolve(hr, ctx_.access(), *ctx_.service);
+  if (routed.websocket) return start_websocket(std::move(routed));
   if (!routed.blocking) {
     BufferedResponder r;
     routed.run(r);
     if (!r.sent) r.send(500, "application/json", error_body(500, "no response", "server_error"));
+    if (ctx_.opt.monitor) ctx_.opt.monitor->count_http(routed.route, r.status, routed.key);
     return write_then(full_response(r.status, r.content_type, r.body, keep_alive_, extra_, head_),
                       keep_alive_);
+  }
+  std::unique_ptr<RequestScope> scope;
+  if (ctx_.opt.monitor) {
+    scope = std::make_unique<RequestScope>(ctx_.opt.monitor, routed.route, routed.key);
   }
   {
     std::lock_guard<std::mutex> lock(ctx_.mu);
@@ -172,8 +178,9 @@ void Connection::dispatch() {
     ++ctx_.active_requests;
   }
   try {
-    std::thread([self = shared_from_this(), run = std::move(routed.run)]() mutable {
-      self->run_blocking(std::move(run));
+    std::thread([self = shared_from_this(), run = std::move(routed.run),
+                 scope = std::move(scope)]() mutable {
+      self->run_blocking(std::move(run), std::move(scope));
     }).detach();
   } catch (const std::system_error& e) {
     TF_LOG_WARN("cannot start a request thread: {}", e.what());
@@ -185,7 +192,7 @@ void Connection::dispatch() {
   }
 }
 
-void Connection::start_websocket(std::function<void(api::MessageSocket&)> run) {
+void Connection::start_websocket(RoutedRequest routed) {
   {
     std::lock_guard<std::mutex> lock(ctx_.mu);
     if (ctx_.active_requests >= ctx_.opt.max_active_requests) {
@@ -195,6 +202,10 @@ void Connection::start_websocket(std::function<void(api::MessageSocket&)> run) {
   }
   upgraded_ = true;
   auto ws = std::make_shared<WebSocketSession>(std::move(stream_), ctx_);
+  if (ctx_.opt.monitor) {
+    ws->scope = std::make_unique<RequestScope>(ctx_.opt.monitor, routed.route, routed.key);
+  }
+  auto run = std::move(routed.websocket);
   auto end = [self = shared_from_this()] {
     std::lock_guard<std::mutex> lock(self->ctx_.mu);
     --self->ctx_.active_requests;
@@ -210,6 +221,7 @@ void Connection::start_websocket(std::function<void(api::MessageSocket&)> run) {
           TF_LOG_ERROR("websocket handler failed: {}", e.what());
         }
         if (ws->open()) ws->close(1000, "");
+        if (ws->scope) ws->scope->complete(101);
         end();
       }).detach();
     } catch (const std::system_error& e) {
@@ -236,8 +248,9 @@ void Connection::answer_options() {
   write_then(response_head(204, "", std::nullopt, keep_alive_, h), keep_alive_);
 }
 
-void Connection::run_blocking(std::function<void(api::Responder&)> run) {
-  ThreadResponder r(shared_from_this());
+void Connection::run_blocking(std::function<void(api::Responder&)> run,
+                              std::unique_ptr<RequestScope> scope) {
+  ThreadResponder r(shared_from_this(), std::move(scope));
   try {
     run(r);
   } catch (const std::exception& e) {  // a third-party throw must not take the process down

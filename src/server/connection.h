@@ -16,6 +16,7 @@
 namespace tf::server {
 
 struct ServerContext;
+class RequestScope;
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
@@ -49,9 +50,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_request(boost::beast::error_code ec);
   void dispatch();
   void answer_options();
-  void run_blocking(std::function<void(api::Responder&)> run);
+  void run_blocking(std::function<void(api::Responder&)> run, std::unique_ptr<RequestScope> scope);
   // Hands the stream to a WebSocketSession and runs the route on a thread of its own.
-  void start_websocket(std::function<void(api::MessageSocket&)> run);
+  void start_websocket(RoutedRequest routed);
   // Writes a complete answer on the strand, then reads the next request or closes.
   void write_then(std::string bytes, bool reusable);
   void refuse(int status, std::string_view message, std::string_view code);

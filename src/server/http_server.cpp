@@ -121,8 +121,13 @@ Status HttpServer::listen() {
                       impl_->ctx.opt.port, ec.message());
   }
   port_ = a.local_endpoint().port();
+  if (!impl_->ctx.opt.api_key_file.empty()) {
+    if (auto n = impl_->ctx.keys.reload(); !n) return n.error();
+  }
   return {};
 }
+
+Result<size_t> HttpServer::reload_keys() { return impl_->ctx.keys.reload(); }
 
 void HttpServer::run() {
   auto& impl = *impl_;

@@ -14,10 +14,17 @@
 
 namespace tf::server {
 
+class Monitor;
+
 struct ServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8080;               // 0: any free port (see HttpServer::port())
   std::vector<std::string> api_keys;  // empty: no auth
+  std::string api_key_file;           // `name:key` or `key` lines, read by listen() and reload_keys()
+  // /metrics, /stats and the dashboard, and the figures they show; null: none of them.
+  std::shared_ptr<Monitor> monitor;
+  bool metrics_open = false;  // /metrics and /stats answer without a key
+  bool dashboard = false;     // serve /dashboard
   size_t max_body_bytes = 8u << 20;
   size_t max_header_bytes = 16u << 10;
   int io_threads = 2;
@@ -53,6 +60,9 @@ class HttpServer {
   // `seconds` for them; false when some did not end in time.
   bool drain(double seconds);
   int active_connections() const;
+  // Rereads the API key file (SIGHUP); requests in flight are unaffected. Returns how many keys
+  // are active; on error the old keys stay.
+  Result<size_t> reload_keys();
 
  private:
   struct Impl;

@@ -8,6 +8,7 @@
 #include "api/api_error.h"
 #include "api/json_util.h"
 #include "server/connection.h"
+#include "server/request_scope.h"
 #include "server/server_context.h"
 
 namespace tf::server {
@@ -56,6 +57,13 @@ void BufferedResponder::send(int s, std::string_view ct, std::string b) {
   sent = true;
 }
 
+ThreadResponder::ThreadResponder(std::shared_ptr<Connection> c, std::unique_ptr<RequestScope> scope)
+    : conn_(std::move(c)), scope_(std::move(scope)) {}
+
+ThreadResponder::~ThreadResponder() = default;
+
+api::GenerationObserver* ThreadResponder::observer() { return scope_.get(); }
+
 bool ThreadResponder::write(std::string bytes) {
   if (!ok_) return false;
   ok_ = conn_->write_and_wait(std::move(bytes));
@@ -64,12 +72,14 @@ bool ThreadResponder::write(std::string bytes) {
 
 void ThreadResponder::send(int status, std::string_view content_type, std::string body) {
   sent_ = true;
+  status_ = status;
   write(full_response(status, content_type, body, conn_->keep_alive(), conn_->extra_headers(),
                       conn_->head_request()));
 }
 
 bool ThreadResponder::begin_stream() {
   streaming_ = sent_ = true;
+  status_ = 200;
   return write(response_head(200, "text/event-stream", std::nullopt, conn_->keep_alive(),
                              conn_->extra_headers()));
 }
@@ -88,6 +98,7 @@ bool ThreadResponder::abandoned() { return conn_->context().abandon.load(); }
 void ThreadResponder::finish() {
   if (streaming_ && ok_) write("0\r\n\r\n");
   if (!sent_) send(500, "application/json", error_body(500, "no response", "server_error"));
+  if (scope_) scope_->complete(status_);
   conn_->request_done(ok_ && conn_->keep_alive());
 }
 

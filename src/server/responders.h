@@ -14,6 +14,7 @@
 namespace tf::server {
 
 class Connection;
+class RequestScope;
 
 // "HTTP/1.1 200 OK\r\n...\r\n\r\n"; without a content length the body is chunked.
 std::string response_head(int status, std::string_view content_type,
@@ -39,12 +40,15 @@ class BufferedResponder final : public api::Responder {
 
 class ThreadResponder final : public api::Responder {
  public:
-  explicit ThreadResponder(std::shared_ptr<Connection> c) : conn_(std::move(c)) {}
+  // `scope` (may be null) sees the request's generations and, at finish(), its status.
+  ThreadResponder(std::shared_ptr<Connection> c, std::unique_ptr<RequestScope> scope);
+  ~ThreadResponder() override;
   void send(int status, std::string_view content_type, std::string body) override;
   bool begin_stream() override;
   bool send_event(std::string_view data, std::string_view name) override;
   bool alive() override;
   bool abandoned() override;
+  api::GenerationObserver* observer() override;
   // Ends the answer (the last chunk, or a 500 if the handler sent nothing); returns the
   // connection to reading its next request when it can serve one.
   void finish();
@@ -52,6 +56,8 @@ class ThreadResponder final : public api::Responder {
  private:
   bool write(std::string bytes);
   std::shared_ptr<Connection> conn_;
+  std::unique_ptr<RequestScope> scope_;
+  int status_ = 500;
   bool ok_ = true, sent_ = false, streaming_ = false;
 };
 

@@ -27,6 +27,10 @@ struct HttpRequest {
 };
 
 struct RoutedRequest {
+  // The route's pattern ("/v1/responses/{}") or the server's own path ("/metrics"); "unmatched"
+  // for paths no route serves. Labels the HTTP counters.
+  std::string_view route = "unmatched";
+  std::string key;  // the name of the API key presented, when keys are on and it matched
   // True when the handler may block (on the engine, on tokenizing); false for handlers that only
   // format a small answer (health, models, errors), which the I/O threads run themselves.
   bool blocking = false;
@@ -35,7 +39,19 @@ struct RoutedRequest {
   std::function<void(api::MessageSocket&)> websocket;
 };
 
+class ApiKeys;
+class Monitor;
+
+// What the router checks a request against besides the route table.
+struct Access {
+  const ApiKeys* keys = nullptr;  // null or none configured: no key needed
+  Monitor* monitor = nullptr;     // null: no /metrics, /stats or dashboard
+  bool metrics_open = false;      // /metrics and /stats answer without a key
+  bool dashboard = false;         // the dashboard's files are served
+};
+
 // Resolves a request to the handler that answers it; refusals (401, 404, 405) are handlers too.
+RoutedRequest resolve(const HttpRequest& req, const Access& access, api::Service& service);
 RoutedRequest resolve(const HttpRequest& req, const std::vector<std::string>& api_keys,
                       api::Service& service);
 

@@ -4,6 +4,7 @@
 
 #include <future>
 
+#include "server/request_scope.h"
 #include "server/server_context.h"
 
 namespace tf::server {
@@ -130,6 +131,10 @@ void WebSocketSession::close(int code, std::string_view reason) {
   std::lock_guard<std::mutex> lock(mu_);
   closed_ = true;
 }
+
+WebSocketSession::~WebSocketSession() = default;
+
+api::GenerationObserver* WebSocketSession::observer() { return scope.get(); }
 
 bool WebSocketSession::open() {
   std::lock_guard<std::mutex> lock(mu_);

@@ -20,11 +20,13 @@
 namespace tf::server {
 
 struct ServerContext;
+class RequestScope;
 
 class WebSocketSession final : public api::MessageSocket,
                                public std::enable_shared_from_this<WebSocketSession> {
  public:
   WebSocketSession(boost::beast::tcp_stream stream, ServerContext& ctx);
+  ~WebSocketSession() override;
   // On the strand: answers the upgrade `req` (kept alive by the caller until `done`), then
   // calls done(ok) on the strand and starts reading.
   void accept(const boost::beast::http::request<boost::beast::http::string_body>& req,
@@ -34,6 +36,9 @@ class WebSocketSession final : public api::MessageSocket,
   bool send(std::string_view text) override;
   void close(int code, std::string_view reason) override;
   bool open() override;
+  api::GenerationObserver* observer() override;
+  // Sees every turn's generation; completed (status 101) when the connection's route returns.
+  std::unique_ptr<RequestScope> scope;
 
  private:
   void read_next();
