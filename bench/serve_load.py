@@ -5,6 +5,7 @@ reports (request throughput, output tok/s, TTFT / TPOT / ITL percentiles) over s
 
   bench/serve_load.py http://127.0.0.1:8080/v1 -c 8 --prompt 128 --gen 64
   bench/serve_load.py --start-server build/release/bin/tensorfold -c 8 --prompt 128 --gen 64
+  bench/serve_load.py --start-server ... -c 64 --scrape 0.1   # /metrics every 100 ms meanwhile
 """
 import argparse
 import http.client
@@ -155,6 +156,50 @@ def report(model, results, wall, concurrency, prompt_len, gen_len):
     return 0 if not failed else 1
 
 
+class Scraper:
+    """--scrape: GETs /metrics every `interval` seconds on its own connection while the load
+    runs, timing each scrape, so its cost shows beside the throughput it may lower."""
+
+    def __init__(self, url, interval, api_key):
+        u = urlparse(url)
+        self.host, self.port, self.interval = u.hostname, u.port or 80, interval
+        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.times, self.bytes, self.done = [], 0, threading.Event()
+        self.thread = threading.Thread(target=self.loop)
+        self.thread.start()
+
+    def loop(self):
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=30)
+        while not self.done.wait(self.interval):
+            t0 = time.perf_counter()
+            conn.request("GET", "/metrics", headers=self.headers)
+            resp = conn.getresponse()
+            self.bytes = len(resp.read())
+            if resp.status != 200:
+                sys.exit(f"serve_load: /metrics answered {resp.status}")
+            self.times.append((time.perf_counter() - t0) * 1e3)
+        conn.close()
+
+    def report(self, cpu_seconds, wall):
+        self.done.set()
+        self.thread.join()
+        v = self.times
+        print(f"| /metrics scrapes (every {self.interval * 1e3:.0f} ms) | {len(v)} of "
+              f"{self.bytes} bytes |")
+        print(f"| /metrics latency mean / p99 (ms) | {statistics.fmean(v) if v else 0:.2f} / "
+              f"{percentile(v, 99):.2f} |")
+        if cpu_seconds is not None:
+            print(f"| server CPU (s) / wall (s) | {cpu_seconds:.2f} / {wall:.2f} |")
+
+
+def server_cpu_seconds(proc):
+    """User + system CPU seconds of a server we started (None otherwise)."""
+    if not proc:
+        return None
+    fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def start_server(binary, model_path, concurrency, threads, kv_gib):
     args = [binary, "serve", "--port", "0", "--parallel", str(max(concurrency, 1)),
             "--kv-gib", str(kv_gib)]
@@ -192,6 +237,8 @@ def main():
     ap.add_argument("--model", default="", help="with --start-server: the model to serve")
     ap.add_argument("--threads", type=int, default=0, help="with --start-server: --threads")
     ap.add_argument("--kv-gib", type=float, default=2.0, help="with --start-server: --kv-gib")
+    ap.add_argument("--scrape", type=float, default=0, metavar="SECONDS",
+                    help="GET /metrics every SECONDS during the run (0: off)")
     a = ap.parse_args()
     proc = None
     url = a.url
@@ -200,9 +247,16 @@ def main():
     if not url:
         ap.error("give a URL or --start-server")
     try:
+        cpu0 = server_cpu_seconds(proc)
+        scraper = Scraper(url, a.scrape, a.api_key) if a.scrape > 0 else None
         model, results, wall = run_load(url, a.concurrency, a.num_requests or a.concurrency,
                                         a.prompt, a.gen, a.vocab, a.api_key, not a.no_warmup)
         rc = report(model, results, wall, a.concurrency, a.prompt, a.gen)
+        cpu = server_cpu_seconds(proc)
+        if scraper:
+            scraper.report(cpu - cpu0 if proc else None, wall)
+        elif proc:
+            print(f"| server CPU (s) / wall (s) | {cpu - cpu0:.2f} / {wall:.2f} |")
     finally:
         if proc:
             proc.send_signal(signal.SIGTERM)
