@@ -6,6 +6,7 @@ reports (request throughput, output tok/s, TTFT / TPOT / ITL percentiles) over s
   bench/serve_load.py http://127.0.0.1:8080/v1 -c 8 --prompt 128 --gen 64
   bench/serve_load.py --start-server build/release/bin/tensorfold -c 8 --prompt 128 --gen 64
   bench/serve_load.py --start-server ... -c 64 --scrape 0.1   # /metrics every 100 ms meanwhile
+  bench/serve_load.py --start-server ... -c 4 --api responses --ws   # see bench/serve_apis.py
 """
 import argparse
 import http.client
@@ -21,6 +22,8 @@ import threading
 import time
 from pathlib import Path
 from urllib.parse import urlparse
+
+import serve_apis
 
 
 def percentile(values, p):
@@ -99,13 +102,37 @@ def model_info(host, port, prefix, api_key):
     return data["data"][0]["id"]
 
 
-def run_load(url, concurrency, num_requests, prompt_len, gen_len, vocab, api_key, warmup):
+def api_requester(host, port, prefix, model, api, ws, vocab, api_key):
+    """--api: (prompt of stream i, function sending it) for serve_apis' conversation of stream i."""
+    headers = {"Authorization": f"Bearer {api_key}", "x-api-key": api_key} if api_key else {}
+    if api == "messages":
+        headers["anthropic-version"] = "2023-06-01"
+
+    def prompt(i, length):
+        ids = synthetic_prompt(i, length, vocab)
+        msgs = serve_apis.conversation(host, port, prefix, headers, ids)
+        return serve_apis.rendered_ids(host, port, prefix, headers, msgs) \
+            if api == "completions" else msgs
+
+    def send(model_, p, gen, _key, res):
+        if ws:
+            return serve_apis.one_ws(host, port, prefix, headers, model_, p, gen, res)
+        return serve_apis.one_http(host, port, prefix, headers, api, model_, p, gen, res)
+    return prompt, send
+
+
+def run_load(url, concurrency, num_requests, prompt_len, gen_len, vocab, api_key, warmup,
+             api=None, ws=False):
     u = urlparse(url)
     host, port, prefix = u.hostname, u.port or 80, u.path.rstrip("/")
     model = model_info(host, port, prefix, api_key)
+    prompt_of = lambda i, n: synthetic_prompt(i, n, vocab)  # noqa: E731
+    send = lambda m, p, g, k, res: one_request(host, port, prefix, m, p, g, k, res)  # noqa: E731
+    if api:
+        prompt_of, send = api_requester(host, port, prefix, model, api, ws, vocab, api_key)
     if warmup:
-        one_request(host, port, prefix, model, synthetic_prompt(10_000, 8, vocab), 4, api_key,
-                    Result())
+        send(model, prompt_of(10_000, 8), 4, api_key, Result())
+    prompts = [prompt_of(i, prompt_len) for i in range(num_requests)]
     results = [Result() for _ in range(num_requests)]
     next_i = [0]
     lock = threading.Lock()
@@ -116,9 +143,9 @@ def run_load(url, concurrency, num_requests, prompt_len, gen_len, vocab, api_key
                 i = next_i[0]
                 next_i[0] += 1
             if i >= num_requests:
+                serve_apis.close_thread_socket()
                 return
-            one_request(host, port, prefix, model, synthetic_prompt(i, prompt_len, vocab),
-                        gen_len, api_key, results[i])
+            send(model, prompts[i], gen_len, api_key, results[i])
 
     t0 = time.perf_counter()
     threads = [threading.Thread(target=worker) for _ in range(concurrency)]
@@ -239,7 +266,14 @@ def main():
     ap.add_argument("--kv-gib", type=float, default=2.0, help="with --start-server: --kv-gib")
     ap.add_argument("--scrape", type=float, default=0, metavar="SECONDS",
                     help="GET /metrics every SECONDS during the run (0: off)")
+    ap.add_argument("--api", choices=serve_apis.APIS,
+                    help="send one conversation per stream through this API, greedy and without "
+                         "ignore_eos, so every API does the same work (default: /v1/completions "
+                         "with token-id prompts and ignore_eos)")
+    ap.add_argument("--ws", action="store_true", help="with --api responses: over WebSocket")
     a = ap.parse_args()
+    if a.ws and a.api != "responses":
+        ap.error("--ws goes with --api responses")
     proc = None
     url = a.url
     if a.start_server:
@@ -250,7 +284,10 @@ def main():
         cpu0 = server_cpu_seconds(proc)
         scraper = Scraper(url, a.scrape, a.api_key) if a.scrape > 0 else None
         model, results, wall = run_load(url, a.concurrency, a.num_requests or a.concurrency,
-                                        a.prompt, a.gen, a.vocab, a.api_key, not a.no_warmup)
+                                        a.prompt, a.gen, a.vocab, a.api_key, not a.no_warmup,
+                                        a.api, a.ws)
+        if a.api:
+            print(f"api: {a.api}{' over WebSocket' if a.ws else ''}")
         rc = report(model, results, wall, a.concurrency, a.prompt, a.gen)
         cpu = server_cpu_seconds(proc)
         if scraper:
