@@ -51,6 +51,13 @@ void engine_part(Page& p, const engine::EngineStats& st) {
         st.total_blocks ? 1.0 - static_cast<double>(st.free_blocks) / st.total_blocks : 0.0);
   p.one("vllm:num_preemptions_total", "counter", "Cumulative number of preemption from the engine.",
         static_cast<double>(st.preemptions));
+  if (st.drafts == 0) return;  // nothing drafted yet (or drafting is off): nothing measured
+  p.one("vllm:spec_decode_num_drafts_total", "counter", "Number of spec decoding drafts.",
+        static_cast<double>(st.drafts));
+  p.one("vllm:spec_decode_num_draft_tokens_total", "counter", "Number of draft tokens.",
+        static_cast<double>(st.draft_tokens));
+  p.one("vllm:spec_decode_num_accepted_tokens_total", "counter", "Number of accepted tokens.",
+        static_cast<double>(st.accepted_tokens));
 }
 
 void request_part(Page& p, const MetricsRegistry& r) {

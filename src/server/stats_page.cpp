@@ -119,6 +119,15 @@ std::string Monitor::stats_json() const {
       {"cached_blocks", st.cached_blocks},
       {"preemptions", st.preemptions}};
   j["prompt_cache"] = cache_json(st.cache, registry_);
+  if (st.drafts > 0) {
+    j["drafting"] = {
+        {"drafts", st.drafts},
+        {"draft_tokens", st.draft_tokens},
+        {"accepted_tokens", st.accepted_tokens},
+        {"acceptance_rate", st.draft_tokens > 0
+                                ? json(static_cast<double>(st.accepted_tokens) / st.draft_tokens)
+                                : json(nullptr)}};
+  }
   j["memory"] = {{"weights_bytes", opt_.weight_bytes},
                  {"kv_pool_bytes", st.cache.pool.budget_bytes},
                  {"host_cache_budget_bytes", st.cache.host.budget_bytes},

@@ -133,6 +133,23 @@ TEST(Monitor, PageHasEveryFamilyOnceWithItsType) {
   // Unmeasured: no drafting counters without a drafter, no key families without keys.
   EXPECT_EQ(text.find("spec_decode"), std::string::npos);
   EXPECT_EQ(text.find("api_key"), std::string::npos);
+  // Drafting counters appear once the engine has drafted.
+  auto drafted = Monitor::open([] {
+    MonitorOptions d;
+    d.model_name = "m";
+    d.engine_stats = [] {
+      engine::EngineStats s;
+      s.drafts = 2;
+      s.draft_tokens = 8;
+      s.accepted_tokens = 5;
+      return s;
+    };
+    return d;
+  }());
+  ASSERT_TRUE(drafted.ok());
+  EXPECT_NE((*drafted)->metrics_text().find(
+                "vllm:spec_decode_num_accepted_tokens_total{model_name=\"m\"} 5\n"),
+            std::string::npos);
   // Every TYPE line names a distinct family.
   std::set<std::string> seen;
   for (size_t at = text.find("# TYPE "); at != std::string::npos;
