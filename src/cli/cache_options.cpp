@@ -44,8 +44,8 @@ uint64_t digest_file(const std::filesystem::path& p, uint64_t h) {
 
 void add_cache_options(CLI::App& cmd, CacheArgs& a) {
   cmd.add_option("--prompt-cache-gib", a.host_gib,
-                 "Host RAM for KV blocks evicted from the pool (default: a tenth of free RAM, "
-                 "up to 8 GiB; 0: off)")
+                 "Host RAM for KV blocks evicted from the pool, pinned on CUDA (default: a "
+                 "tenth of free RAM, up to 8 GiB; 0: off)")
       ->check(CLI::Range(0.0, 65536.0));
   cmd.add_option("--prompt-cache-dir", a.dir,
                  "Directory for the disk tier of the prompt cache (private, 0700; default: off)");
@@ -70,17 +70,9 @@ std::string checkpoint_identity(const checkpoint::Checkpoint& ckpt) {
   return fmt::format("{:016x}", h);
 }
 
-Status apply_cache_options(const CacheArgs& a, bool kv_in_host_memory,
+Status apply_cache_options(const CacheArgs& a, bool /*kv_in_host_memory*/,
                            const checkpoint::Checkpoint& ckpt, engine::EngineOptions& eo) {
   eo.weights_id = checkpoint_identity(ckpt);
-  if (!kv_in_host_memory) {
-    if ((a.host_gib && *a.host_gib > 0) || !a.dir.empty()) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        "--prompt-cache-gib and --prompt-cache-dir need the CPU backend for now "
-                        "(this model runs on CUDA; --backend cpu)");
-    }
-    return {};
-  }
   const double gib = a.host_gib.value_or(
       std::min(8.0, static_cast<double>(available_ram()) / 10 / (int64_t{1} << 30)));
   eo.tiers.host_bytes = static_cast<int64_t>(gib * (int64_t{1} << 30));

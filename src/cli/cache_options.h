@@ -20,8 +20,8 @@ struct CacheArgs {
 
 void add_cache_options(CLI::App& cmd, CacheArgs& args);
 
-// Sets eo.tiers and eo.weights_id. The tiers copy the KV pool's host memory, so they are on only
-// where the model computes on the CPU; elsewhere the flags are refused, or the defaults are off.
+// Sets eo.tiers and eo.weights_id. The tiers take blocks through the model's KvBlockTransfer,
+// wherever its pool lives (host memory on the CPU, device memory on CUDA, copied to pinned RAM).
 Status apply_cache_options(const CacheArgs& args, bool kv_in_host_memory,
                            const checkpoint::Checkpoint& ckpt, engine::EngineOptions& eo);
 

@@ -118,7 +118,7 @@ Engine::Engine(std::shared_ptr<model::Model> model, EngineOptions options)
       drafter_(opt_.draft, verify_cost(*model_, kv_, opt_.draft)) {
   overlap_ = opt_.overlap.value_or(model_->overlaps_steps());
   if (opt_.prefix_cache && opt_.tiers.any()) {
-    auto tiers = KvTiers::create(kv_, model_key_, opt_.tiers, [this] {
+    auto tiers = KvTiers::create(kv_, model_->kv_transfer(kv_), model_key_, opt_.tiers, [this] {
       {
         std::lock_guard<std::mutex> lock(mu_);
         load_ready_ = true;

@@ -45,8 +45,8 @@ struct EngineOptions {
   // The weights' identity in cache keys (a digest of the checkpoint); empty: derived from the
   // model's config, which is enough within one process.
   std::string weights_id;
-  // The prompt cache's tiers below the pool (host RAM, disk); off by default. They copy the
-  // pool's host memory, so only a model whose KV lives in the KvCache (the CPU backend) uses them.
+  // The prompt cache's tiers below the pool (host RAM, disk); off by default. Blocks move through
+  // the model's KvBlockTransfer (memcpy on the CPU; a copy stream and pinned memory on CUDA).
   KvTierOptions tiers;
   // Overlapped greedy decode (Model::launch_decode); unset: where the model gains from it.
   std::optional<bool> overlap;
@@ -96,6 +96,8 @@ class Engine final : public EngineClient {
   Status cache_status() const { return cache_status_; }
   // Waits until the disk tier has written every block queued so far (tests, benchmarks).
   void flush_prompt_cache();
+  // flush_prompt_cache() for at most `seconds` (shutdown); whether every queued write ended.
+  bool flush_prompt_cache_for(double seconds) { return !tiers_ || tiers_->flush_for(seconds); }
   const model::Model& model() const { return *model_; }
 
  private:

@@ -43,12 +43,6 @@ class KvTiers {
                                                  const BlockKey& model,
                                                  const KvTierOptions& options,
                                                  std::function<void()> on_load_done);
-  // The same over a pool held in host memory (`kv` itself), copied with memcpy.
-  static Result<std::unique_ptr<KvTiers>> create(model::KvCache& kv, const BlockKey& model,
-                                                 const KvTierOptions& options,
-                                                 std::function<void()> on_load_done) {
-    return create(kv, model::make_host_kv_transfer(kv), model, options, std::move(on_load_done));
-  }
   ~KvTiers();
 
   // Pool block `block` is about to be reused: a copy moves down to host RAM.
