@@ -149,6 +149,10 @@ Outcome run_generation(engine::EngineClient& engine, const tokenizer::Tokenizer&
   bool any_event = false;
   for (;;) {
     auto ev = (*ch)->pop_for(std::chrono::milliseconds(100));
+    // A request with prompt_logprobs: its prompt's scores come with Prefilled.
+    if (auto* p = ev ? std::get_if<engine::Prefilled>(&*ev) : nullptr) {
+      out.prompt_scores = p->prompt;
+    }
     // Checked on every event as well as when idle: a client that left, streamed or not, cancels
     // its request within a step, freeing its slot and its KV.
     if (!cancelled && !responder.alive()) {

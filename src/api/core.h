@@ -80,6 +80,8 @@ struct Outcome {
   std::string stop_sequence;      // with kStopString
   std::vector<int32_t> output_ids;  // every token the engine generated, in order
   int64_t reasoning_tokens = 0;     // the engine's count of tokens inside the reasoning block
+  // With Request::prompt_logprobs: prompt tokens 1..n-1, each scored given the tokens before it.
+  engine::Tokens prompt_scores = {};
   bool cancelled() const { return reason == FinishReason::kCancelled; }
 };
 

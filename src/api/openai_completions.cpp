@@ -2,6 +2,8 @@
 // text_completion objects or chunks.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "api/core.h"
 #include "api/json_util.h"
 #include "api/openai_stream.h"
@@ -29,6 +31,28 @@ struct LegacyLogprobs {
       offset += static_cast<int64_t>(lp.token.size());
     }
   }
+  // The echoed prompt's entries, as OpenAI's legacy API gives them: the first token has no
+  // context to score it, so its logprob and alternatives are null.
+  void add_prompt(const std::vector<int32_t>& prompt, const engine::Tokens& scores,
+                  const tokenizer::Tokenizer& tok) {
+    if (prompt.empty()) return;
+    int64_t offset = 0;
+    tokens.push_back(tok.token_bytes(prompt[0]));
+    token_logprobs.push_back(nullptr);
+    top_logprobs.push_back(nullptr);
+    text_offset.push_back(offset);
+    offset += static_cast<int64_t>(tokens.back().get_ref<const std::string&>().size());
+    std::vector<TokenLogprobInfo> rest;
+    for (size_t i = 0; i < scores.ids.size() && i < scores.logprobs.size(); ++i) {
+      TokenLogprobInfo info{tok.token_bytes(scores.ids[i]), scores.logprobs[i].logprob, {}};
+      if (i < scores.top_logprobs.size()) {
+        for (const auto& alt : scores.top_logprobs[i])
+          info.top.push_back({tok.token_bytes(alt.id), alt.logprob});
+      }
+      rest.push_back(std::move(info));
+    }
+    add(rest, offset);
+  }
   json to_json() const {
     return {{"tokens", tokens},
             {"token_logprobs", token_logprobs},
@@ -36,6 +60,24 @@ struct LegacyLogprobs {
             {"text_offset", text_offset}};
   }
 };
+
+// vLLM's prompt_logprobs: null for the first token, then per token {"id": {logprob,
+// decoded_token}} for the token itself and its top alternatives.
+json prompt_logprobs_json(const engine::Tokens& scores, const tokenizer::Tokenizer& tok) {
+  json out = json::array({nullptr});
+  for (size_t i = 0; i < scores.ids.size() && i < scores.logprobs.size(); ++i) {
+    json entry = json::object();
+    auto add = [&](int32_t id, float lp) {
+      entry[std::to_string(id)] = {{"logprob", lp}, {"decoded_token", tok.token_bytes(id)}};
+    };
+    add(scores.ids[i], scores.logprobs[i].logprob);
+    if (i < scores.top_logprobs.size()) {
+      for (const auto& alt : scores.top_logprobs[i]) add(alt.id, alt.logprob);
+    }
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -66,6 +108,9 @@ void Service::completions(std::string_view body, Responder& r) {
   const int top = req->logprobs.value_or(-1);
   auto ereq = make_request(req->common, prompt, top, "prompt");
   if (!ereq) return send_error(r, ereq.error());
+  // echo with logprobs scores the echoed prompt too, as OpenAI's legacy API does.
+  const bool echo_scores = req->echo && req->logprobs.has_value();
+  ereq->prompt_logprobs = std::max(echo_scores ? top : -1, req->prompt_logprobs.value_or(-1));
 
   GenerationOptions gen;
   gen.stop = req->common.stop;
@@ -110,6 +155,7 @@ void Service::completions(std::string_view body, Responder& r) {
 
   std::string text = echo;
   LegacyLogprobs lps;
+  if (echo_scores) offset = 0;  // the prompt's entries come first, counted from the echo's start
   Outcome out = run_generation(*engine_, *tok_, std::move(*ereq), gen, r, [&](const Delta& d) {
     text += d.content();
     lps.add(d.logprobs, offset);
@@ -117,10 +163,25 @@ void Service::completions(std::string_view body, Responder& r) {
   });
   if (out.error) return send_error(r, *out.error);
   if (out.cancelled()) return;
+  if (echo_scores) {
+    LegacyLogprobs all;
+    all.add_prompt(prompt, out.prompt_scores, *tok_);
+    for (size_t i = 0; i < lps.tokens.size(); ++i) {
+      all.tokens.push_back(lps.tokens[i]);
+      all.token_logprobs.push_back(lps.token_logprobs[i]);
+      all.top_logprobs.push_back(lps.top_logprobs[i]);
+      all.text_offset.push_back(static_cast<int64_t>(echo.size()) +
+                                lps.text_offset[i].get<int64_t>());
+    }
+    lps = std::move(all);
+  }
   json choice = {{"text", text},
                  {"index", 0},
                  {"logprobs", gen.logprobs ? lps.to_json() : json(nullptr)},
                  {"finish_reason", openai_finish_reason(out.reason)}};
+  if (req->prompt_logprobs) {
+    choice["prompt_logprobs"] = prompt_logprobs_json(out.prompt_scores, *tok_);
+  }
   r.send(200, "application/json",
          dump({{"id", id},
                {"object", "text_completion"},

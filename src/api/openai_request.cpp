@@ -30,7 +30,8 @@ ApiResult<CommonFields> parse_common(const json& body, bool chat) {
     TF_API_TRY(c.include_usage, boolean(*it, "include_usage", false));
   }
   // max_completion_tokens supersedes max_tokens in Chat Completions.
-  TF_API_TRY(auto max_tokens, integer(body, "max_tokens", 1, 1 << 24));
+  // Completions take 0 with echo: the prompt scored, nothing generated.
+  TF_API_TRY(auto max_tokens, integer(body, "max_tokens", chat ? 1 : 0, 1 << 24));
   if (chat) {
     TF_API_TRY(auto mct, integer(body, "max_completion_tokens", 1, 1 << 24));
     if (mct) max_tokens = mct;
@@ -424,6 +425,17 @@ ApiResult<CompletionRequest> parse_completion_request(const json& body) {
   TF_API_TRY(r.echo, boolean(body, "echo", false));
   TF_API_TRY(auto lp, integer(body, "logprobs", 0, 20));
   if (lp) r.logprobs = static_cast<int>(*lp);
+  TF_API_TRY(auto plp, integer(body, "prompt_logprobs", 0, 20));
+  if (plp) r.prompt_logprobs = static_cast<int>(*plp);
+  if (r.common.max_tokens == 0 && !r.echo && !r.prompt_logprobs) {
+    return invalid_param("max_tokens",
+                         "'max_tokens': 0 scores the prompt only: it needs 'echo': true or "
+                         "'prompt_logprobs'");
+  }
+  if (r.common.stream && (r.prompt_logprobs || (r.echo && r.logprobs))) {
+    return invalid_param(r.prompt_logprobs ? "prompt_logprobs" : "echo",
+                         "the prompt's logprobs are not streamed: send 'stream': false");
+  }
   if (auto s = body.find("suffix"); s != body.end() && !s->is_null()) {
     return invalid_param("suffix", "'suffix' is not supported");
   }

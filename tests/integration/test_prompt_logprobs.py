@@ -1,0 +1,97 @@
+"""Completions' echo + logprobs (the prompt's tokens scored too, the first null, as OpenAI's legacy
+API gives them), vLLM's prompt_logprobs, and max_tokens 0 with echo, through the official `openai`
+SDK against the real server and model; the prompt's logprobs are checked against the logprobs the
+same tokens get when the server generates them greedily."""
+import json
+import math
+import urllib.request
+
+import openai
+import pytest
+
+from conftest import Server
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = Server()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return openai.OpenAI(base_url=server.url, api_key="none")
+
+
+def post(server, body):
+    req = urllib.request.Request(server.url + "/completions", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req) as r:
+        return json.loads(r.read())
+
+
+def test_echo_logprobs_score_the_prompt_as_a_greedy_run_does(client):
+    prompt = "The capital of France is"
+    gen = client.completions.create(model="smollm2", prompt=prompt, max_tokens=6, temperature=0,
+                                    logprobs=1)
+    cont = gen.choices[0].text
+    scored = client.completions.create(model="smollm2", prompt=prompt + cont, max_tokens=0,
+                                       echo=True, logprobs=1, temperature=0)
+    lp = scored.choices[0].logprobs
+    assert scored.choices[0].text == prompt + cont
+    n = len(lp.tokens)
+    assert len(lp.token_logprobs) == len(lp.top_logprobs) == len(lp.text_offset) == n
+    assert lp.token_logprobs[0] is None and lp.top_logprobs[0] is None
+    assert lp.text_offset == sorted(lp.text_offset)
+    assert "".join(lp.tokens) == prompt + cont
+    # The generated tokens, scored as prompt tokens, have the logprobs they were drawn with.
+    g = gen.choices[0].logprobs
+    assert lp.tokens[-len(g.tokens):] == g.tokens
+    for a, b in zip(lp.token_logprobs[-len(g.tokens):], g.token_logprobs):
+        assert a == pytest.approx(b, abs=2e-3)
+    for tok, val, top in zip(lp.tokens[1:], lp.token_logprobs[1:], lp.top_logprobs[1:]):
+        assert val <= 0 and len(top) >= 1 and max(top.values()) >= val - 1e-6
+
+
+def test_lm_eval_loglikelihood_request(server):
+    """lm-evaluation-harness local-completions' loglikelihood body, parsed as it parses it."""
+    tok = urllib.request.Request(server.url + "/tokenize",
+                                 data=json.dumps({"prompt": "One, two, three"}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(tok) as r:
+        ids = json.loads(r.read())["tokens"]
+    ctxlen = len(ids) - 2
+    out = post(server, {"model": "smollm2", "prompt": [ids], "temperature": 0, "max_tokens": 1,
+                        "logprobs": 1, "seed": 1234, "echo": True})
+    choice = sorted(out["choices"], key=lambda c: c["index"])[0]
+    lps = choice["logprobs"]["token_logprobs"]
+    assert len(lps) == len(ids) + 1  # the prompt's, then the one generated token's
+    cont = lps[ctxlen:-1]
+    assert len(cont) == 2 and all(isinstance(x, float) and x <= 0 for x in cont)
+    tops = choice["logprobs"]["top_logprobs"][ctxlen:-1]
+    is_greedy = all(t == max(top.values()) for t, top in zip(cont, tops))
+    assert isinstance(is_greedy, bool) and math.isfinite(sum(cont))
+
+
+def test_vllm_prompt_logprobs(server):
+    out = post(server, {"model": "smollm2", "prompt": "Hello there, friend", "max_tokens": 0,
+                        "prompt_logprobs": 2})
+    plp = out["choices"][0]["prompt_logprobs"]
+    echo = post(server, {"model": "smollm2", "prompt": "Hello there, friend", "max_tokens": 0,
+                         "echo": True, "logprobs": 0})
+    lps = echo["choices"][0]["logprobs"]["token_logprobs"]
+    assert plp[0] is None and len(plp) == len(lps)
+    for entry, want in zip(plp[1:], lps[1:]):
+        assert 1 <= len(entry) <= 3
+        assert any(v["logprob"] == pytest.approx(want, abs=1e-5) for v in entry.values())
+    assert out["choices"][0]["text"] == "" and out["usage"]["completion_tokens"] == 0
+
+
+def test_refusals_name_the_field(client):
+    for kwargs, field in [({"max_tokens": 0}, "max_tokens"),
+                          ({"echo": True, "logprobs": 1, "stream": True}, "echo")]:
+        with pytest.raises(openai.BadRequestError) as e:
+            r = client.completions.create(model="smollm2", prompt="Hi", **kwargs)
+            list(r)
+        assert e.value.body["param"] == field
