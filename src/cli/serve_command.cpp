@@ -169,6 +169,11 @@ int serve(ServeArgs a) {
   }
   if (!drained) {
     fmt::print(stderr, "tensorfold: requests still running after the grace period; exiting\n");
+    // The prompt cache's queued disk writes land first, so a restart resumes them (bounded: a
+    // stuck disk is not waited for).
+    if (!engine->flush_prompt_cache_for(10.0)) {
+      fmt::print(stderr, "tensorfold: prompt cache writes still queued after 10 s; dropped\n");
+    }
     std::fflush(nullptr);
     _exit(0);  // their threads still use the service: skip the destructors
   }
