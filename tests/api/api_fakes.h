@@ -131,7 +131,7 @@ class ScriptedEngine : public engine::EngineClient {
     if (s.submit_error) return *s.submit_error;
     auto ch = std::make_shared<engine::Channel>();
     Live live{ch, {}, static_cast<int64_t>(request.prompt.size()), s.cached_tokens};
-    if (s.prefilled) ch->push(engine::Prefilled{s.cached_tokens});
+    if (s.prefilled) ch->push(engine::Prefilled{s.cached_tokens, 0, {}});
     for (auto& e : s.events) {
       if (auto* t = std::get_if<engine::Tokens>(&e)) live.completion += t->ids.size();
       ch->push(e);
