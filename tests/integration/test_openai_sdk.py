@@ -73,8 +73,10 @@ def test_completions_token_prompt_echo_logprobs(client):
     r = client.completions.create(model=MODEL_NAME, prompt=[504, 3458, 282], max_tokens=3,
                                   temperature=0, echo=True, logprobs=2)
     lp = r.choices[0].logprobs
-    assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == 3
-    assert all(len(t) <= 2 for t in lp.top_logprobs)
+    # The 3 prompt tokens (the first unscored) and the 3 generated ones.
+    assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == 6
+    assert lp.token_logprobs[0] is None and lp.top_logprobs[0] is None
+    assert all(1 <= len(t) <= 2 for t in lp.top_logprobs[1:])
 
 
 def test_chat_logprobs(client):
