@@ -64,7 +64,7 @@ struct Prefilled {
   int64_t reasoning_tokens = 0;  // of completion_tokens: the reasoning block's, markers included
   // With Request::prompt_logprobs: prompt tokens 1..n-1 (the first has no context to score it)
   // and each one's logprob given the tokens before it.
-  Tokens prompt;
+  Tokens prompt = {};
 };
 
 enum class FinishReason { kStop, kLength, kCancelled, kError };
