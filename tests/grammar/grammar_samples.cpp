@@ -5,6 +5,8 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include "checkpoint/checkpoint.h"
 #include "engine/engine.h"
@@ -60,6 +62,7 @@ int main(int argc, char** argv) {
     std::cerr << "usage: grammar_samples MODEL_DIR SCHEMAS.jsonl SAMPLES SEED\n";
     return 2;
   }
+  spdlog::set_default_logger(spdlog::stderr_color_mt("grammar_samples"));  // stdout: results
   auto ckpt = checkpoint::Checkpoint::open(argv[1]);
   if (!ckpt.ok()) {
     std::cerr << ckpt.error().message << "\n";
