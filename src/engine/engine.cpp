@@ -355,7 +355,8 @@ void Engine::step() {
     Sequence& s = *c.seq;
     if (!status[i].ok() || c.drafts > 0) continue;  // drafted rows are verified in order below
     if (c.scores_prompt()) {
-      for (int64_t r = first; r < offset; ++r) host_rows.push_back({i, r, c.seq->computed + r - first});
+      RowSampler::size_prompt_scores(s);  // here: its rows are scored on several threads
+      for (int64_t r = first; r < offset; ++r) host_rows.push_back({i, r, s.computed + r - first});
     }
     if (!c.wants_logits() || s.req.max_tokens == 0) continue;
     const int64_t row = offset - 1;

@@ -81,15 +81,18 @@ Drawn RowSampler::pick(Sequence& s, const float* logits, int32_t model_value) co
   return d;
 }
 
+void RowSampler::size_prompt_scores(Sequence& s) {
+  Tokens& t = s.prompt_scores;
+  const auto n = static_cast<size_t>(s.prompt_len - 1);
+  if (t.ids.size() == n) return;  // sized once; a recomputed chunk (after preemption) overwrites
+  t.ids.assign(s.tokens.begin() + 1, s.tokens.begin() + s.prompt_len);
+  t.logprobs.assign(n, {});
+  t.top_logprobs.assign(s.req.prompt_logprobs > 0 ? n : 0, {});
+}
+
 void RowSampler::score_prompt(Sequence& s, int64_t pos, const float* logits) const {
   if (pos + 1 >= s.prompt_len) return;
   Tokens& t = s.prompt_scores;
-  const auto n = static_cast<size_t>(s.prompt_len - 1);
-  if (t.ids.size() != n) {  // sized once; a recomputed chunk (after preemption) overwrites
-    t.ids.assign(s.tokens.begin() + 1, s.tokens.begin() + s.prompt_len);
-    t.logprobs.assign(n, {});
-    t.top_logprobs.assign(s.req.prompt_logprobs > 0 ? n : 0, {});
-  }
   const auto vocab = static_cast<size_t>(model_.config().vocab_size);
   const int top = s.req.prompt_logprobs;
   const auto i = static_cast<size_t>(pos);

@@ -44,6 +44,8 @@ class RowSampler {
   // The row's token: `model_value` where that is the token, else from `logits` (the row's raw
   // logits; null where needs_logits is false).
   Drawn pick(Sequence& s, const float* logits, int32_t model_value) const;
+  // Sizes s's prompt scores (once), before its rows are scored, in parallel, by score_prompt.
+  static void size_prompt_scores(Sequence& s);
   // Records the score of prompt token pos + 1 from `logits`, position pos's raw logits row
   // (Request::prompt_logprobs); rows of later positions are no prompt token's and are skipped.
   void score_prompt(Sequence& s, int64_t pos, const float* logits) const;
