@@ -58,7 +58,8 @@ tf::Result<std::shared_ptr<const tf::grammar::CompiledGrammar>> endless_strings(
 tf::Result<Round> measure(const std::shared_ptr<tf::model::Model>& model, int n, int prompt_len,
                           int gen_len, int64_t max_batch_tokens, int64_t kv_gib,
                           const tf::engine::SamplingParams& sampling,
-                          const std::shared_ptr<const tf::grammar::CompiledGrammar>& grammar) {
+                          const std::shared_ptr<const tf::grammar::CompiledGrammar>& grammar,
+                          bool draft) {
   const int vocab = model->config().vocab_size;
   tf::engine::EngineOptions opt;
   opt.max_batch_tokens = max_batch_tokens;
@@ -78,6 +79,7 @@ tf::Result<Round> measure(const std::shared_ptr<tf::model::Model>& model, int n,
     r.sampling = sampling;
     r.seed = static_cast<uint64_t>(i + 1);
     r.output.grammar = grammar;
+    r.draft = draft;
     auto ch = engine.submit(r);
     if (!ch) {
       for (auto& t : readers) t.join();
@@ -160,6 +162,8 @@ int main(int argc, char** argv) {
   bool masked = false;
   app.add_flag("--grammar", masked,
                "Constrain every reply by a grammar (an endless list of JSON strings)");
+  bool no_draft = false;
+  app.add_flag("--no-draft", no_draft, "Every request with \"draft\": false (the serial path)");
   CLI11_PARSE(app, argc, argv);
 
   auto ckpt = tf::checkpoint::Checkpoint::open(path);
@@ -184,8 +188,9 @@ int main(int argc, char** argv) {
   }
   fmt::print(
       "model: {}; prompt {} tokens, {} generated per request, max batch tokens {}, median of {} "
-      "rounds; {}{}\n",
+      "rounds; {}{}{}\n",
       path, prompt_len, gen_len, max_batch_tokens, n_rounds, masked ? "grammar-masked, " : "",
+      no_draft ? "no drafting, " : "",
       sampling.temperature > 0
           ? fmt::format("sampled at temperature {}, top_p {}", sampling.temperature, sampling.top_p)
           : std::string("greedy"));
@@ -196,7 +201,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < n_rounds; ++r) {
     for (size_t i = 0; i < streams.size(); ++i) {
       auto round = measure(model, streams[i], prompt_len, gen_len, max_batch_tokens, kv_gib,
-                           sampling, grammar);
+                           sampling, grammar, !no_draft);
       if (!round) {
         fmt::print(stderr, "error: {}\n", round.error().message);
         return 1;
@@ -227,7 +232,7 @@ int main(int argc, char** argv) {
     std::vector<double> ttft;
     for (int r = 0; r <= n_rounds; ++r) {
       auto round =
-          measure(model, 1, len, 1, std::max<int64_t>(max_batch_tokens, len), kv_gib, {}, nullptr);
+          measure(model, 1, len, 1, std::max<int64_t>(max_batch_tokens, len), kv_gib, {}, nullptr, !no_draft);
       if (!round) {
         fmt::print(stderr, "error: {}\n", round.error().message);
         return 1;
