@@ -12,6 +12,7 @@
 #include "checkpoint/checkpoint.h"
 #include "support/engine_reply.h"
 #include "support/paths.h"
+#include "support/stories_model.h"
 
 namespace tf::engine {
 namespace {
@@ -31,18 +32,10 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 class EngineTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    const std::string path = testing::shared_path("models/stories260K.gguf");
-    if (!std::filesystem::exists(path)) return;
-    auto ckpt = checkpoint::Checkpoint::open(path);
-    ASSERT_TRUE(ckpt.ok()) << ckpt.error().message;
-    auto m = model::load_model(*ckpt, {2});
-    ASSERT_TRUE(m.ok()) << m.error().message;
-    model_ = std::shared_ptr<model::Model>(std::move(*m));
-  }
+  static void SetUpTestSuite() { model_ = testing::load_stories260k(); }
   static void TearDownTestSuite() { model_.reset(); }
   void SetUp() override {
-    if (!model_) GTEST_SKIP() << "missing ../shared/models/stories260K.gguf (see DATA.md)";
+    if (!model_) GTEST_SKIP() << testing::kStoriesMissing;
   }
 
   static EngineOptions options() {

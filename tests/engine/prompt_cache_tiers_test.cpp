@@ -16,6 +16,7 @@
 #include "engine/kv_host_tier.h"
 #include "support/engine_reply.h"
 #include "support/paths.h"
+#include "support/stories_model.h"
 
 namespace tf::engine {
 namespace {
@@ -53,18 +54,10 @@ Request make_request(RequestId id, int len, int max_tokens, int salt = 0) {
 
 class PromptCacheTiers : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    const std::string path = testing::shared_path("models/stories260K.gguf");
-    if (!fs::exists(path)) return;
-    auto ckpt = checkpoint::Checkpoint::open(path);
-    ASSERT_TRUE(ckpt.ok());
-    auto m = model::load_model(*ckpt, {2});
-    ASSERT_TRUE(m.ok());
-    model_ = std::shared_ptr<model::Model>(std::move(*m));
-  }
+  static void SetUpTestSuite() { model_ = testing::load_stories260k(); }
   static void TearDownTestSuite() { model_.reset(); }
   void SetUp() override {
-    if (!model_) GTEST_SKIP() << "missing ../shared/models/stories260K.gguf (see DATA.md)";
+    if (!model_) GTEST_SKIP() << testing::kStoriesMissing;
     dir_ = fs::temp_directory_path() /
            ("tf_kv_" + std::to_string(::getpid()) + "_" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());

@@ -11,6 +11,7 @@
 #include "engine/engine.h"
 #include "support/engine_reply.h"
 #include "support/paths.h"
+#include "support/stories_model.h"
 
 namespace tf::engine {
 namespace {
@@ -34,18 +35,10 @@ Scored run(Engine& e, Request r) {
 
 class PromptScoresTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    const std::string path = testing::shared_path("models/stories260K.gguf");
-    if (!std::filesystem::exists(path)) return;
-    auto ckpt = checkpoint::Checkpoint::open(path);
-    ASSERT_TRUE(ckpt.ok()) << ckpt.error().message;
-    auto m = model::load_model(*ckpt, {2});
-    ASSERT_TRUE(m.ok()) << m.error().message;
-    model_ = std::shared_ptr<model::Model>(std::move(*m));
-  }
+  static void SetUpTestSuite() { model_ = testing::load_stories260k(); }
   static void TearDownTestSuite() { model_.reset(); }
   void SetUp() override {
-    if (!model_) GTEST_SKIP() << "missing ../shared/models/stories260K.gguf (see DATA.md)";
+    if (!model_) GTEST_SKIP() << testing::kStoriesMissing;
   }
 
   static EngineOptions options(int64_t batch_tokens = 256) {

@@ -8,22 +8,14 @@
 
 #include "checkpoint/checkpoint.h"
 #include "support/paths.h"
+#include "support/stories_model.h"
 
 namespace tf::engine::draft {
 namespace {
 
-std::shared_ptr<model::Model> load_stories() {
-  const std::string path = testing::shared_path("models/stories260K.gguf");
-  if (!std::filesystem::exists(path)) return nullptr;
-  auto ckpt = checkpoint::Checkpoint::open(path);
-  if (!ckpt.ok()) return nullptr;
-  auto m = model::load_model(*ckpt, {2});
-  return m.ok() ? std::shared_ptr<model::Model>(std::move(*m)) : nullptr;
-}
-
 TEST(VerifyCost, MeasuredOnAModel) {
-  auto m = load_stories();
-  if (!m) GTEST_SKIP() << "missing ../shared/models/stories260K.gguf (see DATA.md)";
+  auto m = testing::load_stories260k();
+  if (!m) GTEST_SKIP() << testing::kStoriesMissing;
   // 4 rows of 128 + 9 positions need 4 * 9 blocks of 16: the 16-row count does not fit.
   model::KvCache kv(m->config(), 40);
   VerifyCostOptions o;
