@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <string>
@@ -13,7 +15,10 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
+#include "engine/draft/context_copy.h"
+#include "engine/draft/verify_cost.h"
 #include "engine/engine.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
 #include "tokenizer/from_checkpoint.h"
 
@@ -81,8 +86,10 @@ struct Run {
 
 tf::Result<Run> run(const std::shared_ptr<tf::model::Model>& model,
                     const std::vector<int32_t>& prompt, int streams, int gen, bool draft,
-                    const std::vector<int32_t>& eog) {
+                    const std::vector<int32_t>& eog,
+                    std::shared_ptr<tf::engine::draft::Proposer> proposer = nullptr) {
   tf::engine::EngineOptions opt;
+  opt.draft.proposer = std::move(proposer);
   opt.max_parallel = std::max(streams, 1);
   opt.max_batch_tokens = 512;
   opt.kv_budget_bytes = int64_t{2} << 30;
@@ -130,6 +137,182 @@ tf::Result<Run> run(const std::shared_ptr<tf::model::Model>& model,
   return out;
 }
 
+// Where the context copier's drafts could go: the serial reply replayed through a fresh
+// copier asking 8 drafts at every position. offered[i]: the drafts it has at reply position i;
+// kept[i]: how many of them equal the reply's next tokens (what a verify there would keep).
+struct Replay {
+  std::vector<int> offered, kept;
+  std::vector<int64_t> match;  // the copier's match length behind each offer
+};
+Replay replay_copier(const std::vector<int32_t>& prompt, const std::vector<int32_t>& reply) {
+  tf::engine::draft::ContextCopyProposer copier;
+  tf::engine::Sequence s;
+  s.req.id = 1;
+  s.tokens = prompt;
+  s.prompt_len = static_cast<int64_t>(prompt.size());
+  Replay r;
+  std::vector<int32_t> out;
+  for (size_t i = 0; i < reply.size(); ++i) {
+    copier.propose(s, 8, out);
+    size_t n = 0;
+    while (n < out.size() && i + n < reply.size() && out[n] == reply[i + n]) ++n;
+    r.offered.push_back(static_cast<int>(out.size()));
+    r.kept.push_back(static_cast<int>(n));
+    r.match.push_back(copier.last_match(s).length);
+    s.tokens.push_back(reply[i]);
+  }
+  return r;
+}
+
+// The reply verified with up to k drafts at every step (a fixed depth): its steps, and their
+// time from step_s[d] (a step carrying d drafts).
+struct FixedDepth {
+  int64_t steps = 0, drafted_steps = 0;
+  double seconds = 0;
+};
+FixedDepth fixed_depth(const Replay& r, int k, const std::vector<double>& step_s) {
+  FixedDepth f;
+  for (size_t i = 0; i < r.kept.size();) {
+    const int d = std::min(k, r.offered[i]);
+    ++f.steps;
+    f.drafted_steps += d > 0 ? 1 : 0;
+    f.seconds += step_s[static_cast<size_t>(d)];
+    i += 1 + static_cast<size_t>(std::min(d, r.kept[i]));
+  }
+  return f;
+}
+
+// Counts what the engine's depth policy asked of the proposer (k after the limits) and what it
+// got, around the context copier the engine would use.
+class CountingProposer final : public tf::engine::draft::Proposer {
+ public:
+  void propose(const tf::engine::Sequence& s, int k, std::vector<int32_t>& out) override {
+    inner_.propose(s, k, out);
+    ++asked_[static_cast<size_t>(std::clamp(k, 0, 8))];
+    ++offered_[std::min<size_t>(out.size(), 8)];
+  }
+  void finished(const tf::engine::Sequence& s) override { inner_.finished(s); }
+  std::string summary() const {
+    int64_t calls = 0;
+    double sum_k = 0;
+    std::string asked, offered;
+    for (int k = 0; k <= 8; ++k) {
+      calls += asked_[k];
+      sum_k += static_cast<double>(k * asked_[k]);
+      asked += fmt::format(" {}", asked_[k]);
+      offered += fmt::format(" {}", offered_[k]);
+    }
+    return fmt::format("{} proposals, mean depth {:.2f}; by depth 0..8:{}; drafts offered 0..8:{}",
+                       calls, calls > 0 ? sum_k / static_cast<double>(calls) : 0.0, asked,
+                       offered);
+  }
+
+ private:
+  tf::engine::draft::ContextCopyProposer inner_;
+  std::array<int64_t, 9> asked_{}, offered_{};
+};
+
+// Step times of one row carrying k = 0..8 drafts at `position` (medians), as the engine's
+// start-up table measures them, and the table the engine would build.
+struct Costs {
+  std::vector<double> step_s;
+  tf::engine::draft::VerifyCost table;
+};
+tf::Result<Costs> measure_costs(tf::model::Model& model, int64_t position, int reps) {
+  tf::model::KvCache kv(model.config(), (position + 64) / 16 * 16 + 512);
+  Costs c;
+  for (int k = 0; k <= 8; ++k) {
+    auto t = tf::engine::draft::time_verify_step(model, kv, 1, k, reps, position);
+    if (!t) return std::move(t).error();
+    c.step_s.push_back(*t);
+  }
+  auto table = tf::engine::draft::measure_verify_cost(model, kv);
+  if (!table) return std::move(table).error();
+  c.table = std::move(*table);
+  return c;
+}
+
+// One row's step time at k = 0..8 drafts at each position (medians of `reps`): how verifying
+// drafts grows with the context.
+void print_curve(tf::model::Model& model, const std::vector<int64_t>& positions,
+                 const std::vector<int>& ks, int reps) {
+  fmt::print("| position |");
+  for (int k : ks) fmt::print(" k={} ms |", k);
+  fmt::print("\n|---|");
+  for (size_t i = 0; i < ks.size(); ++i) fmt::print("---|");
+  fmt::print("\n");
+  for (int64_t p : positions) {
+    tf::model::KvCache kv(model.config(), (p + 64) / 16 + 8);
+    fmt::print("| {} |", p);
+    double base = 0;
+    for (int k : ks) {
+      auto t = tf::engine::draft::time_verify_step(model, kv, 1, k, reps, p);
+      if (!t) {
+        fmt::print(" {} |", t.error().message);
+        continue;
+      }
+      if (base == 0) base = *t;
+      fmt::print(" {:.2f} ({:.2f}x) |", 1e3 * *t, *t / base);
+    }
+    fmt::print("\n");
+  }
+}
+
+void print_analysis(tf::model::Model& model, const std::vector<int32_t>& prompt,
+                    const std::vector<int32_t>& reply, int reps) {
+  const Replay r = replay_copier(prompt, reply);
+  const auto position = static_cast<int64_t>(prompt.size() + reply.size() / 2);
+  auto costs = measure_costs(model, position, reps);
+  if (!costs) {
+    fmt::print(stderr, "error: {}\n", costs.error().message);
+    return;
+  }
+  int64_t hits = 0, kept = 0;
+  for (size_t i = 0; i < r.kept.size(); ++i) {
+    hits += r.offered[i] > 0 ? 1 : 0;
+    kept += r.kept[i];
+  }
+  fmt::print("\nreplay of the serial reply ({} tokens): the copier offers drafts at {} positions, "
+             "{:.2f} of 8 right on average\n",
+             reply.size(), hits, static_cast<double>(kept) / std::max<size_t>(reply.size(), 1));
+  fmt::print("| k | step ms at {} | measured / k=0 | engine table | fixed-k steps | drafted steps | "
+             "implied speedup |\n|---|---|---|---|---|---|---|\n",
+             position);
+  const double serial = static_cast<double>(reply.size()) * costs->step_s[0];
+  // Knowing each verify's outcome: draft exactly the drafts that will be kept.
+  FixedDepth best;
+  for (size_t i = 0; i < r.kept.size(); i += 1 + static_cast<size_t>(r.kept[i])) {
+    ++best.steps;
+    best.drafted_steps += r.kept[i] > 0 ? 1 : 0;
+    best.seconds += costs->step_s[static_cast<size_t>(r.kept[i])];
+  }
+  fmt::print("| oracle | | | | {} | {} | {:.2f}x |\n", best.steps, best.drafted_steps,
+             serial / best.seconds);
+  // How the match length predicts the drafts kept, by bucket of length.
+  const int64_t edges[] = {0, 2, 4, 8, 16, 32, 64, int64_t{1} << 40};
+  fmt::print("\n| match length | positions | mean kept of 8 | all 8 kept |\n|---|---|---|---|\n");
+  for (size_t b = 0; b + 1 < std::size(edges); ++b) {
+    int64_t n = 0, sum = 0, full = 0;
+    for (size_t i = 0; i < r.kept.size(); ++i) {
+      if (r.match[i] < edges[b] || r.match[i] >= edges[b + 1]) continue;
+      ++n;
+      sum += r.kept[i];
+      full += r.kept[i] == 8 ? 1 : 0;
+    }
+    if (n > 0) {
+      fmt::print("| {}-{} | {} | {:.2f} | {} |\n", edges[b], edges[b + 1] - 1, n,
+                 static_cast<double>(sum) / static_cast<double>(n), full);
+    }
+  }
+  for (int k = 0; k <= 8; ++k) {
+    const FixedDepth f = fixed_depth(r, k, costs->step_s);
+    fmt::print("| {} | {:.2f} | {:.2f} | {:.2f} | {} | {} | {:.2f}x |\n", k,
+               1e3 * costs->step_s[k], costs->step_s[k] / costs->step_s[0],
+               costs->table.relative(1, k, position), f.steps, f.drafted_steps,
+               serial / f.seconds);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -147,6 +330,18 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "Compute threads (0: all)");
   app.add_option("--rounds", rounds, "Runs of each; the best decode tok/s of each side is kept")
       ->check(CLI::PositiveNumber);
+  bool analyze = false;
+  app.add_flag("--analyze", analyze,
+               "Per workload: what the depth policy asked, the serial reply replayed through the "
+               "copier, and one row's measured step time at k = 0..8 drafts against the engine's "
+               "cost table");
+  std::vector<int64_t> curve;
+  std::vector<int> curve_k = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+  app.add_option("--curve", curve,
+                 "Only print one row's step time at these context positions for --curve-k drafts");
+  app.add_option("--curve-k", curve_k, "Draft counts for --curve");
+  int curve_reps = 7;
+  app.add_option("--curve-reps", curve_reps, "Timed steps per --curve cell (the median kept)");
   std::string only;
   app.add_option("--only", only, "Run only the workloads whose name contains this");
   app.add_option("--backend", backend, "cpu, cuda or auto")
@@ -169,6 +364,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::shared_ptr<tf::model::Model> model(std::move(*loaded));
+  if (!curve.empty()) {
+    print_curve(*model, curve, curve_k, curve_reps);
+    return 0;
+  }
   std::vector<int32_t> eog;
   for (int id = 0; id < (*tok)->vocab_size(); ++id) {
     if ((*tok)->is_eog(id)) eog.push_back(id);
@@ -184,15 +383,20 @@ int main(int argc, char** argv) {
     const std::vector<int32_t> prompt = (*tok)->encode(w.prompt, true, true);
     for (int n : streams) {
       Run serial, drafted;
+      std::shared_ptr<CountingProposer> counted;
       for (int r = 0; r < rounds; ++r) {
         auto s = run(model, prompt, n, gen, false, eog);
-        auto d = run(model, prompt, n, gen, true, eog);
+        auto counting = std::make_shared<CountingProposer>();
+        auto d = run(model, prompt, n, gen, true, eog, counting);
         if (!s || !d) {
           fmt::print(stderr, "error: {}\n", (!s ? s.error() : d.error()).message);
           return 1;
         }
         if (r == 0 || s->decode_tps > serial.decode_tps) serial = std::move(*s);
-        if (r == 0 || d->decode_tps > drafted.decode_tps) drafted = std::move(*d);
+        if (r == 0 || d->decode_tps > drafted.decode_tps) {
+          drafted = std::move(*d);
+          counted = counting;
+        }
       }
       const auto& st = drafted.stats;
       const double acceptance =
@@ -203,6 +407,10 @@ int main(int argc, char** argv) {
                  w.name, n, prompt.size(), drafted.tokens / n, serial.decode_tps,
                  drafted.decode_tps, drafted.decode_tps / std::max(serial.decode_tps, 1e-9),
                  100 * acceptance, per_verify, serial.replies == drafted.replies ? "yes" : "NO");
+      if (analyze && n == 1) {
+        fmt::print("drafted run: {} steps, {}\n", st.steps, counted->summary());
+        print_analysis(*model, prompt, serial.replies[0], 5);
+      }
     }
   }
   return 0;
