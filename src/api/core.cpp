@@ -152,6 +152,11 @@ Outcome run_generation(engine::EngineClient& engine, const tokenizer::Tokenizer&
     // A request with prompt_logprobs: its prompt's scores come with Prefilled.
     if (auto* p = ev ? std::get_if<engine::Prefilled>(&*ev) : nullptr) {
       out.prompt_scores = p->prompt;
+      if (!prefilled && !cancelled && options.on_prompt_scores &&
+          !options.on_prompt_scores(out.prompt_scores)) {
+        cancelled = true;
+        engine.cancel(id);
+      }
     }
     // Checked on every event as well as when idle: a client that left, streamed or not, cancels
     // its request within a step, freeing its slot and its KV.

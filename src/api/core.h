@@ -71,6 +71,9 @@ struct GenerationOptions {
   bool logprobs = false;
   // Called about every 100 ms while no event arrives (a long prompt filling); false cancels.
   std::function<bool()> on_wait;
+  // With Request::prompt_logprobs: called once with the prompt's scores when the prompt is in,
+  // before any delta (a stream that echoes the scored prompt sends it then); false cancels.
+  std::function<bool(const engine::Tokens&)> on_prompt_scores;
 };
 
 struct Outcome {

@@ -7,6 +7,7 @@
 #include "api/core.h"
 #include "api/json_util.h"
 #include "api/openai_stream.h"
+#include "api/prompt_logprobs.h"
 #include "api/route.h"
 #include "api/service.h"
 
@@ -60,24 +61,6 @@ struct LegacyLogprobs {
             {"text_offset", text_offset}};
   }
 };
-
-// vLLM's prompt_logprobs: null for the first token, then per token {"id": {logprob,
-// decoded_token}} for the token itself and its top alternatives.
-json prompt_logprobs_json(const engine::Tokens& scores, const tokenizer::Tokenizer& tok) {
-  json out = json::array({nullptr});
-  for (size_t i = 0; i < scores.ids.size() && i < scores.logprobs.size(); ++i) {
-    json entry = json::object();
-    auto add = [&](int32_t id, float lp) {
-      entry[std::to_string(id)] = {{"logprob", lp}, {"decoded_token", tok.token_bytes(id)}};
-    };
-    add(scores.ids[i], scores.logprobs[i].logprob);
-    if (i < scores.top_logprobs.size()) {
-      for (const auto& alt : scores.top_logprobs[i]) add(alt.id, alt.logprob);
-    }
-    out.push_back(std::move(entry));
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -135,8 +118,25 @@ void Service::completions(std::string_view body, Responder& r) {
   };
 
   if (req->common.stream) {
-    StreamHead head(
-        r, [&] { return echo.empty() || r.send_event(dump(chunk(echo, nullptr, nullptr))); });
+    // The echo goes first; with logprobs it waits for the prompt's scores (they come when the
+    // prompt is in) and carries them, so the stream's pieces join into the whole reply.
+    engine::Tokens prompt_scores;
+    StreamHead head(r, [&] {
+      if (echo.empty()) return true;
+      json lp = nullptr;
+      if (echo_scores) {
+        LegacyLogprobs l;
+        l.add_prompt(prompt, prompt_scores, *tok_);
+        lp = l.to_json();
+      }
+      return r.send_event(dump(chunk(echo, std::move(lp), nullptr)));
+    });
+    if (echo_scores) {
+      gen.on_prompt_scores = [&](const engine::Tokens& scores) {
+        prompt_scores = scores;
+        return head.open();
+      };
+    }
     Outcome out = run_generation(*engine_, *tok_, std::move(*ereq), gen, r, [&](const Delta& d) {
       if (!head.open()) return false;
       json lp = nullptr;

@@ -432,9 +432,10 @@ ApiResult<CompletionRequest> parse_completion_request(const json& body) {
                          "'max_tokens': 0 scores the prompt only: it needs 'echo': true or "
                          "'prompt_logprobs'");
   }
-  if (r.common.stream && (r.prompt_logprobs || (r.echo && r.logprobs))) {
-    return invalid_param(r.prompt_logprobs ? "prompt_logprobs" : "echo",
-                         "the prompt's logprobs are not streamed: send 'stream': false");
+  // As in vLLM: a streamed chunk has no place for them (echo + logprobs do stream).
+  if (r.common.stream && r.prompt_logprobs) {
+    return invalid_param("prompt_logprobs",
+                         "`prompt_logprobs` are not available when `stream=True`.");
   }
   if (auto s = body.find("suffix"); s != body.end() && !s->is_null()) {
     return invalid_param("suffix", "'suffix' is not supported");

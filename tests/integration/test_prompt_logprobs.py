@@ -74,6 +74,21 @@ def test_lm_eval_loglikelihood_request(server):
     assert isinstance(is_greedy, bool) and math.isfinite(sum(cont))
 
 
+def check_vllm_entry(entry, k):
+    """One prompt position of vLLM's prompt_logprobs: the token first, then its top k, each a
+    Logprob {logprob, rank, decoded_token}; the top k ranked 1..k by falling logprob, the token
+    ranked where it stands among them (null outside them)."""
+    items = list(entry.items())
+    for _, v in items:
+        assert list(v) == ["logprob", "rank", "decoded_token"] and v["logprob"] <= 0
+    token_id, own = items[0]
+    by_rank = sorted((v for _, v in items if v["rank"] is not None), key=lambda v: v["rank"])
+    assert [v["rank"] for v in by_rank] == list(range(1, len(by_rank) + 1)) and len(by_rank) == k
+    assert [v["logprob"] for v in by_rank] == sorted((v["logprob"] for v in by_rank), reverse=True)
+    if own["rank"] is None:
+        assert len(items) == k + 1 and own["logprob"] <= by_rank[-1]["logprob"] + 1e-6
+
+
 def test_vllm_prompt_logprobs(server):
     out = post(server, {"model": "smollm2", "prompt": "Hello there, friend", "max_tokens": 0,
                         "prompt_logprobs": 2})
@@ -85,12 +100,53 @@ def test_vllm_prompt_logprobs(server):
     for entry, want in zip(plp[1:], lps[1:]):
         assert 1 <= len(entry) <= 3
         assert any(v["logprob"] == pytest.approx(want, abs=1e-5) for v in entry.values())
+        check_vllm_entry(entry, 2)
     assert out["choices"][0]["text"] == "" and out["usage"]["completion_tokens"] == 0
+
+
+def joined_stream(chunks):
+    """A streamed completion's pieces joined: text, the legacy logprobs arrays, finish_reason."""
+    text, finish = "", None
+    lp = {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []}
+    for c in chunks:
+        ch = c.choices[0]
+        text += ch.text
+        finish = ch.finish_reason or finish
+        if ch.logprobs is not None:
+            for k in lp:
+                lp[k] += getattr(ch.logprobs, k)
+    return text, lp, finish
+
+
+@pytest.mark.parametrize("max_tokens", [8, 0])
+def test_streamed_echo_logprobs_join_into_the_whole_reply(client, max_tokens):
+    kwargs = dict(model="smollm2", prompt="The three primary colours are", max_tokens=max_tokens,
+                  temperature=0, echo=True, logprobs=2)
+    whole = client.completions.create(**kwargs)
+    chunks = list(client.completions.create(stream=True, **kwargs))
+    text, lp, finish = joined_stream(chunks)
+    assert text == whole.choices[0].text
+    assert finish == whole.choices[0].finish_reason
+    want = whole.choices[0].logprobs
+    assert lp["tokens"] == want.tokens and lp["text_offset"] == want.text_offset
+    assert lp["token_logprobs"][0] is None and lp["top_logprobs"][0] is None
+    assert lp["token_logprobs"][1:] == pytest.approx(want.token_logprobs[1:], abs=1e-5)
+    for got, exp in zip(lp["top_logprobs"][1:], want.top_logprobs[1:]):
+        assert got.keys() == exp.keys()
+        assert list(got.values()) == pytest.approx(list(exp.values()), abs=1e-5)
+    # The first chunk is the echo: the prompt's text with the prompt's entries, the first null.
+    first = chunks[0].choices[0]
+    assert first.text == kwargs["prompt"] and first.logprobs.token_logprobs[0] is None
+    assert "".join(first.logprobs.tokens) == kwargs["prompt"]
+    assert len(chunks) >= (2 if max_tokens == 0 else 3)
 
 
 def test_refusals_name_the_field(client):
     for kwargs, field in [({"max_tokens": 0}, "max_tokens"),
-                          ({"echo": True, "logprobs": 1, "stream": True}, "echo")]:
+                          ({"extra_body": {"prompt_logprobs": 1}, "stream": True},
+                           "prompt_logprobs"),
+                          ({"extra_body": {"prompt_logprobs": 0}, "stream": True},
+                           "prompt_logprobs")]:
         with pytest.raises(openai.BadRequestError) as e:
             r = client.completions.create(model="smollm2", prompt="Hi", **kwargs)
             list(r)
