@@ -37,9 +37,11 @@ void Connection::start() {
 }
 
 void Connection::reject() {
-  net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
-    self->refuse(503, "too many connections are being answered; retry shortly", "overloaded");
-  });
+  // Its request is read first (under the same deadlines as any): the refusal then goes out in
+  // the envelope of the API it asked for, and closing with the request unread would reset the
+  // connection under the answer.
+  rejected_ = true;
+  start();
 }
 
 void Connection::close() {
@@ -138,9 +140,12 @@ void Connection::fail_read(beast::error_code ec) {
 
 void Connection::refuse(int status, std::string_view message, std::string_view code) {
   busy_ = true;
-  write_then(full_response(status, "application/json", error_body(status, message, code), false,
-                           extra_, false),
-             false);
+  // The target is known once the request line is parsed (a body over the limit is refused from
+  // its Content-Length, before the header is complete).
+  std::string_view target;
+  if (parser_) target = parser_->get().target();
+  auto [answer, body] = refusal(envelope_of(target), status, message, code);
+  write_then(full_response(answer, "application/json", body, false, extra_, false), false);
 }
 
 void Connection::dispatch() {
@@ -150,6 +155,9 @@ void Connection::dispatch() {
   extra_ = ctx_.cors.response_headers(req[http::field::origin]);
   if (ctx_.stopping.load()) {
     return refuse(503, "the server is shutting down", "shutting_down");
+  }
+  if (rejected_) {
+    return refuse(503, "too many connections are being answered; retry shortly", "overloaded");
   }
   if (req.method() == http::verb::options) return answer_options();
   HttpRequest hr{req.method_string(), req.target(), req[http::field::authorization],

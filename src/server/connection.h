@@ -25,7 +25,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Starts reading the first request (its header clock runs from now).
   void start();
-  // Answers 503 and closes: the connection was not admitted.
+  // Reads the request, answers 503 (Anthropic's 529 on its paths) and closes: the connection was
+  // not admitted.
   void reject();
   // From any thread: close now if waiting for a request, else as soon as the answer is written.
   void close();
@@ -69,6 +70,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string out_;  // the answer being written by write_then
   HeaderList extra_;
   bool first_ = true, keep_alive_ = false, head_ = false, busy_ = false, closed_ = false;
+  bool rejected_ = false;  // not admitted: its one request is refused
   std::atomic<bool> close_requested_{false};
   std::atomic<bool> upgraded_{false};  // the stream now belongs to a WebSocketSession
 };

@@ -28,7 +28,7 @@ std::string response_head(int status, std::string_view content_type,
   } else {
     h += "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n";
   }
-  if (status == 503) h += "Retry-After: 1\r\n";
+  if (status == 503 || status == 529) h += "Retry-After: 1\r\n";
   for (const auto& [name, value] : extra) h += fmt::format("{}: {}\r\n", name, value);
   h += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
   return h;
@@ -48,6 +48,13 @@ std::string error_body(int status, std::string_view message, std::string_view co
                   {},
                   std::string(code)};
   return api::dump(api::openai_error_body(e));
+}
+
+Refusal refusal(api::Envelope envelope, int status, std::string_view message,
+                std::string_view code) {
+  if (envelope == api::Envelope::kOpenAI) return {status, error_body(status, message, code)};
+  api::ApiError e{status, "", std::string(message), {}, std::string(code)};
+  return {api::anthropic_status(e), api::dump(api::anthropic_error_body(e))};
 }
 
 void BufferedResponder::send(int s, std::string_view ct, std::string b) {

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "api/responder.h"
+#include "api/route.h"
 #include "server/cors.h"
 
 namespace tf::server {
@@ -25,6 +26,15 @@ std::string full_response(int status, std::string_view content_type, std::string
                           bool keep_alive, const HeaderList& extra, bool head_only);
 // An OpenAI-style error body.
 std::string error_body(int status, std::string_view message, std::string_view code);
+// A refusal the server writes itself (over capacity, shutting down, a body over the limit), in
+// the envelope of the API the request is for: Anthropic's answers 529 overloaded_error where
+// OpenAI's answers 503.
+struct Refusal {
+  int status = 500;
+  std::string body;
+};
+Refusal refusal(api::Envelope envelope, int status, std::string_view message,
+                std::string_view code);
 
 class BufferedResponder final : public api::Responder {
  public:

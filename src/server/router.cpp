@@ -16,14 +16,6 @@ namespace {
 
 std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }
 
-// The envelope of the API a path belongs to, whatever the method.
-api::Envelope envelope_of(std::string_view path) {
-  for (const auto& rt : api::routes()) {
-    if (api::match_pattern(rt.pattern, path, nullptr)) return rt.envelope;
-  }
-  return path.starts_with("/v1/messages") ? api::Envelope::kAnthropic : api::Envelope::kOpenAI;
-}
-
 RoutedRequest refusal(api::Envelope envelope, api::ApiError e) {
   RoutedRequest out;
   out.run = [envelope, e = std::move(e)](api::Responder& r) { api::send_error(envelope, r, e); };
@@ -62,6 +54,14 @@ RoutedRequest resolve_api(const HttpRequest& req, std::string_view path, std::st
                           bool let_in, api::Service& service);
 
 }  // namespace
+
+api::Envelope envelope_of(std::string_view target) {
+  const std::string_view path = path_of(target);
+  for (const auto& rt : api::routes()) {
+    if (api::match_pattern(rt.pattern, path, nullptr)) return rt.envelope;
+  }
+  return path.starts_with("/v1/messages") ? api::Envelope::kAnthropic : api::Envelope::kOpenAI;
+}
 
 std::string_view bearer_token(std::string_view authorization) {
   auto is_space = [](char c) { return c == ' ' || c == '\t'; };

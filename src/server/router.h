@@ -65,6 +65,10 @@ inline void route(std::string_view method, std::string_view target, std::string_
   route({method, target, authorization, x_api_key, body, {}, false}, api_keys, service, r);
 }
 
+// The envelope of the API a request target (path and query) belongs to, whatever the method:
+// Anthropic's for /v1/messages paths, OpenAI's elsewhere.
+api::Envelope envelope_of(std::string_view target);
+
 // The methods a known path allows ("GET, HEAD", "POST"); empty for unknown paths.
 std::string allowed_methods(std::string_view path);
 
