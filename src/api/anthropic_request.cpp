@@ -323,6 +323,7 @@ ApiResult<CommonFields> parse_common(const json& body, bool count_only) {
   TF_API_TRY(auto top_p, number(body, "top_p", 0.0, 1.0));
   TF_API_TRY(auto top_k, integer(body, "top_k", 0, 1 << 20));
   TF_API_TRY(c.sampling.seed, integer(body, "seed", INT64_MIN, INT64_MAX));  // an extension
+  TF_API_TRY(c.draft, boolean(body, "draft", true));  // an extension, as on Chat Completions
   c.sampling.temperature = narrow<float>(temperature);
   c.sampling.top_p = narrow<float>(top_p);
   if (top_k) c.sampling.top_k = static_cast<int>(*top_k);

@@ -18,7 +18,7 @@ const std::set<std::string>& known_fields() {
       "max_output_tokens", "temperature", "top_p", "reasoning", "text", "metadata", "store",
       "previous_response_id", "user", "truncation", "stream", "stream_options", "background",
       "include", "service_tier", "safety_identifier", "prompt_cache_key", "top_logprobs",
-      "max_tool_calls", "presence_penalty", "frequency_penalty", "seed", "top_k"};
+      "max_tool_calls", "presence_penalty", "frequency_penalty", "seed", "top_k", "draft"};
   return k;
 }
 
@@ -339,6 +339,7 @@ ApiResult<ResponsesRequest> parse_responses_request(const json& body, bool webso
   TF_API_TRY(auto frequency, number(body, "frequency_penalty", -2.0, 2.0));
   TF_API_TRY(auto top_k, integer(body, "top_k", -1, 1 << 20));
   TF_API_TRY(c.sampling.seed, integer(body, "seed", INT64_MIN, INT64_MAX));
+  TF_API_TRY(c.draft, boolean(body, "draft", true));  // an extension, as on Chat Completions
   c.sampling.temperature = narrow<float>(temperature);
   c.sampling.top_p = narrow<float>(top_p);
   c.sampling.presence_penalty = narrow<float>(presence);
