@@ -26,20 +26,24 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A Python file of about 300 lines that uses `name` throughout.
-std::string code_file(const std::string& name) {
-  std::string out = "import math\nfrom dataclasses import dataclass\n\n\n";
+// Function i of a Python file that uses `name` throughout.
+std::string code_function(int i, const std::string& name) {
   const char* kinds[] = {"orders", "invoices", "shipments", "returns", "refunds", "payments"};
-  for (int i = 0; out.size() < 9000 && i < 40; ++i) {
-    const char* kind = kinds[i % 6];
-    out += fmt::format("def summarize_{}_{}(rows, {}):\n", kind, i, name);
-    out += fmt::format("    \"\"\"Summarize {} for batch {} using {}.\"\"\"\n", kind, i, name);
-    out += "    total = 0\n";
-    out += "    for row in rows:\n";
-    out += fmt::format("        if row.amount > {}:\n", (i * 37) % 100);
-    out += fmt::format("            total += row.amount * {} / {}\n", name, i % 5 + 1);
-    out += fmt::format("    return round(total, {})\n\n\n", i % 3 + 1);
-  }
+  const char* kind = kinds[i % 6];
+  std::string out = fmt::format("def summarize_{}_{}(rows, {}):\n", kind, i, name);
+  out += fmt::format("    \"\"\"Summarize {} for batch {} using {}.\"\"\"\n", kind, i, name);
+  out += "    total = 0\n";
+  out += "    for row in rows:\n";
+  out += fmt::format("        if row.amount > {}:\n", (i * 37) % 100);
+  out += fmt::format("            total += row.amount * {} / {}\n", name, i % 5 + 1);
+  out += fmt::format("    return round(total, {})\n\n\n", i % 3 + 1);
+  return out;
+}
+
+// A Python file of about 300 lines (`functions` of them) that uses `name` throughout.
+std::string code_file(const std::string& name, int functions = 40) {
+  std::string out = "import math\nfrom dataclasses import dataclass\n\n\n";
+  for (int i = 0; out.size() < 9000 && i < functions; ++i) out += code_function(i, name);
   return out;
 }
 
@@ -71,7 +75,8 @@ std::vector<Workload> workloads() {
   std::string json = "Return this JSON unchanged except that \"status_2\" becomes \"closed\".\n\n";
   json.append("```json\n").append(json_object()).append("```\n");
   return {
-      {"code edit (300 lines, one rename)", chat(code, "```python\nimport math\n")},
+      {"code edit (300 lines, one rename)",
+       chat(code, "```python\n" + code_file("entry_total", 1))},
       {"JSON echo (one field changed)", chat(json, "```json\n{\n")},
       {"prose", chat("Write a long story about a lighthouse keeper and a storm.", "")},
   };
@@ -258,9 +263,26 @@ void print_curve(tf::model::Model& model, const std::vector<int64_t>& positions,
   }
 }
 
-void print_analysis(tf::model::Model& model, const std::vector<int32_t>& prompt,
-                    const std::vector<int32_t>& reply, int reps) {
+// The reply as the oracle depth verifies it: each verify's kept drafts in [ ], the token that
+// ended it after them (where the copy broke).
+void print_verifies(const tf::tokenizer::Tokenizer& tok, const std::vector<int32_t>& reply,
+                    const Replay& r) {
+  std::string out;
+  for (size_t i = 0; i < reply.size();) {
+    const auto kept = static_cast<size_t>(r.kept[i]);
+    const size_t end = std::min(reply.size(), i + kept);
+    out += "[" + tok.decode(std::span(reply).subspan(i, end - i)) + "]";
+    if (end < reply.size()) out += tok.decode(std::span(reply).subspan(end, 1));
+    i = end + 1;
+  }
+  fmt::print("\n{}\n", out);
+}
+
+void print_analysis(tf::model::Model& model, const tf::tokenizer::Tokenizer& tok,
+                    const std::vector<int32_t>& prompt, const std::vector<int32_t>& reply,
+                    int reps, bool show) {
   const Replay r = replay_copier(prompt, reply);
+  if (show) print_verifies(tok, reply, r);
   const auto position = static_cast<int64_t>(prompt.size() + reply.size() / 2);
   auto costs = measure_costs(model, position, reps);
   if (!costs) {
@@ -335,6 +357,8 @@ int main(int argc, char** argv) {
                "Per workload: what the depth policy asked, the serial reply replayed through the "
                "copier, and one row's measured step time at k = 0..8 drafts against the engine's "
                "cost table");
+  bool show = false;
+  app.add_flag("--show", show, "With --analyze: the reply, split where an oracle depth verifies");
   std::vector<int64_t> curve;
   std::vector<int> curve_k = {0, 1, 2, 3, 4, 5, 6, 7, 8};
   app.add_option("--curve", curve,
@@ -409,7 +433,7 @@ int main(int argc, char** argv) {
                  100 * acceptance, per_verify, serial.replies == drafted.replies ? "yes" : "NO");
       if (analyze && n == 1) {
         fmt::print("drafted run: {} steps, {}\n", st.steps, counted->summary());
-        print_analysis(*model, prompt, serial.replies[0], 5);
+        print_analysis(*model, **tok, prompt, serial.replies[0], 5, show);
       }
     }
   }
