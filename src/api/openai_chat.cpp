@@ -42,6 +42,34 @@ json tool_call_json(const ToolCallDelta& c) {
   return j;
 }
 
+// The reply as an assistant message, as Chat Completions returns it (OpenAI sends null content
+// beside tool calls when the reply has no text) and clients send it back.
+json assistant_message(const std::string& content, const std::vector<ToolCallDelta>& calls) {
+  json message = {{"role", "assistant"},
+                  {"content", calls.empty() || !content.empty() ? json(content) : json(nullptr)}};
+  if (!calls.empty()) {
+    json list = json::array();
+    for (const auto& c : calls) {
+      list.push_back({{"id", c.id},
+                      {"type", "function"},
+                      {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+    }
+    message["tool_calls"] = std::move(list);
+  }
+  return message;
+}
+
+// Whole calls in index order, from the pieces a reply's deltas carry.
+void merge_calls(std::vector<ToolCallDelta>& calls, const Delta& d) {
+  for (const auto& c : d.tool_calls()) {
+    if (!c.id.empty() || calls.empty()) {
+      calls.push_back(c);
+    } else {
+      calls.back().arguments += c.arguments;
+    }
+  }
+}
+
 }  // namespace
 
 ChatPrompt chat_prompt(const ChatRequest& req) {
@@ -60,7 +88,8 @@ void Service::chat_completions(std::string_view body, Responder& r) {
   if (!req) return send_error(r, req.error());
   if (auto e = check_model(req->common.model)) return send_error(r, *e);
   std::string prompt_text;
-  auto ids = chat_prompt_ids(chat_prompt(*req), r, &prompt_text);
+  const ChatPrompt asked = chat_prompt(*req);
+  auto ids = chat_prompt_ids(asked, r, &prompt_text);
   if (!ids) return send_error(r, ids.error());
   auto ereq = make_request(req->common, std::move(*ids), req->logprobs ? req->top_logprobs : -1,
                            "messages");
@@ -90,12 +119,20 @@ void Service::chat_completions(std::string_view body, Responder& r) {
     return c;
   };
 
+  std::string content, reasoning;
+  std::vector<ToolCallDelta> calls;  // whole calls, in index order
+  auto prepare_next_turn = [&](const Outcome& out) {
+    if (!out.error && !out.cancelled()) after_reply(asked, assistant_message(content, calls));
+  };
+
   if (req->common.stream) {
     StreamHead head(r, [&] {
       return r.send_event(dump(chunk({{"role", "assistant"}, {"content", ""}}, nullptr, nullptr)));
     });
     Outcome out = run_generation(*engine_, *tok_, std::move(*ereq), gen, r, [&](const Delta& d) {
       if (!head.open()) return false;
+      content += d.content();
+      merge_calls(calls, d);
       json delta = json::object();
       if (auto reasoning = d.reasoning(); !reasoning.empty()) delta["reasoning_content"] = reasoning;
       if (auto content = d.content(); !content.empty()) delta["content"] = content;
@@ -111,40 +148,22 @@ void Service::chat_completions(std::string_view body, Responder& r) {
         r, out, head,
         [&](json finish) { return chunk(json::object(), nullptr, std::move(finish)); },
         req->common.include_usage);
+    prepare_next_turn(out);
     return;
   }
 
-  std::string content, reasoning;
-  std::vector<ToolCallDelta> calls;  // whole calls, in index order
   std::vector<TokenLogprobInfo> lps;
   Outcome out = run_generation(*engine_, *tok_, std::move(*ereq), gen, r, [&](const Delta& d) {
     content += d.content();
     reasoning += d.reasoning();
-    for (const auto& c : d.tool_calls()) {
-      if (!c.id.empty() || calls.empty()) {
-        calls.push_back(c);
-      } else {
-        calls.back().arguments += c.arguments;
-      }
-    }
+    merge_calls(calls, d);
     lps.insert(lps.end(), d.logprobs.begin(), d.logprobs.end());
     return true;
   });
   if (out.error) return send_error(r, *out.error);
   if (out.cancelled()) return;
-  // OpenAI sends null content beside tool calls when the reply has no text.
-  json message = {{"role", "assistant"},
-                  {"content", calls.empty() || !content.empty() ? json(content) : json(nullptr)}};
+  json message = assistant_message(content, calls);
   if (!reasoning.empty()) message["reasoning_content"] = reasoning;
-  if (!calls.empty()) {
-    json list = json::array();
-    for (const auto& c : calls) {
-      list.push_back({{"id", c.id},
-                      {"type", "function"},
-                      {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
-    }
-    message["tool_calls"] = std::move(list);
-  }
   json choice = {
       {"index", 0},
       {"message", message},
@@ -158,6 +177,7 @@ void Service::chat_completions(std::string_view body, Responder& r) {
                {"choices", json::array({choice})},
                {"usage", usage_json(out.usage)}};
   r.send(200, "application/json", dump(resp));
+  prepare_next_turn(out);
 }
 
 void add_openai_chat_routes(std::vector<Route>& t) {

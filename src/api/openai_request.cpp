@@ -320,6 +320,8 @@ ApiResult<ReasoningControls> parse_chat_reasoning(const json& body, const json& 
 
 }  // namespace
 
+ApiResult<json> chat_messages(const json& body) { return validate_messages(body); }
+
 ApiResult<ChatRequest> parse_chat_request(const json& body) {
   ChatRequest r;
   TF_API_TRY(r.common, parse_common(body, true));

@@ -61,6 +61,9 @@ struct CompletionRequest {
 };
 
 ApiResult<ChatRequest> parse_chat_request(const nlohmann::ordered_json& body);
+// A body's `messages` checked and put in the shape templates take (content as one string, tool
+// call arguments as objects), as parse_chat_request does.
+ApiResult<nlohmann::ordered_json> chat_messages(const nlohmann::ordered_json& body);
 // reasoning_effort's thinking budget: "none" turns reasoning off; low, medium, high are 1,024,
 // 4,096 and 16,384 tokens. Shared with the Responses API's reasoning.effort.
 ApiResult<ReasoningControls> reasoning_effort(const nlohmann::ordered_json& value,

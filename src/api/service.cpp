@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "api/json_util.h"
+#include "api/next_turn.h"
 #include "api/response_store.h"
 #include "base/json.h"
 #include "base/log.h"
@@ -48,7 +49,22 @@ Service::Service(std::shared_ptr<engine::EngineClient> engine,
   if (!model_.reasoning_parser.empty()) reasoning_format_ = model_.reasoning_parser;
 }
 
-Service::~Service() = default;
+Service::~Service() { next_turn_.reset(); }
+
+void Service::set_prefill_next_turn(bool on) {
+  if (!on) {
+    next_turn_.reset();
+  } else if (!next_turn_) {
+    next_turn_ = std::make_unique<NextTurnPrefill>(
+        *engine_, *tok_, [this](const ChatPrompt& p) { return render_chat(p); },
+        [this] { return next_id_++; });
+  }
+}
+
+void Service::after_reply(const ChatPrompt& asked, nlohmann::ordered_json reply,
+                          std::string cache_salt) {
+  if (next_turn_ && template_) next_turn_->after_reply(asked, std::move(reply), std::move(cache_salt));
+}
 
 void Service::send_error(Responder& r, const ApiError& e) {
   if (e.code == "cancelled") return;  // the client left: nobody would read the answer

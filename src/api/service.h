@@ -22,6 +22,7 @@
 
 namespace tf::api {
 
+class NextTurnPrefill;
 class ResponseStore;
 
 struct ModelInfo {
@@ -98,6 +99,12 @@ class Service {
                                                               std::string_view rendered_prompt,
                                                               engine::Request& request) const;
   std::string new_id(std::string_view prefix);
+  // After a reply to `asked` ends: its follow-up is prefilled at idle priority, when that is on
+  // (off by default; `serve --prefill-next-turn`). `reply` is the assistant message as Chat
+  // Completions writes it, without its reasoning (clients do not send that back).
+  void set_prefill_next_turn(bool on);
+  void after_reply(const ChatPrompt& asked, nlohmann::ordered_json reply,
+                   std::string cache_salt = {});
 
   engine::EngineClient& engine() { return *engine_; }
   const tokenizer::Tokenizer& tokenizer() const { return *tok_; }
@@ -116,6 +123,7 @@ class Service {
   std::string tool_format_ = "none", reasoning_format_ = "none";
   OutputControls controls_;
   std::unique_ptr<ResponseStore> responses_;
+  std::unique_ptr<NextTurnPrefill> next_turn_;  // last: its worker uses the members above
   std::atomic<uint64_t> next_id_{1};
   uint64_t id_salt_ = 0;  // random per process, so reply ids never repeat across restarts
 };

@@ -51,6 +51,10 @@ void add_cache_options(CLI::App& cmd, CacheArgs& a) {
                  "Directory for the disk tier of the prompt cache (private, 0700; default: off)");
   cmd.add_option("--prompt-cache-disk-gib", a.disk_gib, "Disk budget of the prompt cache")
       ->check(CLI::Range(0.001, 1048576.0));
+  cmd.add_option("--prefill-next-turn", a.prefill_next_turn,
+                 "After a chat reply, prefill its follow-up's start (the history as the next "
+                 "request renders it) while the engine is idle: on or off")
+      ->check(CLI::IsMember({"on", "off"}));
 }
 
 std::string checkpoint_identity(const checkpoint::Checkpoint& ckpt) {

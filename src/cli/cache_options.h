@@ -1,5 +1,6 @@
-// The prompt cache's flags (--prompt-cache-gib, --prompt-cache-dir, --prompt-cache-disk-gib) and
-// how they become the engine's tier options, with the checkpoint's identity for cache keys.
+// The prompt cache's flags (--prompt-cache-gib, --prompt-cache-dir, --prompt-cache-disk-gib,
+// --prefill-next-turn) and how they become the engine's tier options, with the checkpoint's
+// identity for cache keys.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -16,6 +17,7 @@ struct CacheArgs {
   std::optional<double> host_gib;  // unset: a tenth of the RAM available at start-up, up to 8 GiB
   std::string dir;                 // empty: no disk tier
   double disk_gib = 16.0;
+  std::string prefill_next_turn = "off";  // on: a finished chat's follow-up prefilled at idle priority
 };
 
 void add_cache_options(CLI::App& cmd, CacheArgs& args);

@@ -111,6 +111,7 @@ int serve(ServeArgs a) {
                       a.reasoning_parser};
   auto service = std::make_shared<api::Service>(engine, opened->tokenizer, std::move(chat_template),
                                                 info, defaults, eo.seed_salt);
+  service->set_prefill_next_turn(a.cache.prefill_next_turn == "on");
 
   const std::string backend = engine->model().kv_in_host_memory() ? "cpu" : "cuda";
   auto monitor = make_monitor(a.ops, info.id, backend, engine, opened->tokenizer);

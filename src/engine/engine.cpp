@@ -180,7 +180,16 @@ Result<std::shared_ptr<Channel>> Engine::submit(Request request) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return make_error(ErrorCode::kResourceExhausted, "the engine is shutting down");
-    if (static_cast<int64_t>(inbox_.size()) + stats_.waiting >= opt_.max_queue) {
+    const auto idle_in_transit =
+        std::count_if(inbox_.begin(), inbox_.end(), [](const auto& q) { return q->req.idle(); });
+    if (seq->req.idle()) {
+      // Background work is bounded on its own and never takes a live request's queue place.
+      if (idle_in_transit + stats_.background >= opt_.max_parallel) {
+        return make_error(ErrorCode::kResourceExhausted, "{} background requests are held",
+                          opt_.max_parallel);
+      }
+    } else if (static_cast<int64_t>(inbox_.size()) - idle_in_transit + stats_.waiting >=
+               opt_.max_queue) {
       return make_error(ErrorCode::kResourceExhausted, "the queue is full ({} requests waiting)",
                         opt_.max_queue);
     }
@@ -241,7 +250,7 @@ void Engine::drain_inbox() {
     inbox.swap(inbox_);
     cancels.swap(cancels_);
     // Counted as waiting at once, so submit's queue limit never misses requests in transit.
-    stats_.waiting += static_cast<int64_t>(inbox.size());
+    for (const auto& q : inbox) ++(q->req.idle() ? stats_.background : stats_.waiting);
   }
   for (auto& s : inbox) {
     s->arrival = next_arrival_++;
@@ -532,7 +541,9 @@ void Engine::step_overlapped() {
   // admits them next turn. A row whose next token may be masked or forced needs this step's
   // token first: where the model masks on the device, the step is queued and its masks follow
   // (select) once this one is read; elsewhere the chain ends.
-  bool chain = waiting_.empty() || static_cast<int>(running_.size()) >= opt_.max_parallel;
+  bool chain = std::all_of(waiting_.begin(), waiting_.end(),
+                           [](const Sequence* w) { return w->req.idle(); }) ||
+               static_cast<int>(running_.size()) >= opt_.max_parallel;
   bool defer = false;
   for (Sequence* s : inflight_) {
     const int64_t next_len = static_cast<int64_t>(s->tokens.size()) + 1;
@@ -614,8 +625,13 @@ void Engine::emit_token(Sequence& s, Drawn drawn) {
 }
 
 void Engine::update_stats_locked() {
-  stats_.running = static_cast<int64_t>(running_.size());
-  stats_.waiting = static_cast<int64_t>(waiting_.size() + loading_.size());
+  auto idle = [](const Sequence* q) { return q->req.idle(); };
+  const auto idle_running = std::count_if(running_.begin(), running_.end(), idle);
+  const auto idle_waiting = std::count_if(waiting_.begin(), waiting_.end(), idle) +
+                            std::count_if(loading_.begin(), loading_.end(), idle);
+  stats_.running = static_cast<int64_t>(running_.size()) - idle_running;
+  stats_.waiting = static_cast<int64_t>(waiting_.size() + loading_.size()) - idle_waiting;
+  stats_.background = idle_running + idle_waiting;
   stats_.free_blocks = cache_.num_free();
   stats_.cached_blocks = cache_.cached_blocks();
   CacheStats& c = stats_.cache;
@@ -640,6 +656,7 @@ void Engine::finish(Sequence& s, FinishReason reason, std::optional<Error> error
   {
     // Before the event, so a reader who sees Finished also sees the blocks returned.
     std::lock_guard<std::mutex> lock(mu_);
+    if (s.req.idle() && reason == FinishReason::kLength) ++stats_.background_done;
     update_stats_locked();
   }
   s.channel->push(std::move(f));

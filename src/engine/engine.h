@@ -61,6 +61,8 @@ struct EngineStats {
   int64_t steps = 0;
   int64_t running = 0;
   int64_t waiting = 0;
+  int64_t background = 0;  // idle requests held (Request::idle), in neither count above
+  int64_t background_done = 0;  // idle requests that ran to their end
   int64_t free_blocks = 0;
   int64_t cached_blocks = 0;  // held by the prefix cache (some may also be in use)
   int64_t total_blocks = 0;

@@ -18,6 +18,8 @@
 namespace tf::engine {
 
 using RequestId = uint64_t;
+// Request::priority of background work: see Request::priority.
+inline constexpr int kIdlePriority = -1;
 using Clock = std::chrono::steady_clock;
 
 // The reply's shape: a grammar it must follow (after its reasoning block, when it has one) and
@@ -46,10 +48,15 @@ struct Request {
   // a request computes its whole prompt: it reads no cached prefix.
   int prompt_logprobs = -1;
   bool draft = true;  // false: the serial reference path (no drafting)
+  // 0: a live request. kIdlePriority: background work (the next turn's prefill) that runs only
+  // on capacity no live request wants: admitted after them, its chunks after theirs, preempted
+  // first, outside the queue limit and the running/waiting counts.
   int priority = 0;
   std::optional<Clock::time_point> deadline;
   std::string cache_salt;
   OutputRules output;
+
+  bool idle() const { return priority <= kIdlePriority; }
 };
 
 struct Tokens {

@@ -18,9 +18,31 @@ void Scheduler::preempt(Sequence& seq) {
   ++seq.preemptions;
 }
 
+bool Scheduler::pause_idle(std::deque<Sequence*>& waiting, std::vector<Sequence*>& running) {
+  auto live = [](const Sequence* s) { return !s->req.idle(); };
+  const bool any_live =
+      std::any_of(running.begin(), running.end(), live) ||
+      std::any_of(waiting.begin(), waiting.end(), live);
+  if (any_live) {
+    // Idle work gives way at once: its whole blocks are already in the prefix index, so it
+    // resumes from them (or the follow-up it prepared attaches them) when it runs again.
+    std::erase_if(running, [&](Sequence* s) {
+      if (live(s)) return false;
+      kv_.release(*s);
+      s->computed = 0;
+      s->state = SeqState::kWaiting;
+      waiting.push_back(s);
+      return true;
+    });
+  }
+  std::stable_partition(waiting.begin(), waiting.end(), live);
+  return any_live;
+}
+
 StepPlan Scheduler::schedule(std::deque<Sequence*>& waiting, std::vector<Sequence*>& running) {
   StepPlan plan;
   int64_t budget = opt_.max_batch_tokens;
+  const bool any_live = pause_idle(waiting, running);
   std::sort(running.begin(), running.end(),
             [](const Sequence* a, const Sequence* b) { return a->arrival < b->arrival; });
 
@@ -71,6 +93,7 @@ StepPlan Scheduler::schedule(std::deque<Sequence*>& waiting, std::vector<Sequenc
   while (!waiting.empty() && budget > 0 && static_cast<int>(running.size()) < opt_.max_parallel) {
     Sequence* s = waiting.front();
     if (std::find(plan.preempted.begin(), plan.preempted.end(), s) != plan.preempted.end()) break;
+    if (any_live && s->req.idle()) break;
     kv_.attach_prefix(*s);
     const int64_t need = kv_.blocks_for(static_cast<int64_t>(s->tokens.size()) + 1) -
                          static_cast<int64_t>(s->blocks.size());

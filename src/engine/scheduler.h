@@ -3,6 +3,7 @@
 // When blocks run out, the newest running sequence is preempted (its blocks freed; it will be
 // recomputed from its tokens, which the keyed sampler makes exact). Blocks are the KV cache
 // manager's: the scheduler asks it for room and gives preempted sequences' blocks back to it.
+// Idle requests (Request::idle) run only while no live request is running or waiting.
 #pragma once
 
 #include <cstdint>
@@ -61,6 +62,9 @@ class Scheduler {
 
  private:
   void preempt(Sequence& seq);
+  // Puts idle sequences behind live ones in `waiting` and, when any live one is running or
+  // waiting, moves the running idle ones back there; whether any live one is.
+  bool pause_idle(std::deque<Sequence*>& waiting, std::vector<Sequence*>& running);
   // The tokens of s to run this step within `budget`.
   static int64_t chunk_tokens(const Sequence& s, int64_t budget);
 

@@ -90,7 +90,9 @@ std::string Monitor::stats_json() const {
       {"backend", opt_.backend},
       {"time", now},
       {"uptime_seconds", now - started_},
-      {"requests", {{"running", st.running}, {"waiting", st.waiting}, {"finished", finished}}}};
+      {"requests", {{"running", st.running}, {"waiting", st.waiting}, {"finished", finished}}},
+      // Idle work: next turns being prefilled, and those prepared so far.
+      {"background", {{"held", st.background}, {"done", st.background_done}}}};
   std::lock_guard<std::mutex> lock(mu_);
   // Throughput over the last five samples (seconds).
   const size_t n = std::min<size_t>(history_.size(), 5);

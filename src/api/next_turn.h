@@ -1,0 +1,64 @@
+// The next turn, prepared: after a reply ends, the conversation as its follow-up will render it
+// (the history, the reply as the client sends it back, and the next message's opening) is
+// prefilled at idle priority, so the follow-up resumes at the end of its history even where the
+// template drops earlier turns' reasoning. Runs on a worker of its own: replies never wait for it.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "api/service.h"
+
+namespace tf::api {
+
+// The start of the follow-up to `asked` continued by `reply` (an assistant message in the Chat
+// Completions shape, as clients send it back): the rendering of the history, the reply and a
+// next message (a tool result where the reply called tools, else a user turn) up to that
+// message's content. An error where the template refuses the shape or hides the next message.
+ApiResult<std::string> next_turn_text(
+    const ChatPrompt& asked, const nlohmann::ordered_json& reply,
+    const std::function<ApiResult<std::string>(const ChatPrompt&)>& render);
+
+class NextTurnPrefill {
+ public:
+  using Render = std::function<ApiResult<std::string>(const ChatPrompt&)>;
+  using NewId = std::function<engine::RequestId()>;
+  // At most this many conversations wait for the worker; the oldest gives way to a newer one.
+  static constexpr size_t kMaxQueued = 8;
+
+  NextTurnPrefill(engine::EngineClient& engine, const tokenizer::Tokenizer& tok, Render render,
+                  NewId new_id);
+  ~NextTurnPrefill();  // drops what is queued and joins the worker
+
+  // Queues the follow-up of `asked` continued by `reply` for an idle prefill.
+  void after_reply(const ChatPrompt& asked, nlohmann::ordered_json reply, std::string cache_salt);
+  // Conversations prepared (submitted to the engine) so far.
+  int64_t prepared() const;
+
+ private:
+  struct Job {
+    ChatPrompt asked;
+    nlohmann::ordered_json reply;
+    std::string cache_salt;
+  };
+  void run();
+  void prepare(const Job& job);
+
+  engine::EngineClient& engine_;
+  const tokenizer::Tokenizer& tok_;
+  Render render_;
+  NewId new_id_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> queue_;
+  bool stop_ = false;
+  int64_t prepared_ = 0;
+  std::thread worker_;
+};
+
+}  // namespace tf::api
