@@ -67,20 +67,14 @@ NextTurnPrefill::~NextTurnPrefill() {
   worker_.join();
 }
 
-void NextTurnPrefill::after_reply(const ChatPrompt& asked, nlohmann::ordered_json reply,
-                                  std::string cache_salt) {
+void NextTurnPrefill::after_reply(const ChatPrompt& asked, nlohmann::ordered_json reply) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return;
     if (queue_.size() >= kMaxQueued) queue_.pop_front();
-    queue_.push_back({asked, std::move(reply), std::move(cache_salt)});
+    queue_.push_back({asked, std::move(reply)});
   }
   cv_.notify_one();
-}
-
-int64_t NextTurnPrefill::prepared() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return prepared_;
 }
 
 void NextTurnPrefill::run() {
@@ -113,15 +107,9 @@ void NextTurnPrefill::prepare(const Job& job) {
   r.max_tokens = 0;
   r.priority = engine::kIdlePriority;
   r.draft = false;
-  r.cache_salt = job.cache_salt;
   r.deadline = engine::Clock::now() + kIdleDeadline;
   auto channel = engine_.submit(std::move(r));  // its events are not read: the cache is the point
-  if (!channel) {
-    TF_LOG_DEBUG("next turn not prepared: {}", channel.error().message);
-    return;
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  ++prepared_;
+  if (!channel) TF_LOG_DEBUG("next turn not prepared: {}", channel.error().message);
 }
 
 }  // namespace tf::api

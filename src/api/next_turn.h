@@ -36,15 +36,12 @@ class NextTurnPrefill {
   ~NextTurnPrefill();  // drops what is queued and joins the worker
 
   // Queues the follow-up of `asked` continued by `reply` for an idle prefill.
-  void after_reply(const ChatPrompt& asked, nlohmann::ordered_json reply, std::string cache_salt);
-  // Conversations prepared (submitted to the engine) so far.
-  int64_t prepared() const;
+  void after_reply(const ChatPrompt& asked, nlohmann::ordered_json reply);
 
  private:
   struct Job {
     ChatPrompt asked;
     nlohmann::ordered_json reply;
-    std::string cache_salt;
   };
   void run();
   void prepare(const Job& job);
@@ -53,11 +50,10 @@ class NextTurnPrefill {
   const tokenizer::Tokenizer& tok_;
   Render render_;
   NewId new_id_;
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Job> queue_;
   bool stop_ = false;
-  int64_t prepared_ = 0;
   std::thread worker_;
 };
 

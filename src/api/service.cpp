@@ -61,9 +61,8 @@ void Service::set_prefill_next_turn(bool on) {
   }
 }
 
-void Service::after_reply(const ChatPrompt& asked, nlohmann::ordered_json reply,
-                          std::string cache_salt) {
-  if (next_turn_ && template_) next_turn_->after_reply(asked, std::move(reply), std::move(cache_salt));
+void Service::after_reply(const ChatPrompt& asked, nlohmann::ordered_json reply) {
+  if (next_turn_ && template_) next_turn_->after_reply(asked, std::move(reply));
 }
 
 void Service::send_error(Responder& r, const ApiError& e) {

@@ -103,8 +103,7 @@ class Service {
   // (off by default; `serve --prefill-next-turn`). `reply` is the assistant message as Chat
   // Completions writes it, without its reasoning (clients do not send that back).
   void set_prefill_next_turn(bool on);
-  void after_reply(const ChatPrompt& asked, nlohmann::ordered_json reply,
-                   std::string cache_salt = {});
+  void after_reply(const ChatPrompt& asked, nlohmann::ordered_json reply);
 
   engine::EngineClient& engine() { return *engine_; }
   const tokenizer::Tokenizer& tokenizer() const { return *tok_; }
