@@ -209,6 +209,7 @@ void stream(Service& s, Prepared& p, Responder& r) {
     return;
   }
   for (const auto& ev : enc.close()) send(ev);
+  s.after_reply(messages_prompt(p.req), assistant_turn(enc.content()));
   json stop_seq = out.reason == FinishReason::kStopString ? json(out.stop_sequence) : json(nullptr);
   send({{"type", "message_delta"},
         {"delta", {{"stop_reason", stop_reason(out.reason)}, {"stop_sequence", stop_seq}}},
@@ -229,6 +230,7 @@ void messages(Service& s, const RouteCall& call, Responder& r) {
   if (out.error) return fail(r, *out.error);
   if (out.cancelled()) return;
   enc.close();
+  s.after_reply(messages_prompt(p->req), assistant_turn(enc.content()));
   json stop_seq = out.reason == FinishReason::kStopString ? json(out.stop_sequence) : json(nullptr);
   r.send(200, "application/json",
          dump(message_object(message_id(s), s.model().id, enc.content(), stop_reason(out.reason),

@@ -141,6 +141,17 @@ std::optional<ApiError> map_assistant(const json& content, const std::string& fi
   return std::nullopt;
 }
 
+}  // namespace
+
+json assistant_turn(const json& content) {
+  std::set<std::string> call_ids;
+  json out = json::array();
+  if (map_assistant(content, "content", call_ids, out)) return {{"role", "assistant"}, {"content", ""}};
+  return out[0];
+}
+
+namespace {
+
 std::optional<ApiError> parse_messages(const json& body, json& out) {
   auto it = body.find("messages");
   if (it == body.end()) return invalid_param("messages", "'messages' is required");

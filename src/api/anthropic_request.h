@@ -30,4 +30,8 @@ struct MessagesRequest {
 ApiResult<MessagesRequest> parse_messages_request(const nlohmann::ordered_json& body,
                                                   bool count_only = false);
 
+// A reply's content blocks as the Chat Completions message a later request sending them back
+// maps to (the blocks are the server's own, so they always map).
+nlohmann::ordered_json assistant_turn(const nlohmann::ordered_json& content);
+
 }  // namespace tf::api

@@ -119,6 +119,7 @@ struct Prepared {
   ResponsesRequest req;
   json messages;  // the conversation without instructions
   json input_items;
+  ChatPrompt chat;  // what was rendered: instructions, the conversation, tools
   std::vector<int32_t> prompt;
   engine::Request engine_request;
   GenerationOptions gen;
@@ -145,7 +146,7 @@ ApiResult<Prepared> prepare(Service& s, const json& body, bool websocket, Respon
     return *e;
   }
   p.input_items = p.req.input;
-  ChatPrompt cp;
+  ChatPrompt& cp = p.chat;
   if (p.req.instructions) cp.messages.push_back({{"role", "system"}, {"content", *p.req.instructions}});
   for (const auto& m : p.messages) cp.messages.push_back(m);
   if (cp.messages.empty()) return invalid_param("input", "'input' is empty");
@@ -219,7 +220,9 @@ TurnResult run_response_turn(Service& s, const json& body, bool websocket, Respo
   start();
   send(enc.finish(out));
   result.response = enc.response();
-  if (!out.error) store(s, local, *p, result.response, out);
+  if (out.error) return result;
+  store(s, local, *p, result.response, out);
+  if (generate) s.after_reply(p->chat, assistant_message(result.response["output"]));
   return result;
 }
 

@@ -52,8 +52,9 @@ void add_cache_options(CLI::App& cmd, CacheArgs& a) {
   cmd.add_option("--prompt-cache-disk-gib", a.disk_gib, "Disk budget of the prompt cache")
       ->check(CLI::Range(0.001, 1048576.0));
   cmd.add_option("--prefill-next-turn", a.prefill_next_turn,
-                 "After a chat reply, prefill its follow-up's start (the history as the next "
-                 "request renders it) while the engine is idle: on or off")
+                 "After a reply (Chat Completions, Responses, Messages), prefill its follow-up's "
+                 "start (the history as the next request renders it) while the engine is idle: "
+                 "on (default) or off")
       ->check(CLI::IsMember({"on", "off"}));
 }
 

@@ -17,7 +17,7 @@ struct CacheArgs {
   std::optional<double> host_gib;  // unset: a tenth of the RAM available at start-up, up to 8 GiB
   std::string dir;                 // empty: no disk tier
   double disk_gib = 16.0;
-  std::string prefill_next_turn = "off";  // on: a finished chat's follow-up prefilled at idle priority
+  std::string prefill_next_turn = "on";  // a finished reply's follow-up prefilled at idle priority
 };
 
 void add_cache_options(CLI::App& cmd, CacheArgs& args);
