@@ -5,6 +5,7 @@
 #include "api/core.h"
 #include "api/json_util.h"
 #include "api/openai_stream.h"
+#include "api/prompt_logprobs.h"
 #include "api/route.h"
 #include "api/service.h"
 
@@ -94,6 +95,7 @@ void Service::chat_completions(std::string_view body, Responder& r) {
   auto ereq = make_request(req->common, std::move(*ids), req->logprobs ? req->top_logprobs : -1,
                            "messages");
   if (!ereq) return send_error(r, ereq.error());
+  ereq->prompt_logprobs = req->prompt_logprobs.value_or(-1);
   auto tools = req->tool_choice_none ? std::vector<chat::ToolSpec>{} : offered_tools(req->tools);
   auto parser = shape_output(req->constraint, req->reasoning, std::move(tools), prompt_text, *ereq);
   if (!parser) return send_error(r, parser.error());
@@ -176,6 +178,7 @@ void Service::chat_completions(std::string_view body, Responder& r) {
                {"system_fingerprint", fingerprint_},
                {"choices", json::array({choice})},
                {"usage", usage_json(out.usage)}};
+  if (req->prompt_logprobs) resp["prompt_logprobs"] = prompt_logprobs_json(out.prompt_scores, *tok_);
   r.send(200, "application/json", dump(resp));
   prepare_next_turn(out);
 }

@@ -318,6 +318,18 @@ ApiResult<ReasoningControls> parse_chat_reasoning(const json& body, const json& 
   return rc;
 }
 
+// vLLM's prompt_logprobs: 0..20 top entries per prompt token. As in vLLM, a streamed chunk has
+// no place for them (Completions' echo + logprobs do stream).
+ApiResult<std::optional<int>> prompt_logprobs(const json& body, bool stream) {
+  TF_API_TRY(auto plp, integer(body, "prompt_logprobs", 0, 20));
+  if (!plp) return std::optional<int>{};
+  if (stream) {
+    return invalid_param("prompt_logprobs",
+                         "`prompt_logprobs` are not available when `stream=True`.");
+  }
+  return std::optional<int>{static_cast<int>(*plp)};
+}
+
 }  // namespace
 
 ApiResult<json> chat_messages(const json& body) { return validate_messages(body); }
@@ -358,6 +370,7 @@ ApiResult<ChatRequest> parse_chat_request(const json& body) {
       return invalid_param("top_logprobs", "'top_logprobs' requires 'logprobs': true");
     r.top_logprobs = static_cast<int>(*top);
   }
+  TF_API_TRY(r.prompt_logprobs, prompt_logprobs(body, r.common.stream));
   return r;
 }
 
@@ -427,17 +440,11 @@ ApiResult<CompletionRequest> parse_completion_request(const json& body) {
   TF_API_TRY(r.echo, boolean(body, "echo", false));
   TF_API_TRY(auto lp, integer(body, "logprobs", 0, 20));
   if (lp) r.logprobs = static_cast<int>(*lp);
-  TF_API_TRY(auto plp, integer(body, "prompt_logprobs", 0, 20));
-  if (plp) r.prompt_logprobs = static_cast<int>(*plp);
+  TF_API_TRY(r.prompt_logprobs, prompt_logprobs(body, r.common.stream));
   if (r.common.max_tokens == 0 && !r.echo && !r.prompt_logprobs) {
     return invalid_param("max_tokens",
                          "'max_tokens': 0 scores the prompt only: it needs 'echo': true or "
                          "'prompt_logprobs'");
-  }
-  // As in vLLM: a streamed chunk has no place for them (echo + logprobs do stream).
-  if (r.common.stream && r.prompt_logprobs) {
-    return invalid_param("prompt_logprobs",
-                         "`prompt_logprobs` are not available when `stream=True`.");
   }
   if (auto s = body.find("suffix"); s != body.end() && !s->is_null()) {
     return invalid_param("suffix", "'suffix' is not supported");

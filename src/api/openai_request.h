@@ -48,6 +48,7 @@ struct ChatRequest {
   bool add_generation_prompt = true;
   bool logprobs = false;
   int top_logprobs = 0;
+  std::optional<int> prompt_logprobs;  // vLLM's: the prompt tokens' logprobs and top k
 };
 
 struct CompletionRequest {

@@ -151,3 +151,35 @@ def test_refusals_name_the_field(client):
             r = client.completions.create(model="smollm2", prompt="Hi", **kwargs)
             list(r)
         assert e.value.body["param"] == field
+
+
+def test_chat_prompt_logprobs_equal_completions_on_the_rendered_prompt(server, client):
+    """Chat Completions returns them at the top level, as vLLM does: the same entries Completions
+    gives for the chat's rendered prompt ids."""
+    messages = [{"role": "user", "content": "Name a colour."}]
+    status, t = server.request("POST", "/tokenize", {"model": "smollm2", "messages": messages})
+    assert status == 200
+    r = client.chat.completions.create(model="smollm2", messages=messages, max_tokens=3,
+                                       temperature=0, extra_body={"prompt_logprobs": 1})
+    plp = r.model_extra["prompt_logprobs"]
+    want = post(server, {"model": "smollm2", "prompt": [t["tokens"]], "max_tokens": 0,
+                         "prompt_logprobs": 1})["choices"][0]["prompt_logprobs"]
+    assert plp[0] is None and len(plp) == len(want) == r.usage.prompt_tokens
+    for got, exp in zip(plp[1:], want[1:]):
+        check_vllm_entry(got, 1)
+        assert got.keys() == exp.keys()
+        for k in got:
+            assert got[k]["logprob"] == pytest.approx(exp[k]["logprob"], abs=1e-5)
+            assert got[k]["decoded_token"] == exp[k]["decoded_token"]
+    plain = client.chat.completions.create(model="smollm2", messages=messages, max_tokens=3,
+                                           temperature=0)
+    assert "prompt_logprobs" not in (plain.model_extra or {})
+    assert plain.choices[0].message.content == r.choices[0].message.content
+
+
+def test_chat_prompt_logprobs_refused_when_streamed(client):
+    with pytest.raises(openai.BadRequestError) as e:
+        list(client.chat.completions.create(
+            model="smollm2", messages=[{"role": "user", "content": "Hi"}], stream=True,
+            extra_body={"prompt_logprobs": 1}))
+    assert e.value.body["param"] == "prompt_logprobs"
