@@ -30,20 +30,9 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-class EngineTest : public ::testing::Test {
+class EngineTest : public testing::StoriesSuite {
  protected:
-  static void SetUpTestSuite() { model_ = testing::load_stories260k(); }
-  static void TearDownTestSuite() { model_.reset(); }
-  void SetUp() override {
-    if (!model_) GTEST_SKIP() << testing::kStoriesMissing;
-  }
-
-  static EngineOptions options() {
-    EngineOptions o;
-    o.eog_ids = {2};
-    o.kv_budget_bytes = int64_t{64} << 20;
-    return o;
-  }
+  static EngineOptions options() { return stories_options(); }
 
   // A request with a deterministic prompt of `len` tokens (BOS first).
   static Request make_request(RequestId id, int len, float temperature, uint64_t seed,
@@ -67,10 +56,7 @@ class EngineTest : public ::testing::Test {
     EXPECT_TRUE(ch.ok());
     return collect(**ch);
   }
-
-  static std::shared_ptr<model::Model> model_;
 };
-std::shared_ptr<model::Model> EngineTest::model_;
 
 TEST_F(EngineTest, ConcurrentStreamsEqualSoloRuns) {
   std::vector<Request> reqs;

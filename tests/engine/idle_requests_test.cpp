@@ -16,20 +16,9 @@ namespace {
 using test::collect;
 using test::Reply;
 
-class IdleRequestsTest : public ::testing::Test {
+class IdleRequestsTest : public testing::StoriesSuite {
  protected:
-  static void SetUpTestSuite() { model_ = testing::load_stories260k(); }
-  static void TearDownTestSuite() { model_.reset(); }
-  void SetUp() override {
-    if (!model_) GTEST_SKIP() << testing::kStoriesMissing;
-  }
-
-  static EngineOptions options() {
-    EngineOptions o;
-    o.eog_ids = {2};
-    o.kv_budget_bytes = int64_t{64} << 20;
-    return o;
-  }
+  static EngineOptions options() { return stories_options(); }
 
   static Request live(RequestId id, std::vector<int32_t> prompt, int max_tokens = 24) {
     Request r;
@@ -64,10 +53,7 @@ class IdleRequestsTest : public ::testing::Test {
     Engine e(model_, o);
     return collect(**e.submit(r));
   }
-
-  static std::shared_ptr<model::Model> model_;
 };
-std::shared_ptr<model::Model> IdleRequestsTest::model_;
 
 TEST_F(IdleRequestsTest, PreparedTurnIsResumedWhereItEnds) {
   Engine e(model_, options());
@@ -93,19 +79,23 @@ TEST_F(IdleRequestsTest, PreparedTurnIsResumedWhereItEnds) {
 }
 
 TEST_F(IdleRequestsTest, LiveRepliesBesideIdleWorkEqualSoloOnes) {
+  // The solo runs first: two engines stepping at once would share the model's thread pool.
+  std::vector<Request> lives;
+  std::vector<Reply> solos;
+  for (int i = 0; i < 4; ++i) {
+    lives.push_back(live(200 + i, prompt(20 + 10 * i, 200 + i)));
+    solos.push_back(fresh(lives.back()));
+  }
   Engine e(model_, options());
   std::vector<std::shared_ptr<Channel>> idle_channels, live_channels;
-  std::vector<Request> lives;
   for (int i = 0; i < 4; ++i) {
     idle_channels.push_back(*e.submit(idle(100 + i, prompt(200, 100 + i))));
-    lives.push_back(live(200 + i, prompt(20 + 10 * i, 200 + i)));
-    live_channels.push_back(*e.submit(lives.back()));
+    live_channels.push_back(*e.submit(lives[i]));
   }
   for (size_t i = 0; i < lives.size(); ++i) {
     Reply got = collect(*live_channels[i]);
-    const Reply solo = fresh(lives[i]);
-    EXPECT_EQ(got.ids, solo.ids) << i;
-    EXPECT_EQ(got.logprobs, solo.logprobs) << i;
+    EXPECT_EQ(got.ids, solos[i].ids) << i;
+    EXPECT_EQ(got.logprobs, solos[i].logprobs) << i;
   }
   // Idle work ends once the live work is done, and the cache holds each idle prompt.
   for (auto& ch : idle_channels) EXPECT_EQ(collect(*ch).reason, FinishReason::kLength);

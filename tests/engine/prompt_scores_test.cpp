@@ -33,18 +33,10 @@ Scored run(Engine& e, Request r) {
   return out;
 }
 
-class PromptScoresTest : public ::testing::Test {
+class PromptScoresTest : public testing::StoriesSuite {
  protected:
-  static void SetUpTestSuite() { model_ = testing::load_stories260k(); }
-  static void TearDownTestSuite() { model_.reset(); }
-  void SetUp() override {
-    if (!model_) GTEST_SKIP() << testing::kStoriesMissing;
-  }
-
   static EngineOptions options(int64_t batch_tokens = 256) {
-    EngineOptions o;
-    o.eog_ids = {2};
-    o.kv_budget_bytes = int64_t{64} << 20;
+    EngineOptions o = stories_options();
     o.max_batch_tokens = batch_tokens;
     return o;
   }
@@ -71,10 +63,7 @@ class PromptScoresTest : public ::testing::Test {
     EXPECT_TRUE(model_->forward(prompt, 0, kv, logits.data(), n).ok());
     return logits;
   }
-
-  static std::shared_ptr<model::Model> model_;
 };
-std::shared_ptr<model::Model> PromptScoresTest::model_;
 
 void expect_same_scores(const Tokens& a, const Tokens& b) {
   ASSERT_EQ(a.ids, b.ids);

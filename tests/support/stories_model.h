@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "checkpoint/checkpoint.h"
+#include "engine/engine.h"
 #include "model/model.h"
 #include "support/paths.h"
 
@@ -26,5 +27,23 @@ inline std::shared_ptr<model::Model> load_stories260k() {
   EXPECT_TRUE(m.ok()) << m.error().message;
   return m.ok() ? std::shared_ptr<model::Model>(std::move(*m)) : nullptr;
 }
+
+// A suite on the stories model: loaded once per suite, every test skipped where it is absent.
+class StoriesSuite : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { model_ = load_stories260k(); }
+  static void TearDownTestSuite() { model_.reset(); }
+  void SetUp() override {
+    if (!model_) GTEST_SKIP() << kStoriesMissing;
+  }
+  // What the suites' engines start from: the model's end-of-text id and a 64 MiB pool.
+  static engine::EngineOptions stories_options() {
+    engine::EngineOptions o;
+    o.eog_ids = {2};
+    o.kv_budget_bytes = int64_t{64} << 20;
+    return o;
+  }
+  static inline std::shared_ptr<model::Model> model_;
+};
 
 }  // namespace tf::testing
