@@ -642,6 +642,13 @@ void Engine::update_stats_locked() {
   c.resumed_tokens = cache_.resumed_tokens();
   c.loading = static_cast<int64_t>(loading_.size());
   if (tiers_) tiers_->fill(c);
+  // A few hundred lookups: cheap, but not worth doing on every step of a busy engine.
+  const auto now = Clock::now();
+  const bool quiet = running_.empty() && waiting_.empty();
+  if (quiet || now - states_listed_ >= std::chrono::milliseconds(200)) {
+    stats_.recent_states = cache_.recent_states();
+    states_listed_ = now;
+  }
 }
 
 void Engine::finish(Sequence& s, FinishReason reason, std::optional<Error> error) {

@@ -73,6 +73,9 @@ struct EngineStats {
   int64_t draft_tokens = 0;      // tokens those rows drafted
   int64_t accepted_tokens = 0;   // of them, kept
   CacheStats cache;
+  // The conversations used last and where each is held (refreshed at most every 200 ms while
+  // the engine is busy, and when it goes idle).
+  std::vector<CachedState> recent_states;
 };
 
 class Engine final : public EngineClient {
@@ -170,6 +173,7 @@ class Engine final : public EngineClient {
   bool stop_ = false;
   bool load_ready_ = false;  // a disk load ended since the loop last looked
   EngineStats stats_;
+  Clock::time_point states_listed_{};  // when stats_.recent_states was last refreshed
   Status cache_status_;
   std::unique_ptr<KvTiers> tiers_;  // after mu_ and cv_: its I/O thread signals them until it ends
   std::thread thread_;

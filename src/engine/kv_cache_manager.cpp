@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <chrono>
 
 #include "engine/kv_tiers.h"
 
@@ -218,12 +219,27 @@ void KvCacheManager::commit(Sequence& seq) {
 }
 
 void KvCacheManager::release(Sequence& seq) {
+  if (seq.cache_inserted > 0) {
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    recent_.touch(seq.cache_chain, seq.cache_inserted * block_size_,
+                  std::chrono::duration<double>(now).count());
+  }
   if (tiers_) tiers_->unpin(seq.staged);
   seq.staged.clear();
   for (int32_t b : seq.blocks) unref(b);
   seq.blocks.clear();
   seq.cache_inserted = 0;
   seq.cache_chain = seq.cache_root;
+}
+
+std::vector<CachedState> KvCacheManager::recent_states() const {
+  std::vector<CachedState> out = recent_.list();
+  for (CachedState& st : out) {
+    st.pool = index_.count(st.key) != 0;
+    st.host = tiers_ && tiers_->in_host(st.key);
+    st.disk = tiers_ && tiers_->on_disk(st.key);
+  }
+  return out;
 }
 
 }  // namespace tf::engine

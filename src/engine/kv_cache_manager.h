@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/kv_key.h"
+#include "engine/kv_recent_states.h"
 #include "engine/sequence.h"
 
 namespace tf::engine {
@@ -57,6 +58,8 @@ class KvCacheManager {
   int refs(int32_t block) const { return refs_[block]; }
   int64_t hits() const { return hits_; }
   int64_t resumed_tokens() const { return resumed_tokens_; }
+  // The conversations used last, most recent first, with the tiers holding each one's end.
+  std::vector<CachedState> recent_states() const;
   // Least-recently-used evictable leaves, oldest first (tests).
   int64_t evictable() const { return static_cast<int64_t>(lru_.size()); }
 
@@ -88,6 +91,7 @@ class KvCacheManager {
   std::vector<Node*> block_node_;  // per block: its index node, or null
   std::list<Node*> lru_;           // evictable leaves, least recently used first
   KvTiers* tiers_ = nullptr;
+  RecentStates recent_;
   int64_t hits_ = 0, resumed_tokens_ = 0;
 };
 

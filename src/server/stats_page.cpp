@@ -22,15 +22,32 @@ int64_t resident_bytes() {
   return resident * sysconf(_SC_PAGESIZE);
 }
 
-json tier(std::string_view name, const engine::CacheTierStats& t) {
-  return {
-      {"tier", name}, {"blocks", t.blocks}, {"bytes", t.bytes}, {"budget_bytes", t.budget_bytes}};
+// The tier's most recently used conversation states (up to kStatesShown), most recent first.
+json tier(std::string_view name, const engine::CacheTierStats& t,
+          const std::vector<engine::CachedState>& recent,
+          bool engine::CachedState::*held) {
+  constexpr size_t kStatesShown = 64;
+  json states = json::array();
+  for (const auto& st : recent) {
+    if (!(st.*held)) continue;
+    states.push_back({{"key", st.key.hex()}, {"tokens", st.tokens}, {"used_at", st.used_at}});
+    if (states.size() == kStatesShown) break;
+  }
+  return {{"tier", name},
+          {"blocks", t.blocks},
+          {"bytes", t.bytes},
+          {"budget_bytes", t.budget_bytes},
+          {"states", std::move(states)}};
 }
 
-json cache_json(const engine::CacheStats& c, const MetricsRegistry& r) {
-  json tiers = json::array({tier("pool", c.pool)});
-  if (c.host.budget_bytes > 0) tiers.push_back(tier("host", c.host));
-  if (c.disk.budget_bytes > 0) tiers.push_back(tier("disk", c.disk));
+json cache_json(const engine::EngineStats& st, const MetricsRegistry& r) {
+  const engine::CacheStats& c = st.cache;
+  const auto& recent = st.recent_states;
+  json tiers = json::array({tier("pool", c.pool, recent, &engine::CachedState::pool)});
+  if (c.host.budget_bytes > 0)
+    tiers.push_back(tier("host", c.host, recent, &engine::CachedState::host));
+  if (c.disk.budget_bytes > 0)
+    tiers.push_back(tier("disk", c.disk, recent, &engine::CachedState::disk));
   const int64_t q = r.prefix_queries.value(), h = r.prefix_hits.value();
   json j = {{"queried_tokens", q},
             {"hit_tokens", h},
@@ -120,7 +137,7 @@ std::string Monitor::stats_json() const {
       {"free_blocks", st.free_blocks},
       {"cached_blocks", st.cached_blocks},
       {"preemptions", st.preemptions}};
-  j["prompt_cache"] = cache_json(st.cache, registry_);
+  j["prompt_cache"] = cache_json(st, registry_);
   if (st.drafts > 0) {
     j["drafting"] = {
         {"drafts", st.drafts},

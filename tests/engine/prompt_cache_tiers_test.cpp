@@ -52,12 +52,11 @@ Request make_request(RequestId id, int len, int max_tokens, int salt = 0) {
   return r;
 }
 
-class PromptCacheTiers : public ::testing::Test {
+class PromptCacheTiers : public testing::StoriesSuite {
  protected:
-  static void SetUpTestSuite() { model_ = testing::load_stories260k(); }
-  static void TearDownTestSuite() { model_.reset(); }
   void SetUp() override {
-    if (!model_) GTEST_SKIP() << testing::kStoriesMissing;
+    StoriesSuite::SetUp();
+    if (IsSkipped()) return;
     dir_ = fs::temp_directory_path() /
            ("tf_kv_" + std::to_string(::getpid()) + "_" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
@@ -124,10 +123,8 @@ class PromptCacheTiers : public ::testing::Test {
     return {};
   }
 
-  static std::shared_ptr<model::Model> model_;
   fs::path dir_;
 };
-std::shared_ptr<model::Model> PromptCacheTiers::model_;
 
 TEST_F(PromptCacheTiers, ResumesFromHostRamExactly) {
   EngineOptions o = options(20);
@@ -155,6 +152,31 @@ TEST_F(PromptCacheTiers, ResumesFromHostRamExactly) {
   EXPECT_EQ(c.warnings, 0);
   EXPECT_EQ(c.copy_failures, 0);
   EXPECT_TRUE(same(got, fresh(second)));
+}
+
+// The conversations used last, newest first, each with the tiers that hold its last block.
+TEST_F(PromptCacheTiers, RecentStatesShowWhereEachConversationIsHeld) {
+  EngineOptions o = with_disk(20);
+  o.tiers.host_bytes = 64 * block_bytes();
+  Engine e(model_, o);
+  run(e, make_request(1, 70, 40));  // 109 positions computed: 6 whole blocks
+  std::vector<CachedState> st = e.stats().recent_states;
+  ASSERT_EQ(st.size(), 1u);
+  EXPECT_EQ(st[0].tokens, 96);
+  EXPECT_TRUE(st[0].pool);
+  EXPECT_FALSE(st[0].host);
+  const BlockKey first = st[0].key;
+  run(e, make_request(50, 300, 4, 1));  // 303 computed: 18 blocks, turn one goes down to RAM
+  e.flush_prompt_cache();
+  run(e, make_request(60, 5, 1, 2));  // no whole block: no state, but the list is refreshed
+  st = e.stats().recent_states;
+  ASSERT_EQ(st.size(), 2u);
+  EXPECT_EQ(st[0].tokens, 288);
+  EXPECT_TRUE(st[0].pool && st[0].disk);
+  EXPECT_EQ(st[1].key, first);
+  EXPECT_FALSE(st[1].pool);
+  EXPECT_TRUE(st[1].host && st[1].disk);
+  EXPECT_GE(st[0].used_at, st[1].used_at);
 }
 
 // A disk load's blocks wait in RAM even beyond the RAM tier's budget, then go back to it.

@@ -1,6 +1,6 @@
 """/dashboard in a real browser: headless Chromium (Debian's `chromium`) loads the page while
 requests run, driven over the DevTools protocol; the DOM must hold every chart, drawn by Chart.js
-with data, and values that change as requests finish. A screenshot is saved as a test artifact."""
+with data, values that change as requests finish, and the cached conversations' table. A screenshot is saved as a test artifact."""
 import base64
 import json
 import os
@@ -100,6 +100,7 @@ def test_dashboard_in_chromium(tmp_path):
                 finished: document.getElementById('stat-finished').textContent,
                 decode: document.getElementById('stat-decode').textContent,
                 rows: document.querySelectorAll('#recent tbody tr').length,
+                states: document.querySelectorAll('#states tbody tr').length,
                 charts: %s.map((id) => {
                   const el = document.getElementById(id);
                   const c = el && Chart.getChart(el);
@@ -131,7 +132,7 @@ def test_dashboard_in_chromium(tmp_path):
             assert c["width"] > 0 and all(n > 0 for n in c["points"]), c
         assert second["polls"] >= first["polls"] + 2  # polling once a second
         assert second["finished"] != first["finished"], (first, second)
-        assert int(second["finished"]) > 0 and second["rows"] > 0
+        assert int(second["finished"]) > 0 and second["rows"] > 0 and second["states"] > 0
         decode = page.eval("Chart.getChart('chart-throughput').data.datasets[0].data")
         assert any(v and v > 0 for v in decode), decode
 

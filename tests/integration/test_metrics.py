@@ -135,7 +135,7 @@ def test_counts_move_with_requests(srv):
 
 
 def test_stats_json(srv):
-    complete(srv, "Stats please", 6)
+    body = complete(srv, "Stats please, " * 8, 6)
     time.sleep(1.2)  # one sample of the once-a-second history
     status, s = srv.request("GET", "/stats")
     assert status == 200
@@ -145,7 +145,13 @@ def test_stats_json(srv):
     assert s["latency"]["ttft_seconds"]["p50"] > 0
     assert s["latency"]["tpot_seconds"]["p90"] > 0
     assert 0 <= s["kv_cache"]["usage"] <= 1
-    assert s["prompt_cache"]["tiers"][0]["tier"] == "pool"
+    pool = s["prompt_cache"]["tiers"][0]
+    assert pool["tier"] == "pool"
+    # The conversation just served is the pool's most recent state, at its whole blocks.
+    used = body["usage"]["prompt_tokens"] + 6 - 1
+    state = pool["states"][0]
+    assert state["tokens"] == used // 16 * 16 > 0 and len(state["key"]) == 32
+    assert 0 < s["time"] - state["used_at"] < 60
     assert s["memory"]["weights_bytes"] > 0 and s["memory"]["resident_bytes"] > 0
     assert s["history"] and {"decode_tps", "kv_usage", "ttft_p50"} <= set(s["history"][-1])
     recent = s["recent_requests"][0]

@@ -82,18 +82,36 @@ function tiles(s) {
   set("stat-memory", fmt(s.memory.resident_bytes / 1048576, 0) + " MiB");
 }
 
+// A table row of text cells.
+function row(values) {
+  const tr = document.createElement("tr");
+  for (const v of values) {
+    const td = document.createElement("td");
+    td.textContent = v;
+    tr.appendChild(td);
+  }
+  return tr;
+}
+
 function table(s) {
   const body = document.querySelector("#recent tbody");
-  body.replaceChildren(...s.recent_requests.slice(0, 20).map((r) => {
-    const tr = document.createElement("tr");
-    for (const v of [r.id, r.route, r.key || "", r.status, r.finish_reason || "", r.prompt_tokens,
-      r.cached_tokens, r.completion_tokens, fmt(r.ttft, 3), fmt(r.e2e, 3)]) {
-      const td = document.createElement("td");
-      td.textContent = v;
-      tr.appendChild(td);
+  body.replaceChildren(...s.recent_requests.slice(0, 20).map((r) => row([r.id, r.route,
+    r.key || "", r.status, r.finish_reason || "", r.prompt_tokens, r.cached_tokens,
+    r.completion_tokens, fmt(r.ttft, 3), fmt(r.e2e, 3)])));
+}
+
+// The prompt cache's most recently used conversations, each with the tiers holding it.
+function states(s) {
+  const byKey = new Map();
+  for (const t of s.prompt_cache.tiers) {
+    for (const st of t.states) {
+      if (!byKey.has(st.key)) byKey.set(st.key, { ...st, tiers: [] });
+      byKey.get(st.key).tiers.push(t.tier);
     }
-    return tr;
-  }));
+  }
+  const rows = [...byKey.values()].sort((a, b) => b.used_at - a.used_at).slice(0, 20);
+  document.querySelector("#states tbody").replaceChildren(...rows.map((st) => row([
+    st.key.slice(0, 12), st.tokens, fmt(s.time - st.used_at, 1), st.tiers.join(", ")])));
 }
 
 async function poll() {
@@ -104,6 +122,7 @@ async function poll() {
     tiles(s);
     draw(s);
     table(s);
+    states(s);
     polls += 1;
     document.body.dataset.polls = polls;
     document.getElementById("status").textContent = "updated " + new Date().toLocaleTimeString();
