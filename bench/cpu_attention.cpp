@@ -1,8 +1,9 @@
 // CPU decode attention at SmolLM2-135M's shape (9 heads, 3 KV heads, head_dim 64, 30 layers, paged
 // KV of 16-token blocks): microseconds per decode step (one query row per stream, every layer) for
 // several stream counts and contexts, with the KV hot (each layer rerun) and cold (100 MB read
-// between layers, as a step's weights are), and the rate at which the cold step reads its KV.
-// Usage: cpu_attention [threads] (default 2).
+// between layers, as a step's weights are), and the rate at which the cold step reads its KV;
+// then one stream's verify step of k drafts (k + 1 query rows ending at the context) beside its
+// one-row decode step. Usage: cpu_attention [threads] (default 2).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -24,6 +25,7 @@ constexpr int64_t kRow = int64_t{kKvHeads} * kHeadDim;
 struct Setup {
   int streams;
   int64_t ctx;
+  int rows;  // query rows per stream, ending at position ctx - 1
   std::unique_ptr<tf::model::KvCache> kv;
   std::vector<float> q, out;
   std::vector<const float*> k_blocks, v_blocks;  // [layer][stream][block]
@@ -32,12 +34,12 @@ struct Setup {
 
 // The engine's own pool (tf::model::KvCache), each stream's blocks interleaved with the others'
 // (as a pool hands them out to streams arriving together).
-Setup make(int streams, int64_t ctx) {
+Setup make(int streams, int64_t ctx, int rows = 1) {
   tf::checkpoint::ModelConfig cfg;
   cfg.num_layers = kLayers;
   cfg.num_kv_heads = kKvHeads;
   cfg.head_dim = kHeadDim;
-  Setup s{streams, ctx, nullptr, {}, {}, {}, {}, (ctx + kBlock - 1) / kBlock};
+  Setup s{streams, ctx, rows, nullptr, {}, {}, {}, {}, (ctx + kBlock - 1) / kBlock};
   const int64_t nblocks = s.blocks_per_seq * streams;
   s.kv = std::make_unique<tf::model::KvCache>(cfg, nblocks, kBlock);
   for (int64_t b = 0; b < nblocks; ++b) {
@@ -50,7 +52,7 @@ Setup make(int streams, int64_t ctx) {
       }
     }
   }
-  s.q.resize(static_cast<size_t>(streams) * kHeads * kHeadDim, 0.05f);
+  s.q.resize(static_cast<size_t>(streams) * rows * kHeads * kHeadDim, 0.05f);
   s.out.resize(s.q.size());
   for (int l = 0; l < kLayers; ++l) {
     for (int st = 0; st < streams; ++st) {
@@ -67,11 +69,12 @@ void layer(Setup& s, int l, tf::ThreadPool* pool) {
   std::vector<tf::backend::cpu::AttentionSeq> seqs;
   for (int st = 0; st < s.streams; ++st) {
     const size_t b0 = static_cast<size_t>((l * s.streams + st) * s.blocks_per_seq);
-    seqs.push_back({&s.q[st * kHeads * kHeadDim],
+    const size_t at = static_cast<size_t>(st) * s.rows * kHeads * kHeadDim;
+    seqs.push_back({&s.q[at],
                     {&s.k_blocks[b0], &s.v_blocks[b0], kBlock},
-                    &s.out[st * kHeads * kHeadDim],
-                    1,
-                    s.ctx - 1});
+                    &s.out[at],
+                    s.rows,
+                    s.ctx - s.rows});
   }
   tf::backend::cpu::AttentionParams p;
   p.scale = 0.125f;
@@ -124,6 +127,16 @@ int main(int argc, char** argv) {
       const double cold = time_step(s, &pool, true, flush);
       std::printf("| %d | %ld | %.1f | %.0f | %.0f | %.1f |\n", streams, static_cast<long>(ctx), mb,
                   hot, cold, mb / cold * 1e3);
+    }
+  }
+  std::printf("\n| drafts | context | cold us/step | vs decode step |\n|---|---|---|---|\n");
+  for (int64_t ctx : {512, 2852}) {
+    double decode = 0;
+    for (int k : {0, 2, 4, 8}) {
+      Setup s = make(1, ctx, k + 1);
+      const double cold = time_step(s, &pool, true, flush);
+      if (k == 0) decode = cold;
+      std::printf("| %d | %ld | %.0f | %.2fx |\n", k, static_cast<long>(ctx), cold, cold / decode);
     }
   }
   return 0;
