@@ -303,6 +303,8 @@ class CudaDecoder final : public Model {
 
  private:
   static constexpr size_t kMaxGraphRows = 512;
+  // Chunks of at most this many rows attend by splits, row by row (see queue_step).
+  static constexpr int kSplitChunkRows = 16;
 
   struct Graph {
     cudaGraphExec_t exec = nullptr;
@@ -680,10 +682,14 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
     for (int b = 0; b < width; ++b) tables.push_back(static_cast<int32_t>(kv_blocks_));
   }
   const int n_out_run = decode ? n_run : n_out;
-  // Attention: a sequence with one row in the step is a split row; longer chunks are cut into
-  // tiles, the last rows first (the most positions to walk start earliest). Graph steps launch
-  // every split a table of this width can hold (blocks past a row's own splits exit at once);
-  // eager steps compute it per layer from the split rows' positions.
+  // Attention: a sequence with up to kSplitChunkRows rows in the step (a decode row, a verify
+  // step's drafts, a resumed prompt's last few tokens) has split rows, each walking its own
+  // positions in splits as if decoding alone (the same bits as tiles); longer chunks are cut into
+  // tiles, the last rows first (the most positions to walk start earliest). A tile walks every
+  // position of its rows in one block, so a short chunk at a long context (10 rows at 32K took
+  // 40 ms) waits on one block's walk. Graph steps launch every split a table of this width can
+  // hold (blocks past a row's own splits exit at once); eager steps compute it per layer from the
+  // split rows' positions.
   AttentionPlan plan;
   std::vector<cuda::AttentionTile> tiles;
   std::vector<int32_t> split_rows;
@@ -696,11 +702,12 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
     int row0 = 0;
     for (const SeqChunk& c : batch) {
       const int len = static_cast<int>(c.tokens.size());
-      if (len == 1) {
-        split_rows.push_back(row0);
-        plan.split_pos.push_back(pos[row0]);
+      const bool split = len <= kSplitChunkRows;
+      for (int r = row0; split && r < row0 + len; ++r) {
+        split_rows.push_back(r);
+        plan.split_pos.push_back(pos[r]);
       }
-      for (int end = len; len > 1 && end > 0; end -= tile_rows) {
+      for (int end = len; !split && end > 0; end -= tile_rows) {
         const int start = std::max(0, end - tile_rows);
         tiles.push_back({row0 + start, end - start});
       }
