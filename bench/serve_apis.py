@@ -7,8 +7,6 @@ import json
 import threading
 import time
 
-from websockets.sync.client import connect as ws_connect
-
 APIS = ("chat", "completions", "responses", "messages")
 _local = threading.local()  # each load thread's WebSocket, kept across its requests
 
@@ -115,6 +113,8 @@ def one_ws(host, port, prefix, headers, model, prompt, gen, res):
     del body["stream"]
     try:
         if getattr(_local, "ws", None) is None:
+            # Imported here: the HTTP APIs run where the websockets package is absent.
+            from websockets.sync.client import connect as ws_connect
             _local.ws = ws_connect(f"ws://{host}:{port}{prefix}/responses",
                                    additional_headers=headers, max_size=None)
         res.start = time.perf_counter()
