@@ -7,6 +7,8 @@ import json
 import threading
 import time
 
+from ws_client import WebSocket
+
 APIS = ("chat", "completions", "responses", "messages")
 _local = threading.local()  # each load thread's WebSocket, kept across its requests
 
@@ -113,10 +115,7 @@ def one_ws(host, port, prefix, headers, model, prompt, gen, res):
     del body["stream"]
     try:
         if getattr(_local, "ws", None) is None:
-            # Imported here: the HTTP APIs run where the websockets package is absent.
-            from websockets.sync.client import connect as ws_connect
-            _local.ws = ws_connect(f"ws://{host}:{port}{prefix}/responses",
-                                   additional_headers=headers, max_size=None)
+            _local.ws = WebSocket(f"ws://{host}:{port}{prefix}/responses", headers)
         res.start = time.perf_counter()
         _local.ws.send(json.dumps({"type": "response.create", **body}))
         while not read_event("responses", json.loads(_local.ws.recv()), res,

@@ -38,8 +38,7 @@ for _ in $(seq 240); do
   sleep 0.5
 done
 load() { python3 bench/serve_load.py http://127.0.0.1:$port/v1 --vocab 128000 "$@"; }
-apis="chat completions responses messages"
-python3 -c "import websockets" 2>/dev/null && apis="$apis ws"
+apis="chat completions responses messages ws"
 # Chat first and last: its two runs show the noise the other APIs' differences stand against.
 for run in $apis chat-again; do
   api=${run%-again}
