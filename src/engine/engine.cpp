@@ -208,7 +208,14 @@ void Engine::cancel(RequestId id) {
 }
 
 void Engine::flush_prompt_cache() {
-  if (tiers_) tiers_->flush();
+  if (!tiers_) return;
+  tiers_->flush();
+  // The writes' counters reach stats_ at the end of a loop pass: run one and wait for it.
+  std::unique_lock<std::mutex> lock(mu_);
+  const uint64_t seen = passes_;
+  load_ready_ = true;
+  cv_.notify_all();
+  cv_.wait(lock, [&] { return passes_ != seen || stop_; });
 }
 
 EngineStats Engine::stats() const {
@@ -233,6 +240,8 @@ void Engine::loop() {
     step();
     std::lock_guard<std::mutex> lock(mu_);
     update_stats_locked();
+    ++passes_;
+    cv_.notify_all();  // flush_prompt_cache waits for a pass
   }
   // Shutdown: every stream still held ends cleanly with a final event.
   if (!inflight_.empty()) runner_.discard();
@@ -642,6 +651,9 @@ void Engine::update_stats_locked() {
   c.resumed_tokens = cache_.resumed_tokens();
   c.loading = static_cast<int64_t>(loading_.size());
   if (tiers_) tiers_->fill(c);
+  c.pool.hits = cache_.tier_hits(0);
+  c.host.hits = cache_.tier_hits(1);
+  c.disk.hits = cache_.tier_hits(2);
   // A few hundred lookups: cheap, but not worth doing on every step of a busy engine.
   const auto now = Clock::now();
   const bool quiet = running_.empty() && waiting_.empty();

@@ -99,7 +99,8 @@ class Engine final : public EngineClient {
   // Whether the prompt cache's tiers opened (a bad --prompt-cache-dir is reported here; the
   // engine then runs with the pool alone).
   Status cache_status() const { return cache_status_; }
-  // Waits until the disk tier has written every block queued so far (tests, benchmarks).
+  // Waits until the disk tier has written every block queued so far and stats() counts them
+  // (tests, benchmarks).
   void flush_prompt_cache();
   // flush_prompt_cache() for at most `seconds` (shutdown); whether every queued write ended.
   bool flush_prompt_cache_for(double seconds) { return !tiers_ || tiers_->flush_for(seconds); }
@@ -172,6 +173,7 @@ class Engine final : public EngineClient {
   std::vector<RequestId> cancels_;
   bool stop_ = false;
   bool load_ready_ = false;  // a disk load ended since the loop last looked
+  uint64_t passes_ = 0;      // loop passes ended (each with stats_ updated)
   EngineStats stats_;
   Clock::time_point states_listed_{};  // when stats_.recent_states was last refreshed
   Status cache_status_;

@@ -121,6 +121,7 @@ void KvCacheManager::attach_prefix(Sequence& seq) {
     return;
   }
   seq.cache_chain = seq.cache_root;
+  int lowest = 0;  // the lowest tier the prefix came from: pool, host RAM, disk
   if (!seq.tokens.empty()) {
     const size_t max_blocks = (seq.tokens.size() - 1) / block_size_;
     for (size_t b = 0; b < max_blocks; ++b) {
@@ -141,6 +142,9 @@ void KvCacheManager::attach_prefix(Sequence& seq) {
         add_node(key, seq.cache_chain, tokens, *block);
         retain(*block);  // the index's reference and the sequence's
         seq.blocks.push_back(*block);
+        // Blocks read from disk were staged in RAM in chain order: from the first on, the rest.
+        if (!seq.staged.empty() && key == seq.staged.front()) lowest = 2;
+        lowest = std::max(lowest, 1);
       }
       seq.cache_chain = key;
     }
@@ -149,7 +153,11 @@ void KvCacheManager::attach_prefix(Sequence& seq) {
   seq.cache_inserted = static_cast<int64_t>(seq.blocks.size());
   if (seq.cached_tokens < 0) {
     seq.cached_tokens = std::min(seq.computed, seq.prompt_len);
-    hits_ += seq.cached_tokens > 0 ? 1 : 0;
+    seq.cache_tier = lowest;
+    if (seq.cached_tokens > 0) {
+      ++hits_;
+      ++tier_hits_[lowest];
+    }
     resumed_tokens_ += seq.cached_tokens;
   }
   if (tiers_) tiers_->unpin(seq.staged);  // now in the pool (or not wanted)
@@ -160,7 +168,10 @@ void KvCacheManager::unadmit(Sequence& seq) {
   release(seq);
   seq.computed = 0;
   if (seq.cached_tokens >= 0 && seq.preemptions == 0) {  // set by this attach: undone too
-    hits_ -= seq.cached_tokens > 0 ? 1 : 0;
+    if (seq.cached_tokens > 0) {
+      --hits_;
+      --tier_hits_[seq.cache_tier];
+    }
     resumed_tokens_ -= seq.cached_tokens;
     seq.cached_tokens = -1;
   }

@@ -57,6 +57,8 @@ class KvCacheManager {
 
   int refs(int32_t block) const { return refs_[block]; }
   int64_t hits() const { return hits_; }
+  // Of them, by the lowest tier their prefix came from: 0 the pool, 1 host RAM, 2 disk.
+  int64_t tier_hits(int tier) const { return tier_hits_[tier]; }
   int64_t resumed_tokens() const { return resumed_tokens_; }
   // The conversations used last, most recent first, with the tiers holding each one's end.
   std::vector<CachedState> recent_states() const;
@@ -93,6 +95,7 @@ class KvCacheManager {
   KvTiers* tiers_ = nullptr;
   RecentStates recent_;
   int64_t hits_ = 0, resumed_tokens_ = 0;
+  int64_t tier_hits_[3] = {0, 0, 0};
 };
 
 }  // namespace tf::engine

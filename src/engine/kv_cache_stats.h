@@ -14,6 +14,7 @@ struct CacheTierStats {
   int64_t bytes = 0;
   int64_t budget_bytes = 0;  // 0: the tier is off
   bool paused = false;       // the disk tier's writes pause or fail
+  int64_t hits = 0;          // requests resumed with this the lowest tier their prefix came from
 
   CacheTierState state() const {
     if (budget_bytes <= 0) return CacheTierState::kOff;

@@ -25,6 +25,7 @@ struct Sequence {
   int64_t prompt_len = 0;
   int64_t computed = 0;               // tokens whose K/V are in the cache
   int64_t cached_tokens = -1;         // prompt tokens served from the prefix cache (-1: not yet)
+  int cache_tier = 0;                 // the lowest tier they came from (0 pool, 1 RAM, 2 disk)
   int64_t cache_inserted = 0;         // whole blocks already recorded in the prefix index
   BlockKey cache_root;                // the chain's root: the model and cache_salt
   BlockKey cache_chain;               // key of block cache_inserted - 1 (cache_root at 0)

@@ -94,9 +94,9 @@ void request_part(Page& p, const MetricsRegistry& r) {
               r.gen_len);
 }
 
-void tier_gauge(Page& p, std::string_view name, std::string_view help, const engine::CacheStats& c,
-                int64_t engine::CacheTierStats::*field) {
-  p.text.family(name, "gauge", help);
+void per_tier(Page& p, std::string_view name, std::string_view type, std::string_view help,
+              const engine::CacheStats& c, int64_t engine::CacheTierStats::*field) {
+  p.text.family(name, type, help);
   p.text.sample(name, p.with("tier", "pool"), static_cast<double>(c.pool.*field));
   if (c.host.budget_bytes > 0) {
     p.text.sample(name, p.with("tier", "host"), static_cast<double>(c.host.*field));
@@ -108,14 +108,17 @@ void tier_gauge(Page& p, std::string_view name, std::string_view help, const eng
 
 void cache_part(Page& p, const engine::EngineStats& st) {
   const engine::CacheStats& c = st.cache;
-  tier_gauge(p, "tensorfold:prompt_cache_blocks", "Blocks the prompt cache holds, per tier.", c,
-             &engine::CacheTierStats::blocks);
-  tier_gauge(p, "tensorfold:prompt_cache_bytes", "Bytes the prompt cache holds, per tier.", c,
-             &engine::CacheTierStats::bytes);
-  tier_gauge(p, "tensorfold:prompt_cache_budget_bytes", "Each prompt cache tier's budget.", c,
-             &engine::CacheTierStats::budget_bytes);
+  per_tier(p, "tensorfold:prompt_cache_blocks", "gauge",
+           "Blocks the prompt cache holds, per tier.", c, &engine::CacheTierStats::blocks);
+  per_tier(p, "tensorfold:prompt_cache_bytes", "gauge", "Bytes the prompt cache holds, per tier.",
+           c, &engine::CacheTierStats::bytes);
+  per_tier(p, "tensorfold:prompt_cache_budget_bytes", "gauge", "Each prompt cache tier's budget.",
+           c, &engine::CacheTierStats::budget_bytes);
   p.one("tensorfold:prompt_cache_hits_total", "counter",
         "Requests that resumed from a cached prefix.", static_cast<double>(c.hits));
+  per_tier(p, "tensorfold:prompt_cache_tier_hits_total", "counter",
+           "Requests that resumed from a cached prefix, by the lowest tier it came from.", c,
+           &engine::CacheTierStats::hits);
   p.one("tensorfold:prompt_cache_loading", "gauge",
         "Requests waiting for their blocks to come back from disk.",
         static_cast<double>(c.loading));

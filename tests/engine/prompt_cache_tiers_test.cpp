@@ -140,6 +140,8 @@ TEST_F(PromptCacheTiers, ResumesFromHostRamExactly) {
   const CacheStats c = e.stats().cache;
   EXPECT_GE(c.host_restores, 5);
   EXPECT_EQ(c.hits, 1);
+  EXPECT_EQ(c.host.hits, 1);  // its prefix came back from RAM
+  EXPECT_EQ(c.pool.hits + c.disk.hits, 0);
   EXPECT_EQ(c.resumed_tokens, 96);
   EXPECT_GT(c.spill_seconds, 0);
   EXPECT_GT(c.restore_seconds, 0);
@@ -177,6 +179,11 @@ TEST_F(PromptCacheTiers, RecentStatesShowWhereEachConversationIsHeld) {
   EXPECT_FALSE(st[1].pool);
   EXPECT_TRUE(st[1].host && st[1].disk);
   EXPECT_GE(st[0].used_at, st[1].used_at);
+  // The filler again: resumed from the pool alone.
+  EXPECT_EQ(run(e, make_request(50, 300, 4, 1)).usage.cached_tokens, 288);
+  const CacheStats c = e.stats().cache;
+  EXPECT_EQ(c.pool.hits, 1);
+  EXPECT_EQ(c.host.hits + c.disk.hits, 0);
 }
 
 // A disk load's blocks wait in RAM even beyond the RAM tier's budget, then go back to it.
@@ -216,6 +223,8 @@ TEST_F(PromptCacheTiers, ResumesFromDiskAfterRestartExactly) {
   EXPECT_EQ(got.usage.cached_tokens, 96);
   const CacheStats c = e.stats().cache;
   EXPECT_EQ(c.disk_loads, 6);
+  EXPECT_EQ(c.disk.hits, 1);  // the prefix came from disk
+  EXPECT_EQ(c.host.hits + c.pool.hits, 0);
   EXPECT_GT(c.disk_load_seconds, 0);
   EXPECT_EQ(c.read_failures, 0);
   EXPECT_EQ(c.disk.state(), CacheTierState::kOn);

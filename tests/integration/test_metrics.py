@@ -102,6 +102,12 @@ def test_metric_names_types_and_labels(srv):
         assert count == [values[-1]], name
     tiers = {l["tier"] for n, l, _ in samples if n == "tensorfold:prompt_cache_blocks"}
     assert "pool" in tiers
+    # Hits by the lowest tier a prefix came from add up to all hits.
+    assert types["tensorfold:prompt_cache_tier_hits_total"] == "counter"
+    by_tier = {l["tier"]: v for n, l, v in samples if n == "tensorfold:prompt_cache_tier_hits_total"}
+    assert set(by_tier) == tiers
+    assert sum(by_tier.values()) == [v for n, _, v in samples
+                                     if n == "tensorfold:prompt_cache_hits_total"][0]
     routes = {(l["route"], l["status"]) for n, l, _ in samples
               if n == "tensorfold:http_requests_total"}
     assert ("/v1/completions", "200") in routes
