@@ -36,6 +36,8 @@ class ContextCopyProposer final : public Proposer {
     bool recent = false;
   };
   LastMatch last_match(const Sequence& s) const;
+  // Waits until every finished sequence is a source for later ones (tests).
+  void wait_recorded() { recent_.wait_idle(); }
 
  private:
   struct Entry {

@@ -88,6 +88,7 @@ TEST(ContextCopy, CopiesFromEarlierRequestsOfTheSameSalt) {
   Sequence first = make_seq(1, {100, 101, 102, 103, 104, 105, 106}, "tenant-a");
   p.propose(first, 4, d);
   p.finished(first);
+  p.wait_recorded();
   // Same salt: the earlier request's tokens are a source.
   Sequence second = make_seq(2, {7, 8, 101, 102}, "tenant-a");
   p.propose(second, 3, d);
@@ -121,20 +122,25 @@ TEST(ContextCopy, AReusedIdStartsAfresh) {
 
 TEST(RecentContexts, KeepsTheNewestWithinItsBudget) {
   RecentContexts r(100, 2);
-  r.add("a", std::vector<int32_t>(60, 1));
+  // Each add is taken in by the worker; wait_idle() makes it visible.
+  auto add = [&](const std::string& salt, std::vector<int32_t> tokens) {
+    r.add(salt, tokens);
+    r.wait_idle();
+  };
+  add("a", std::vector<int32_t>(60, 1));
   auto held = r.snapshot("a");
-  r.add("a", std::vector<int32_t>(30, 2));
+  add("a", std::vector<int32_t>(30, 2));
   EXPECT_EQ(r.tokens("a"), 90);
   EXPECT_EQ(held->size(), 60);  // a held snapshot does not change
   EXPECT_EQ(r.snapshot("a")->size(), 91);
-  r.add("a", std::vector<int32_t>(30, 3));  // past 100: the oldest go, down to 75 or fewer
+  add("a", std::vector<int32_t>(30, 3));  // past 100: the oldest go, down to 75 or fewer
   EXPECT_EQ(r.tokens("a"), 60);
   EXPECT_EQ(r.snapshot("a")->size(), 61);
-  r.add("a", std::vector<int32_t>(500, 4));  // one long sequence: its last 100 tokens
+  add("a", std::vector<int32_t>(500, 4));  // one long sequence: its last 100 tokens
   EXPECT_EQ(r.tokens("a"), 100);
-  r.add("b", std::vector<int32_t>{1});
+  add("b", std::vector<int32_t>{1});
   r.snapshot("a");
-  r.add("c", std::vector<int32_t>{1});  // two salts at most: "b" was used least recently
+  add("c", std::vector<int32_t>{1});  // two salts at most: "b" was used least recently
   EXPECT_EQ(r.salts(), 2u);
   EXPECT_EQ(r.snapshot("b"), nullptr);
   EXPECT_NE(r.snapshot("a"), nullptr);
