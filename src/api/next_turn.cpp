@@ -55,39 +55,10 @@ NextTurnPrefill::NextTurnPrefill(engine::EngineClient& engine, const tokenizer::
       tok_(tok),
       render_(std::move(render)),
       new_id_(std::move(new_id)),
-      worker_([this] { run(); }) {}
-
-NextTurnPrefill::~NextTurnPrefill() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-    queue_.clear();
-  }
-  cv_.notify_all();
-  worker_.join();
-}
+      worker_(kMaxQueued, [this](Job& job) { prepare(job); }) {}
 
 void NextTurnPrefill::after_reply(const ChatPrompt& asked, nlohmann::ordered_json reply) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stop_) return;
-    if (queue_.size() >= kMaxQueued) queue_.pop_front();
-    queue_.push_back({asked, std::move(reply)});
-  }
-  cv_.notify_one();
-}
-
-void NextTurnPrefill::run() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (true) {
-    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-    if (stop_) return;
-    Job job = std::move(queue_.front());
-    queue_.pop_front();
-    lock.unlock();
-    prepare(job);
-    lock.lock();
-  }
+  worker_.push({asked, std::move(reply)});
 }
 
 void NextTurnPrefill::prepare(const Job& job) {

@@ -4,15 +4,12 @@
 // template drops earlier turns' reasoning. Runs on a worker of its own: replies never wait for it.
 #pragma once
 
-#include <condition_variable>
-#include <deque>
 #include <functional>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 
 #include "api/service.h"
+#include "base/worker_queue.h"
 
 namespace tf::api {
 
@@ -33,7 +30,6 @@ class NextTurnPrefill {
 
   NextTurnPrefill(engine::EngineClient& engine, const tokenizer::Tokenizer& tok, Render render,
                   NewId new_id);
-  ~NextTurnPrefill();  // drops what is queued and joins the worker
 
   // Queues the follow-up of `asked` continued by `reply` for an idle prefill.
   void after_reply(const ChatPrompt& asked, nlohmann::ordered_json reply);
@@ -43,18 +39,13 @@ class NextTurnPrefill {
     ChatPrompt asked;
     nlohmann::ordered_json reply;
   };
-  void run();
   void prepare(const Job& job);
 
   engine::EngineClient& engine_;
   const tokenizer::Tokenizer& tok_;
   Render render_;
   NewId new_id_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Job> queue_;
-  bool stop_ = false;
-  std::thread worker_;
+  WorkerQueue<Job> worker_;  // last: joined (what waits dropped) before the rest goes
 };
 
 }  // namespace tf::api

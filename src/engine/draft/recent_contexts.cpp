@@ -14,17 +14,9 @@ constexpr int32_t kSeparator = -1;
 }  // namespace
 
 RecentContexts::RecentContexts(int64_t max_tokens_per_salt, int max_salts)
-    : max_tokens_(max_tokens_per_salt), max_salts_(max_salts), worker_([this] { run(); }) {}
-
-RecentContexts::~RecentContexts() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-    queue_.clear();
-  }
-  work_.notify_all();
-  worker_.join();
-}
+    : max_tokens_(max_tokens_per_salt),
+      max_salts_(max_salts),
+      worker_(kMaxQueued, [this](Job& job) { insert(job); }) {}
 
 void RecentContexts::touch(Salt& s) { lru_.splice(lru_.begin(), lru_, s.lru); }
 
@@ -62,39 +54,10 @@ std::shared_ptr<SuffixAutomaton> RecentContexts::build(
 void RecentContexts::add(const std::string& salt, std::span<const int32_t> tokens) {
   if (max_tokens_ <= 0 || max_salts_ <= 0 || tokens.empty()) return;
   if (static_cast<int64_t>(tokens.size()) > max_tokens_) tokens = tokens.last(max_tokens_);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stop_) return;
-    if (queue_.size() >= kMaxQueued) queue_.pop_front();
-    queue_.push_back({salt, {tokens.begin(), tokens.end()}});
-  }
-  work_.notify_one();
+  worker_.push({salt, {tokens.begin(), tokens.end()}});
 }
 
-void RecentContexts::wait_idle() {
-  std::unique_lock<std::mutex> lock(mu_);
-  idle_.wait(lock, [&] { return queue_.empty() && !busy_; });
-}
-
-void RecentContexts::run() {
-  std::unique_lock<std::mutex> lock(mu_);
-  for (;;) {
-    work_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-    if (stop_) break;
-    Job job = std::move(queue_.front());
-    queue_.pop_front();
-    busy_ = true;
-    lock.unlock();
-    insert(std::move(job));
-    lock.lock();
-    busy_ = false;
-    if (queue_.empty()) idle_.notify_all();
-  }
-  busy_ = false;
-  idle_.notify_all();
-}
-
-void RecentContexts::insert(Job job) {
+void RecentContexts::insert(Job& job) {
   std::deque<std::vector<int32_t>> rebuild;  // the salt's sequences, after evictions
   std::shared_ptr<const SuffixAutomaton> last;
   {

@@ -5,7 +5,6 @@
 // thread 3-13 ms to add here, every stream's step waiting behind it.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <list>
@@ -13,10 +12,10 @@
 #include <mutex>
 #include <span>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "base/worker_queue.h"
 #include "engine/draft/suffix_automaton.h"
 
 namespace tf::engine::draft {
@@ -28,9 +27,6 @@ class RecentContexts {
   static constexpr size_t kMaxQueued = 64;
 
   RecentContexts(int64_t max_tokens_per_salt, int max_salts);
-  ~RecentContexts();  // drops what waits and joins the worker
-  RecentContexts(const RecentContexts&) = delete;
-  RecentContexts& operator=(const RecentContexts&) = delete;
 
   // The salt's sequences added so far (null when it has none). The snapshot is immutable: each
   // added sequence publishes a new automaton.
@@ -38,7 +34,7 @@ class RecentContexts {
   // Queues a finished sequence's tokens (its last max_tokens_per_salt of them) for the worker.
   void add(const std::string& salt, std::span<const int32_t> tokens);
   // Waits until every queued sequence is in (tests).
-  void wait_idle();
+  void wait_idle() { worker_.wait_idle(); }
 
   int64_t tokens(const std::string& salt) const;
   size_t salts() const;
@@ -54,21 +50,17 @@ class RecentContexts {
     std::string salt;
     std::vector<int32_t> tokens;
   };
-  void run();
-  void insert(Job job);  // the worker, mu_ not held
+  void insert(Job& job);  // the worker, mu_ not held
   void touch(Salt& s);
   static std::shared_ptr<SuffixAutomaton> build(const std::deque<std::vector<int32_t>>& seqs);
   static void append(SuffixAutomaton& a, std::span<const int32_t> tokens);
 
   const int64_t max_tokens_;
   const int max_salts_;
-  mutable std::mutex mu_;  // salts_, lru_ and the queue; automata are built outside it
-  std::condition_variable work_, idle_;
+  mutable std::mutex mu_;  // salts_ and lru_; automata are built outside it
   std::unordered_map<std::string, Salt> salts_;
   std::list<std::string> lru_;  // most recently used first
-  std::deque<Job> queue_;
-  bool busy_ = false, stop_ = false;
-  std::thread worker_;  // last: it starts once the rest is built
+  WorkerQueue<Job> worker_;     // last: joined before the rest goes
 };
 
 }  // namespace tf::engine::draft
