@@ -81,7 +81,7 @@ void Service::completions(std::string_view body, Responder& r) {
             r, invalid_param("prompt", fmt::format("token id {} is outside the vocabulary", t)));
       }
     }
-    prompt_text = tok_->decode(prompt, false);
+    if (req->echo) prompt_text = tok_->decode(prompt, false);  // only echo shows it
   } else {
     prompt_text = req->text_prompts[0];
     auto ids = tokenize_prompt(prompt_text, true, "prompt", r);

@@ -190,13 +190,13 @@ bool KvCacheManager::begin_load(Sequence& seq) {
     const BlockKey key = child_key(chain, tokens);
     if (find(key, chain, tokens) == nullptr && !tiers_->in_host(key)) {
       if (!tiers_->on_disk(key)) break;
-      slots.push_back({key, chain, {tokens.begin(), tokens.end()}, {}, false});
+      slots.push_back({key, chain, {tokens.begin(), tokens.end()}, {}, {}, false});
     }
     chain = key;
   }
   if (slots.empty()) return false;
   seq.load = tiers_->load(std::move(slots));
-  return true;
+  return seq.load != nullptr;
 }
 
 void KvCacheManager::end_load(Sequence& seq) {
@@ -237,6 +237,8 @@ void KvCacheManager::release(Sequence& seq) {
   }
   if (tiers_) tiers_->unpin(seq.staged);
   seq.staged.clear();
+  if (seq.load) tiers_->abandon(std::move(seq.load));  // its reads may still be filling slots
+  seq.load.reset();
   for (int32_t b : seq.blocks) unref(b);
   seq.blocks.clear();
   seq.cache_inserted = 0;

@@ -123,19 +123,26 @@ HeaderCheck parse_kv_header(const KvFileLayout& layout, std::span<const uint8_t>
   return HeaderCheck::kOk;
 }
 
-bool decode_kv_data(const KvFileLayout& layout, const KvFileHeader& header,
-                    std::span<const uint8_t> file, std::span<uint8_t> data) {
-  const size_t chunk_bytes = layout.chunk_bytes();
-  if (file.size() != kv_file_bytes(layout, header.tokens.size()) ||
-      data.size() != layout.data_bytes()) {
-    return false;
+KvFileParts kv_file_parts(const KvFileLayout& layout, size_t n_tokens, std::span<uint8_t> data) {
+  KvFileParts p;
+  p.header.resize(header_bytes(n_tokens));
+  p.sums.resize(layout.layers);
+  p.iov.reserve(1 + 2 * size_t{layout.layers});
+  p.iov.push_back({p.header.data(), p.header.size()});
+  const size_t chunk = layout.chunk_bytes();
+  for (uint32_t l = 0; l < layout.layers; ++l) {
+    p.iov.push_back({data.data() + l * chunk, chunk});
+    p.iov.push_back({&p.sums[l], sizeof(uint64_t)});
   }
-  const uint8_t* p = file.data() + header.header_bytes;
-  for (uint32_t l = 0; l < layout.layers; ++l, p += chunk_bytes + 8) {
-    uint64_t sum = 0;
-    std::memcpy(&sum, p + chunk_bytes, 8);
-    if (sum != checksum64(p, chunk_bytes)) return false;
-    std::memcpy(data.data() + l * chunk_bytes, p, chunk_bytes);
+  return p;
+}
+
+bool check_kv_chunks(const KvFileLayout& layout, const KvFileParts& parts,
+                     std::span<const uint8_t> data) {
+  const size_t chunk = layout.chunk_bytes();
+  if (data.size() != layout.data_bytes() || parts.sums.size() != layout.layers) return false;
+  for (uint32_t l = 0; l < layout.layers; ++l) {
+    if (parts.sums[l] != checksum64(data.data() + l * chunk, chunk)) return false;
   }
   return true;
 }

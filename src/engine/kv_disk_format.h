@@ -3,6 +3,8 @@
 // own XXH3 checksum, then one chunk per layer (K rows, V rows), each followed by its checksum.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -50,8 +52,16 @@ enum class HeaderCheck { kOk, kOtherModel, kCorrupt };
 // files are left alone), kCorrupt for a damaged header or a key that does not match its chain.
 HeaderCheck parse_kv_header(const KvFileLayout& layout, std::span<const uint8_t> bytes,
                             KvFileHeader* out);
-// Checks every chunk's checksum and copies the data out; false on any mismatch or short file.
-bool decode_kv_data(const KvFileLayout& layout, const KvFileHeader& header,
-                    std::span<const uint8_t> file, std::span<uint8_t> data);
+// Where a read of a whole file of `n_tokens` tokens puts its bytes, so the data lands in place:
+// the header in `header`, each layer's chunk in `data` (data_bytes()), its checksum in `sums`.
+struct KvFileParts {
+  std::vector<uint8_t> header;
+  std::vector<uint64_t> sums;
+  std::vector<iovec> iov;  // in file order; their lengths add up to kv_file_bytes()
+};
+KvFileParts kv_file_parts(const KvFileLayout& layout, size_t n_tokens, std::span<uint8_t> data);
+// Whether every chunk read into `data` matches its checksum.
+bool check_kv_chunks(const KvFileLayout& layout, const KvFileParts& parts,
+                     std::span<const uint8_t> data);
 
 }  // namespace tf::engine

@@ -3,8 +3,10 @@
 #include "engine/kv_disk_io.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <thread>
@@ -63,6 +65,37 @@ class PlainFileIo : public KvFileIo {
     out->resize(done);
     ::close(fd);
     return 0;
+  }
+
+  int read_parts(const std::string& path, std::span<const iovec> parts) override {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return errno;
+    size_t total = 0;
+    for (const iovec& v : parts) total += v.iov_len;
+    struct stat st {};
+    int err = ::fstat(fd, &st) != 0 ? errno : 0;
+    if (err == 0 && static_cast<size_t>(st.st_size) != total) err = kKvFileSize;
+    std::vector<iovec> left(parts.begin(), parts.end());
+    size_t first = 0, done = 0;
+    while (err == 0 && done < total) {
+      const ssize_t n = ::preadv(fd, left.data() + first, static_cast<int>(left.size() - first),
+                                 static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        err = n < 0 ? errno : kKvFileSize;  // shortened while being read
+        break;
+      }
+      done += static_cast<size_t>(n);
+      for (size_t k = static_cast<size_t>(n); k > 0 && first < left.size();) {
+        const size_t step = std::min(k, left[first].iov_len);
+        left[first].iov_base = static_cast<uint8_t*>(left[first].iov_base) + step;
+        left[first].iov_len -= step;
+        k -= step;
+        if (left[first].iov_len == 0) ++first;
+      }
+    }
+    ::close(fd);
+    return err;
   }
   const char* name() const override { return "write(2)"; }
 };
@@ -132,15 +165,25 @@ int FaultyFileIo::write_file(const std::string& path, std::span<const uint8_t> b
 }
 
 int FaultyFileIo::read_file(const std::string& path, size_t max, std::vector<uint8_t>* out) {
-  const bool whole = max == SIZE_MAX;
-  if (whole) {
-    if (int ms = faults_->read_delay_ms.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-    }
-    if (int e = faults_->read_errno.load()) return e;
+  return inner_->read_file(path, max, out);
+}
+
+int FaultyFileIo::read_parts(const std::string& path, std::span<const iovec> parts) {
+  if (int ms = faults_->read_delay_ms.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   }
-  const int r = inner_->read_file(path, max, out);
-  if (r == 0 && whole && faults_->flip_read_bit && out->size() > 20) (*out)[out->size() - 20] ^= 4;
+  if (int e = faults_->read_errno.load()) return e;
+  const int r = inner_->read_parts(path, parts);
+  if (r == 0 && faults_->flip_read_bit) {  // in the last chunk: 20 bytes before the file's end
+    size_t back = 19;
+    for (auto v = parts.rbegin(); v != parts.rend(); ++v) {
+      if (back < v->iov_len) {
+        static_cast<uint8_t*>(v->iov_base)[v->iov_len - 1 - back] ^= 4;
+        break;
+      }
+      back -= v->iov_len;
+    }
+  }
   return r;
 }
 

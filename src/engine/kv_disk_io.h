@@ -3,6 +3,8 @@
 // (failed writes such as ENOSPC, truncated writes, flipped bits and slow reads).
 #pragma once
 
+#include <sys/uio.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -19,10 +21,15 @@ class KvFileIo {
   virtual int write_file(const std::string& path, std::span<const uint8_t> bytes) = 0;
   // The first `max` bytes of `path` (all of it when it is shorter); 0 or an errno.
   virtual int read_file(const std::string& path, size_t max, std::vector<uint8_t>* out) = 0;
+  // The whole of `path` scattered into `parts` (one preadv); 0, an errno, or kKvFileSize when
+  // the file is not exactly as long as the parts. Any number of threads may read at once.
+  virtual int read_parts(const std::string& path, std::span<const iovec> parts) = 0;
   virtual const char* name() const = 0;
 };
 
-// io_uring when a ring can be set up here, else plain system calls. One thread uses it at a time.
+inline constexpr int kKvFileSize = -1;  // read_parts: the file has another size (damaged)
+
+// io_uring when a ring can be set up here, else plain system calls. One thread writes at a time.
 std::unique_ptr<KvFileIo> make_file_io();
 std::unique_ptr<KvFileIo> make_plain_file_io();
 
@@ -30,9 +37,9 @@ std::unique_ptr<KvFileIo> make_plain_file_io();
 struct KvFaults {
   std::atomic<int> write_errno{0};        // every write fails with this errno (e.g. ENOSPC)
   std::atomic<bool> truncate_writes{false};  // files are written short, as a crash would leave
-  std::atomic<bool> flip_read_bit{false};    // one bit of each whole-file read is flipped
-  std::atomic<int> read_delay_ms{0};         // each read waits this long first
-  std::atomic<int> read_errno{0};            // every whole-file read fails with this errno
+  std::atomic<bool> flip_read_bit{false};    // one bit of each block read is flipped
+  std::atomic<int> read_delay_ms{0};         // each block read waits this long first
+  std::atomic<int> read_errno{0};            // every block read fails with this errno
 };
 
 class FaultyFileIo final : public KvFileIo {
@@ -41,6 +48,7 @@ class FaultyFileIo final : public KvFileIo {
       : inner_(std::move(inner)), faults_(std::move(faults)) {}
   int write_file(const std::string& path, std::span<const uint8_t> bytes) override;
   int read_file(const std::string& path, size_t max, std::vector<uint8_t>* out) override;
+  int read_parts(const std::string& path, std::span<const iovec> parts) override;
   const char* name() const override { return "faulty"; }
 
  private:

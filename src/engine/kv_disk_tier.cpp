@@ -1,5 +1,7 @@
 // KvDiskTier implementation. The index (files_, lru_) is shared by the engine thread, which asks
-// what is held, and the I/O thread, which adds written files and drops bad or surplus ones.
+// what is held, and the I/O threads: the writer adds written files and drops surplus ones, the
+// readers drop bad ones. Several readers keep a long prefix's reads (thousands of files, each
+// checked) from queueing behind one another.
 #include "engine/kv_disk_tier.h"
 
 #include <dirent.h>
@@ -20,6 +22,7 @@ namespace tf::engine {
 namespace {
 
 constexpr std::string_view kSuffix = ".kv";
+constexpr int kReaders = 4;
 constexpr std::string_view kTmpSuffix = ".tmp";
 
 bool ends_with(std::string_view s, std::string_view t) {
@@ -64,7 +67,8 @@ Result<std::unique_ptr<KvDiskTier>> KvDiskTier::open(KvDiskOptions options, KvFi
   std::unique_ptr<KvDiskTier> t(
       new KvDiskTier(std::move(options), layout, std::move(on_load_done)));
   t->scan();
-  t->thread_ = std::thread([p = t.get()] { p->run(); });
+  t->writer_ = std::thread([p = t.get()] { p->write_loop(); });
+  for (int i = 0; i < kReaders; ++i) t->readers_.emplace_back([p = t.get()] { p->read_loop(); });
   return t;
 }
 
@@ -82,7 +86,8 @@ KvDiskTier::~KvDiskTier() {
     stop_ = true;
   }
   cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  for (std::thread& r : readers_) r.join();
+  if (writer_.joinable()) writer_.join();
 }
 
 std::string KvDiskTier::path_of(const BlockKey& key) const {
@@ -191,7 +196,13 @@ std::shared_ptr<KvLoad> KvDiskTier::load(std::vector<KvLoad::Slot> slots) {
   l->remaining.store(static_cast<int>(l->slots.size()), std::memory_order_release);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (size_t i = 0; i < l->slots.size(); ++i) reads_.push_back({l, i});
+    for (size_t i = 0; i < l->slots.size(); ++i) {
+      // Most recently used now, so that the writer's evictions take other files first.
+      if (auto it = files_.find(l->slots[i].key); it != files_.end()) {
+        lru_.splice(lru_.end(), lru_, it->second.lru);
+      }
+      reads_.push_back({l, i});
+    }
   }
   cv_.notify_all();
   return l;
@@ -199,13 +210,13 @@ std::shared_ptr<KvLoad> KvDiskTier::load(std::vector<KvLoad::Slot> slots) {
 
 void KvDiskTier::flush() {
   std::unique_lock<std::mutex> lock(mu_);
-  idle_cv_.wait(lock, [&] { return writes_.empty() && reads_.empty() && !busy_; });
+  idle_cv_.wait(lock, [&] { return idle_locked(); });
 }
 
 bool KvDiskTier::flush_for(double seconds) {
   std::unique_lock<std::mutex> lock(mu_);
   return idle_cv_.wait_for(lock, std::chrono::duration<double>(seconds),
-                           [&] { return writes_.empty() && reads_.empty() && !busy_; });
+                           [&] { return idle_locked(); });
 }
 
 KvDiskCounters KvDiskTier::counters() const {
@@ -220,42 +231,47 @@ void KvDiskTier::warn_once(std::atomic<bool>& flag, const std::string& message) 
   ++counters_.warnings;
 }
 
-// Reads first: a request waits on them; writes only keep lower tiers warm. At stop, queued
-// writes still finish and queued reads end not ok.
-void KvDiskTier::run() {
+// At stop, queued writes still finish (a restart finds them), and then the reads still queued
+// (the readers stop first) end not ok.
+void KvDiskTier::write_loop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] { return stop_ || !writes_.empty() || !reads_.empty(); });
-    if (!reads_.empty() && !stop_) {
-      Read r = std::move(reads_.front());
-      reads_.pop_front();
-      busy_ = true;
-      lock.unlock();
-      do_read(r);
-      lock.lock();
-    } else if (!writes_.empty()) {
-      Write w = std::move(writes_.front());
-      writes_.pop_front();
-      busy_ = true;
-      lock.unlock();
-      do_write(w);
-      lock.lock();
-      queued_.erase(w.key);
-      queued_bytes_ -= static_cast<int64_t>(w.data->bytes.size());
-      w.data.reset();  // its buffer goes back (outside the I/O, under the lock: cheap)
-    } else if (stop_) {
-      for (Read& r : reads_) {
-        if (r.load->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1 && on_load_done_) {
-          on_load_done_();
-        }
-      }
-      reads_.clear();
-      busy_ = false;
-      idle_cv_.notify_all();
-      return;
+    cv_.wait(lock, [&] { return stop_ || !writes_.empty(); });
+    if (writes_.empty()) break;  // stopping
+    Write w = std::move(writes_.front());
+    writes_.pop_front();
+    ++busy_;
+    lock.unlock();
+    do_write(w);
+    lock.lock();
+    queued_.erase(w.key);
+    queued_bytes_ -= static_cast<int64_t>(w.data->bytes.size());
+    w.data.reset();  // its buffer goes back (outside the I/O, under the lock: cheap)
+    --busy_;
+    if (idle_locked()) idle_cv_.notify_all();
+  }
+  for (Read& r : reads_) {
+    if (r.load->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1 && on_load_done_) {
+      on_load_done_();
     }
-    busy_ = false;
-    if (writes_.empty() && reads_.empty()) idle_cv_.notify_all();
+  }
+  reads_.clear();
+  idle_cv_.notify_all();
+}
+
+void KvDiskTier::read_loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || !reads_.empty(); });
+    if (stop_) return;
+    Read r = std::move(reads_.front());
+    reads_.pop_front();
+    ++busy_;
+    lock.unlock();
+    do_read(r);
+    lock.lock();
+    --busy_;
+    if (idle_locked()) idle_cv_.notify_all();
   }
 }
 
@@ -301,30 +317,30 @@ void KvDiskTier::do_write(Write& w) {
 void KvDiskTier::do_read(Read& r) {
   KvLoad::Slot& slot = r.load->slots[r.slot];
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<uint8_t> file;
-  KvFileHeader h;
   const std::string path = path_of(slot.key);
-  int err = io_->read_file(path, SIZE_MAX, &file);
-  bool ok = err == 0 && parse_kv_header(layout_, file, &h) == HeaderCheck::kOk &&
-            h.key == slot.key && h.parent == slot.parent && h.tokens == slot.tokens;
-  if (ok) {
-    slot.data.resize(layout_.data_bytes());
-    ok = decode_kv_data(layout_, h, file, slot.data);
+  int err = 0;
+  bool ok = false;
+  // A buffer that cannot be written (its last copy failed) ends the slot; the file is fine.
+  const bool writable = slot.data.size() == layout_.data_bytes() && (!slot.ready || slot.ready());
+  if (writable) {
+    KvFileParts parts = kv_file_parts(layout_, slot.tokens.size(), slot.data);
+    err = io_->read_parts(path, parts.iov);
+    KvFileHeader h;
+    ok = err == 0 && parse_kv_header(layout_, parts.header, &h) == HeaderCheck::kOk &&
+         h.key == slot.key && h.parent == slot.parent && h.tokens == slot.tokens &&
+         check_kv_chunks(layout_, parts, slot.data);
   }
-  {
+  if (writable) {
     std::lock_guard<std::mutex> lock(mu_);
     if (ok) {
       ++counters_.loads;
       counters_.load_seconds += seconds_since(t0);
-      if (auto it = files_.find(slot.key); it != files_.end()) {
-        lru_.splice(lru_.end(), lru_, it->second.lru);
-      }
     } else {
-      slot.data.clear();
       ++counters_.read_failures;
-      warn_once(warned_read_, fmt::format("a cached block in {} could not be read ({}); it is "
-                                          "dropped and its request resumes from what is held above",
-                                          opt_.dir, err ? std::strerror(err) : "damaged file"));
+      warn_once(warned_read_,
+                fmt::format("a cached block in {} could not be read ({}); it is dropped and its "
+                            "request resumes from what is held above",
+                            opt_.dir, err > 0 ? std::strerror(err) : "damaged file"));
       ::unlink(path.c_str());
       drop_file_locked(slot.key);
     }

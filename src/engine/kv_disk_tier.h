@@ -1,7 +1,8 @@
 // The disk tier: one file per KV block under a private directory, written in the background by
-// one I/O thread (temporary name, then rename), read back for requests waiting in the loading
-// state, least recently used files removed beyond the budget, and the index rebuilt at start-up
-// from the files' headers so that a restart resumes every conversation still on disk.
+// one writer thread (temporary name, then rename), read back by a few reader threads straight
+// into host memory for requests waiting in the loading state, least recently used files removed
+// beyond the budget, and the index rebuilt at start-up from the files' headers so that a restart
+// resumes every conversation still on disk.
 #pragma once
 
 #include <atomic>
@@ -48,12 +49,14 @@ struct KvBlockBytes {
   }
 };
 
-// One request's reads: the I/O thread fills the slots, the engine thread reads them once done().
+// One request's reads: reader threads fill the slots' buffers, the engine thread takes them once
+// done().
 struct KvLoad {
   struct Slot {
     BlockKey key, parent;
     std::vector<int32_t> tokens;
-    std::vector<uint8_t> data;
+    std::span<uint8_t> data;     // where the block's bytes go (the layout's data_bytes())
+    std::function<bool()> ready;  // waits until `data` may be written; false: it may not
     bool ok = false;
   };
   std::vector<Slot> slots;
@@ -86,7 +89,7 @@ class KvDiskTier {
   void write(const BlockKey& key, const BlockKey& parent, std::span<const int32_t> tokens,
              std::unique_ptr<KvBlockBytes> data);
   // Reads these blocks in the background; a slot whose file is missing or damaged ends not ok,
-  // and that file is dropped.
+  // and that file is dropped. Their files become the most recently used.
   std::shared_ptr<KvLoad> load(std::vector<KvLoad::Slot> slots);
   // Waits until every queued write has ended (tests, shutdown).
   void flush();
@@ -112,7 +115,9 @@ class KvDiskTier {
   };
   KvDiskTier(KvDiskOptions options, KvFileLayout layout, std::function<void()> on_load_done);
   void scan();
-  void run();
+  void write_loop();
+  void read_loop();
+  bool idle_locked() const { return writes_.empty() && reads_.empty() && busy_ == 0; }
   void do_write(Write& w);
   void do_read(Read& r);
   std::string path_of(const BlockKey& key) const;
@@ -134,10 +139,12 @@ class KvDiskTier {
   std::deque<Write> writes_;
   std::deque<Read> reads_;
   int64_t queued_bytes_ = 0;
-  bool busy_ = false, stop_ = false;
+  int busy_ = 0;  // threads in the middle of a write or a read
+  bool stop_ = false;
   KvDiskCounters counters_;
   std::atomic<bool> warned_write_{false}, warned_read_{false}, warned_floor_{false};
-  std::thread thread_;
+  std::thread writer_;
+  std::vector<std::thread> readers_;
 };
 
 }  // namespace tf::engine

@@ -1,7 +1,7 @@
 // KvHostTier implementation: pinned entries leave the LRU list, so dropping never skips over them
-// and stays O(1) per block. Host memory comes in chunks of slots as the tier fills (pinning a whole
-// budget at start-up would cost seconds); slots are reused until the tier ends, but for those a
-// pinned entry took beyond the budget, which go back once it is dropped.
+// and stays O(1) per block. The arena pins the budget's slots on its own thread from the start;
+// a spill that finds none free yet drops the least recently used entry rather than wait, and a
+// load that finds none grows the arena (slots beyond the budget are kept for the next load).
 #include "engine/kv_host_tier.h"
 
 #include <algorithm>
@@ -16,37 +16,25 @@ KvHostTier::KvHostTier(int64_t budget_bytes, model::KvBlockTransfer* transfer)
   if (transfer_ == nullptr) return;
   block_bytes_ = transfer_->block_bytes();
   max_slots_ = std::max<int64_t>(0, budget_) / static_cast<int64_t>(block_bytes_);
+  arena_ = std::make_unique<KvHostArena>(*transfer_, max_slots_, kSlotsPerChunk);
 }
 
 KvHostTier::~KvHostTier() {
-  // A copy may still read or fill a slot.
-  for (const auto& [key, e] : map_) {
-    (void)transfer_->wait(e.ticket);
-    if (e.single) transfer_->free_host(e.data);
-  }
-  for (const Slot& s : free_) {
-    (void)transfer_->wait(s.ticket);
-    if (s.single) transfer_->free_host(s.data);
-  }
-  for (void* c : chunks_) transfer_->free_host(c);
+  // A copy may still read or fill a slot; the arena frees them all after.
+  for (const auto& [key, e] : map_) (void)transfer_->wait(e.ticket);
+  for (const Slot& s : free_) (void)transfer_->wait(s.ticket);
 }
 
 bool KvHostTier::take_slot(Slot& out, bool pinned) {
-  if (free_.empty() && slots_ < max_slots_) {
-    const int64_t n = std::min(kSlotsPerChunk, max_slots_ - slots_);
-    auto* chunk = static_cast<uint8_t*>(transfer_->alloc_host(n * block_bytes_));
-    if (chunk != nullptr) {
-      chunks_.push_back(chunk);
-      for (int64_t i = n - 1; i >= 0; --i) free_.push_back({chunk + i * block_bytes_, 0});
-      slots_ += n;
-    }
+  if (free_.empty()) {
+    // Reversed, so that slots are taken in address order.
+    const std::vector<uint8_t*> got = arena_->collect();
+    for (auto it = got.rbegin(); it != got.rend(); ++it) free_.push_back({*it, 0});
   }
   if (free_.empty()) drop_lru();
   if (free_.empty() && pinned) {
-    if (auto* one = static_cast<uint8_t*>(transfer_->alloc_host(block_bytes_))) {
-      free_.push_back({one, 0, true});
-      ++slots_;
-    }
+    const std::vector<uint8_t*> got = arena_->grow();
+    for (auto it = got.rbegin(); it != got.rend(); ++it) free_.push_back({*it, 0});
   }
   if (free_.empty()) return false;
   out = free_.back();
@@ -54,26 +42,30 @@ bool KvHostTier::take_slot(Slot& out, bool pinned) {
   return true;
 }
 
-void KvHostTier::release_slot(const Slot& s) {
-  if (s.single && slots_ > max_slots_) {  // beyond the budget: given back
-    (void)transfer_->wait(s.ticket);
-    transfer_->free_host(s.data);
-    --slots_;
-  } else {
-    free_.push_back(s);
-  }
-}
-
 void KvHostTier::drop_lru() {
   if (lru_.empty()) return;
   auto it = map_.find(lru_.front());
   lru_.pop_front();
-  release_slot({it->second.data, it->second.ticket, it->second.single});
+  free_.push_back({it->second.data, it->second.ticket});
   map_.erase(it);
 }
 
 void KvHostTier::shrink() {
   while (blocks() > max_slots_ && !lru_.empty()) drop_lru();
+}
+
+KvHostTier::Entry& KvHostTier::emplace(const BlockKey& key, const BlockKey& parent,
+                                       std::span<const int32_t> tokens, const Slot& slot,
+                                       bool pinned) {
+  Entry& e = map_.try_emplace(key).first->second;
+  e.data = slot.data;
+  e.ticket = slot.ticket;
+  e.parent = parent;
+  e.tokens.assign(tokens.begin(), tokens.end());
+  e.pins = pinned ? 1 : 0;
+  if (e.pins == 0) e.lru = lru_.insert(lru_.end(), key);
+  shrink();  // drops older entries first: `e` is the newest (or pinned)
+  return e;
 }
 
 KvHostTier::Entry* KvHostTier::insert(const BlockKey& key, const BlockKey& parent,
@@ -83,20 +75,34 @@ KvHostTier::Entry* KvHostTier::insert(const BlockKey& key, const BlockKey& paren
   if (found == map_.end()) {
     Slot slot;
     if (!take_slot(slot, pinned)) return nullptr;
-    found = map_.try_emplace(key).first;
-    found->second.data = slot.data;
-    found->second.ticket = slot.ticket;
-    found->second.single = slot.single;
-  } else if (found->second.pins == 0) {
-    lru_.erase(found->second.lru);
+    return &emplace(key, parent, tokens, slot, pinned);
   }
   Entry& e = found->second;
+  if (e.pins == 0) lru_.erase(e.lru);
   e.parent = parent;
   e.tokens.assign(tokens.begin(), tokens.end());
   e.pins += pinned ? 1 : 0;
   if (e.pins == 0) e.lru = lru_.insert(lru_.end(), key);
-  shrink();  // drops older entries first: `e` is the newest (or pinned)
+  shrink();
   return &e;
+}
+
+bool KvHostTier::take_buffer(uint8_t** data, Ticket* last) {
+  if (transfer_ == nullptr) return false;
+  Slot slot;
+  if (!take_slot(slot, true)) return false;
+  *data = slot.data;
+  *last = slot.ticket;
+  return true;
+}
+
+KvHostTier::Entry* KvHostTier::adopt(const BlockKey& key, const BlockKey& parent,
+                                     std::span<const int32_t> tokens, uint8_t* data) {
+  if (map_.count(key) != 0) {
+    give_buffer(data);
+    return insert(key, parent, tokens, true);
+  }
+  return &emplace(key, parent, tokens, {data, 0}, true);
 }
 
 KvHostTier::Entry* KvHostTier::get(const BlockKey& key) {
@@ -117,7 +123,7 @@ void KvHostTier::erase(const BlockKey& key) {
   auto it = map_.find(key);
   if (it == map_.end()) return;
   if (it->second.pins == 0) lru_.erase(it->second.lru);
-  release_slot({it->second.data, it->second.ticket, it->second.single});
+  free_.push_back({it->second.data, it->second.ticket});
   map_.erase(it);
 }
 

@@ -1,15 +1,18 @@
 // The host-RAM tier: copies of evicted KV blocks keyed by their chain key, least recently used
-// dropped first once over budget, in fixed-size slots of host memory the model's block transfer
-// allocates (pinned on CUDA, so copies run on a copy stream). Blocks staged for a request that is
-// loading from disk are pinned (never dropped) until the request has taken them. Engine-thread only.
+// dropped first once over budget, in fixed-size slots of an arena allocated ahead (pinned on
+// CUDA, so copies run on a copy stream). Blocks loaded from disk for a waiting request are read
+// straight into slots and pinned (never dropped) until the request has taken them. Engine-thread
+// only.
 #pragma once
 
 #include <cstdint>
 #include <list>
+#include <memory>
 #include <span>
 #include <unordered_map>
 #include <vector>
 
+#include "engine/kv_host_arena.h"
 #include "engine/kv_key.h"
 #include "model/kv_transfer.h"
 
@@ -23,7 +26,6 @@ class KvHostTier {
     std::vector<int32_t> tokens;
     uint8_t* data = nullptr;  // a slot of block_bytes
     Ticket ticket = 0;        // the last copy queued to or from the slot
-    bool single = false;      // the slot was allocated alone (Slot::single)
     int pins = 0;
     std::list<BlockKey>::iterator lru;
   };
@@ -41,9 +43,18 @@ class KvHostTier {
   // The entry for `key` (replacing one under the same key), with a slot to fill: its `ticket`
   // is the slot's last copy, which a host write must wait for. `pinned` holds it until unpin().
   // A pinned entry may go beyond the budget (a disk load's blocks wait here even with no RAM
-  // tier); it shrinks back once they are unpinned. Null when no slot can be had.
+  // tier); it shrinks back once they are unpinned, keeping the slots for the next load. Null
+  // when no slot can be had.
   Entry* insert(const BlockKey& key, const BlockKey& parent, std::span<const int32_t> tokens,
                 bool pinned);
+  // A slot outside any entry, for a disk read to fill (beyond the budget if need be); false when
+  // none can be had. `last` is its last copy, which the read must wait for.
+  bool take_buffer(uint8_t** data, Ticket* last);
+  void give_buffer(uint8_t* data) { free_.push_back({data, 0}); }
+  // A pinned entry for `key` holding `data` (from take_buffer, now filled); when `key` is held
+  // already, that entry is pinned and `data` goes back.
+  Entry* adopt(const BlockKey& key, const BlockKey& parent, std::span<const int32_t> tokens,
+               uint8_t* data);
   // The entry, marked most recently used; null when absent.
   Entry* get(const BlockKey& key);
   bool contains(const BlockKey& key) const { return map_.count(key) != 0; }
@@ -55,19 +66,19 @@ class KvHostTier {
   struct Slot {
     uint8_t* data;
     Ticket ticket;
-    bool single = false;  // allocated alone, beyond the budget, for a pinned entry
   };
   bool take_slot(Slot& out, bool pinned);
+  Entry& emplace(const BlockKey& key, const BlockKey& parent, std::span<const int32_t> tokens,
+                 const Slot& slot, bool pinned);
   void drop_lru();
-  void release_slot(const Slot& s);
   // Drops least recently used entries while more are held than the budget has slots for.
   void shrink();
 
   int64_t budget_;
   model::KvBlockTransfer* transfer_;
   size_t block_bytes_ = 0;
-  int64_t max_slots_ = 0, slots_ = 0;
-  std::vector<void*> chunks_;  // host memory, slots_chunk blocks each
+  int64_t max_slots_ = 0;
+  std::unique_ptr<KvHostArena> arena_;
   std::vector<Slot> free_;
   std::unordered_map<BlockKey, Entry, BlockKeyHash> map_;
   std::list<BlockKey> lru_;  // unpinned entries, least recently used first

@@ -3,8 +3,8 @@
 // restored block is bitwise the block that was computed.
 #include "engine/kv_tiers.h"
 
+#include <algorithm>
 #include <chrono>
-#include <cstring>
 
 #include "base/log.h"
 
@@ -13,22 +13,22 @@ namespace tf::engine {
 using Lane = model::KvBlockTransfer::Lane;
 
 KvTiers::Staging::~Staging() {
-  for (auto& [buffer, ticket] : free_) {
-    (void)transfer_.wait(ticket);  // a copy skipped by the disk tier may still be filling it
-    transfer_.free_host(buffer);
-  }
+  // A copy skipped by the disk tier may still be filling one; the arena frees them after.
+  for (auto& [buffer, ticket] : free_) (void)transfer_.wait(ticket);
 }
 
+// Past what the arena has allocated ahead, a chunk is allocated at once (the first blocks after
+// start-up would otherwise never reach the disk).
 uint8_t* KvTiers::Staging::take() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!free_.empty()) {
-    uint8_t* b = free_.back().first;
-    free_.pop_back();
-    return b;
+  if (free_.empty()) {
+    std::vector<uint8_t*> got = arena_.collect();
+    if (got.empty() && arena_.buffers() < max_) got = arena_.grow();
+    for (auto it = got.rbegin(); it != got.rend(); ++it) free_.emplace_back(*it, 0);
   }
-  if (made_ >= max_) return nullptr;
-  auto* b = static_cast<uint8_t*>(transfer_.alloc_host(transfer_.block_bytes()));
-  made_ += b != nullptr ? 1 : 0;
+  if (free_.empty()) return nullptr;
+  uint8_t* b = free_.back().first;
+  free_.pop_back();
   return b;
 }
 
@@ -161,23 +161,54 @@ bool KvTiers::restore(const BlockKey& key, const BlockKey& parent, std::span<con
   return true;
 }
 
+std::shared_ptr<KvLoad> KvTiers::load(std::vector<KvLoad::Slot> slots) {
+  reap();
+  size_t n = 0;
+  for (; n < slots.size(); ++n) {
+    uint8_t* data = nullptr;
+    Ticket last = 0;
+    if (!host_.take_buffer(&data, &last)) break;
+    slots[n].data = {data, transfer_->block_bytes()};
+    // The slot's last copy (a restore reading it, a spill filling it) ends before the read.
+    slots[n].ready = [tr = transfer_.get(), last] { return tr->wait(last).ok(); };
+  }
+  slots.resize(n);
+  if (slots.empty()) return nullptr;
+  return disk_->load(std::move(slots));
+}
+
 std::vector<BlockKey> KvTiers::stage(KvLoad& load) {
   std::vector<BlockKey> keys;
-  for (KvLoad::Slot& s : load.slots) {
-    if (!s.ok || s.data.size() != transfer_->block_bytes()) break;  // the chain ends here
-    KvHostTier::Entry* e = host_.insert(s.key, s.parent, s.tokens, true);
-    if (e == nullptr) break;
-    if (!transfer_->wait(e->ticket).ok()) {  // the slot's last copy, before the host writes it
-      host_.unpin(s.key);
-      host_.erase(s.key);
-      break;
-    }
-    std::memcpy(e->data, s.data.data(), s.data.size());
-    e->ticket = 0;
+  size_t i = 0;
+  for (; i < load.slots.size() && load.slots[i].ok; ++i) {  // the chain ends at a failed read
+    KvLoad::Slot& s = load.slots[i];
+    host_.adopt(s.key, s.parent, s.tokens, s.data.data());
     s.data = {};
     keys.push_back(s.key);
   }
+  give_back(load, i);
+  reap();
   return keys;
+}
+
+void KvTiers::give_back(KvLoad& load, size_t first) {
+  for (size_t i = first; i < load.slots.size(); ++i) {
+    if (!load.slots[i].data.empty()) host_.give_buffer(load.slots[i].data.data());
+    load.slots[i].data = {};
+  }
+}
+
+void KvTiers::abandon(std::shared_ptr<KvLoad> load) {
+  abandoned_.push_back(std::move(load));
+  reap();
+}
+
+void KvTiers::reap() {
+  std::erase_if(abandoned_, [&](const std::shared_ptr<KvLoad>& l) {
+    if (!l->done()) return false;
+    give_back(*l, 0);
+    return true;
+  });
 }
 
 void KvTiers::unpin(std::span<const BlockKey> keys) {

@@ -17,6 +17,7 @@
 #include "base/result.h"
 #include "engine/kv_cache_stats.h"
 #include "engine/kv_disk_tier.h"
+#include "engine/kv_host_arena.h"
 #include "engine/kv_host_tier.h"
 #include "engine/kv_key.h"
 #include "model/kv_cache.h"
@@ -57,12 +58,14 @@ class KvTiers {
   // none matches.
   bool restore(const BlockKey& key, const BlockKey& parent, std::span<const int32_t> tokens,
                int32_t block);
-  // Reads these blocks from disk in the background.
-  std::shared_ptr<KvLoad> load(std::vector<KvLoad::Slot> slots) {
-    return disk_->load(std::move(slots));
-  }
-  // A finished load's good blocks go to host RAM, pinned until unpin(); their keys, in order.
+  // Reads these blocks from disk in the background, straight into host RAM slots; the load stops
+  // short where no slot can be had. Null when none can.
+  std::shared_ptr<KvLoad> load(std::vector<KvLoad::Slot> slots);
+  // A finished load's blocks, up to the first that failed, become host RAM entries pinned until
+  // unpin(); their keys, in order.
   std::vector<BlockKey> stage(KvLoad& load);
+  // The load's request is gone: its slots come back once its reads have ended.
+  void abandon(std::shared_ptr<KvLoad> load);
   void unpin(std::span<const BlockKey> keys);
   void flush() {
     if (disk_) disk_->flush();
@@ -72,21 +75,27 @@ class KvTiers {
   void fill(CacheStats& s) const;
 
  private:
-  // Host buffers for blocks on their way to disk: taken on the engine thread, given back by the
-  // disk tier's thread once written.
+  // Host buffers for blocks on their way to disk, allocated ahead: taken on the engine thread,
+  // given back by the disk tier's writer once written.
   class Staging {
    public:
-    Staging(model::KvBlockTransfer& t, int64_t max_buffers) : transfer_(t), max_(max_buffers) {}
+    Staging(model::KvBlockTransfer& t, int64_t max_buffers)
+        : transfer_(t), max_(max_buffers), arena_(t, max_buffers, 32) {}
     ~Staging();
     uint8_t* take();
     void give(uint8_t* buffer, Ticket last_copy);
 
    private:
     model::KvBlockTransfer& transfer_;
-    int64_t max_, made_ = 0;
+    int64_t max_;
+    KvHostArena arena_;
     std::mutex mu_;
     std::vector<std::pair<uint8_t*, Ticket>> free_;
   };
+  // Gives back the slots of abandoned loads whose reads have ended.
+  void reap();
+  // Gives back the slots of `load` from `first` on.
+  void give_back(KvLoad& load, size_t first);
 
   KvTiers(const model::KvCache& kv, std::unique_ptr<model::KvBlockTransfer> transfer,
           int64_t host_bytes);
@@ -98,7 +107,8 @@ class KvTiers {
   std::vector<Ticket> out_;                           // per pool block: its copy to disk
   std::unique_ptr<Staging> staging_;
   KvHostTier host_;
-  std::unique_ptr<KvDiskTier> disk_;  // last: its thread ends (writing what is queued) first
+  std::vector<std::shared_ptr<KvLoad>> abandoned_;
+  std::unique_ptr<KvDiskTier> disk_;  // last: its threads end (writing what is queued) first
   int64_t disk_budget_ = 0;
   int64_t spills_ = 0, restores_ = 0, staging_skipped_ = 0, copy_failures_ = 0;
   double spill_seconds_ = 0, restore_seconds_ = 0;

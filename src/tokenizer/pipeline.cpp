@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "tokenizer/encode_control.h"
+#include "tokenizer/fragment_cache.h"
 #include "tokenizer/utf8_util.h"
 #include "tokenizer/word_cache.h"
 
@@ -44,19 +45,16 @@ class PipelineTokenizer final : public Tokenizer {
         if (!control.advance(f.text.size())) return std::nullopt;
         continue;
       }
-      std::string normalized = normalize(c_.normalizers, f.text, &control);
-      if (control.stopped()) return std::nullopt;
-      if (!c_.added.has_normalized()) {
-        if (!encode_text(normalized, f.at_start, ids, control, cache)) return std::nullopt;
+      // A count of the work (tests of the algorithm's cost) sees every run encoded.
+      const bool long_run = f.text.size() >= FragmentCache::kMinBytes && control.work() == nullptr;
+      const unsigned flags = (f.at_start ? 1u : 0u) | (parse_special ? 2u : 0u);
+      if (long_run && fragments_.find(f.text, flags, ids)) {
+        if (!control.advance(f.text.size())) return std::nullopt;
         continue;
       }
-      for (const Fragment& g : c_.added.split(normalized, parse_special, /*normalized=*/true)) {
-        if (g.id >= 0) {
-          ids.push_back(g.id);
-        } else if (!encode_text(g.text, f.at_start && g.at_start, ids, control, cache)) {
-          return std::nullopt;
-        }
-      }
+      const size_t first = ids.size();
+      if (!encode_fragment(f, parse_special, ids, control, cache)) return std::nullopt;
+      if (long_run) fragments_.put(f.text, flags, std::span<const TokenId>(ids).subspan(first));
     }
     if (add_special) ids.insert(ids.end(), c_.suffix.begin(), c_.suffix.end());
     return ids;
@@ -110,6 +108,22 @@ class PipelineTokenizer final : public Tokenizer {
   std::string kind() const override { return c_.kind; }
 
  private:
+  // One run of text between added tokens; false when `control` stopped it.
+  bool encode_fragment(const Fragment& f, bool parse_special, std::vector<TokenId>& ids,
+                       EncodeControl& control, WordCache& cache) const {
+    std::string normalized = normalize(c_.normalizers, f.text, &control);
+    if (control.stopped()) return false;
+    if (!c_.added.has_normalized()) return encode_text(normalized, f.at_start, ids, control, cache);
+    for (const Fragment& g : c_.added.split(normalized, parse_special, /*normalized=*/true)) {
+      if (g.id >= 0) {
+        ids.push_back(g.id);
+      } else if (!encode_text(g.text, f.at_start && g.at_start, ids, control, cache)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   // False when `control` stopped it.
   bool encode_text(std::string_view text, bool at_start, std::vector<TokenId>& ids,
                    EncodeControl& control, WordCache& cache) const {
@@ -151,6 +165,7 @@ class PipelineTokenizer final : public Tokenizer {
   }
 
   PipelineConfig c_;
+  mutable FragmentCache fragments_;  // shared by every encode call
   int vocab_size_ = 0;
   size_t max_input_bytes_per_token_ = 0;
 };

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "checkpoint/checkpoint.h"
 #include "engine/engine.h"
@@ -302,6 +303,31 @@ TEST_F(PromptCacheTiers, SlowReadsLetOtherRequestsRun) {
   const Reply got = collect(*loading);
   EXPECT_EQ(got.usage.cached_tokens, 96);
   EXPECT_TRUE(same(got, fresh(second)));
+}
+
+// A request cancelled while its blocks are being read: the reads end into slots nobody takes,
+// and the same prompt sent again loads them afresh and replies as a fresh run does.
+TEST_F(PromptCacheTiers, ACancelledLoadLeavesTheNextOneExact) {
+  const Request second = write_turn_one();
+  EngineOptions o = with_disk();
+  o.tiers.disk_faults = std::make_shared<KvFaults>();
+  o.tiers.disk_faults->read_delay_ms = 100;
+  Engine e(model_, o);
+  auto loading = *e.submit(second);
+  for (int i = 0; i < 200 && e.stats().cache.loading == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ASSERT_EQ(e.stats().cache.loading, 1);
+  e.cancel(second.id);
+  EXPECT_EQ(collect(*loading).reason, FinishReason::kCancelled);
+  o.tiers.disk_faults->read_delay_ms = 0;
+  Request again = second;
+  again.id = 90;
+  const Reply got = run(e, again);
+  EXPECT_EQ(got.usage.cached_tokens, 96);
+  EXPECT_EQ(e.stats().cache.read_failures, 0);
+  EXPECT_EQ(e.stats().cache.disk.hits, 1);
+  EXPECT_TRUE(same(got, fresh(again)));
 }
 
 TEST_F(PromptCacheTiers, FailingWritesKeepServingFromRam) {

@@ -1,7 +1,8 @@
 // Copies of whole KV blocks between the device pool and pinned host memory on copy streams of
 // their own, so the step loop only queues them: a step-ordered lane (spills and restores, which
 // the next step waits for on the device, never on the host) and a background lane (blocks on their
-// way to disk). Completion is polled through events between steps.
+// way to disk). Completion is polled through events between steps; a run of copies queued between
+// two steps shares one wait for the compute stream and one completion event.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -54,6 +55,8 @@ class KvBlockCopier {
   };
   cudaError_t copy(bool up, int32_t block, void* host, Lane lane, cudaStream_t compute,
                    Ticket* ticket);
+  // Records the event that ends the lane's copies queued so far, if none does yet (mu_ held).
+  cudaError_t mark(int lane);
   // Retires the lane's ended copies, oldest first (mu_ held).
   void retire(int lane);
 
@@ -64,6 +67,8 @@ class KvBlockCopier {
   std::deque<Marked> marked_[2];  // events of copies not yet seen ended
   uint64_t queued_[2] = {0, 0}, ended_[2] = {0, 0};
   bool step_pending_ = false;  // a step-lane copy was queued since the last order_before
+  // A step may have been queued on the compute stream since the lane last waited for it.
+  bool compute_ahead_[2] = {true, true};
 };
 
 }  // namespace tf::backend::cuda
