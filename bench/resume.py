@@ -129,6 +129,7 @@ def main():
     ap.add_argument("--max-batch-tokens", default="512")
     ap.add_argument("--kv-gib", type=float, help="the KV pool (default: the context, fitted)")
     ap.add_argument("--dir", help="the disk tier's directory (default: a temporary one)")
+    ap.add_argument("--logs", help="a directory for each server's output (server-N.log)")
     a = ap.parse_args()
     os.environ["TF_BIN"] = a.bin
     per_token, declared = kv_bytes_per_token(a.bin, a.model)
@@ -149,6 +150,14 @@ def main():
     measure = (range(1, a.turns + 1) if a.measure == "all"
                else sorted({int(x) for x in a.measure.split(",")}))
     rows = {t: {"turn": t} for t in measure}
+    stopped = []
+
+    def stop(server):
+        if a.logs:  # read before stop() removes it
+            Path(a.logs).mkdir(parents=True, exist_ok=True)
+            Path(a.logs, f"server-{len(stopped)}.log").write_text(server.output())
+        server.stop()
+        stopped.append(server)
 
     # The conversation, turn by turn, in one server: each turn follows the last from the pool.
     s = Server(disk_only, model=a.model)
@@ -161,7 +170,7 @@ def main():
                 rows[t].update(next=sec, prompt=prompt, next_cached=cached, ref=ref, same=True)
         ttft(s, fill)  # written to disk too: each server below loads it to empty the pool
     finally:
-        s.stop()
+        stop(s)
 
     def check(r, key, result):
         sec, cached, _, lps = result
@@ -180,13 +189,13 @@ def main():
             nonce = [{"role": "system", "content": f"[{time.time_ns()}] {SYSTEM}"}] + msgs[1:]
             r["cold"], _, r["cold_prompt"], _ = ttft(s, nonce)
         finally:
-            s.stop()
+            stop(s)
         s = Server(disk_only, model=a.model)
         try:
             ttft(s, fill)  # the pool holds the filler; the conversation is on disk alone
             check(r, "disk", ttft(s, msgs))
         finally:
-            s.stop()
+            stop(s)
         print("  " + " ".join(f"{k} {r[k]:.3f}" for k in ("cold", "next", "pool", "ram", "disk",
                                                           "restart")), file=sys.stderr, flush=True)
     if not a.dir:

@@ -209,13 +209,24 @@ void Engine::cancel(RequestId id) {
 
 void Engine::flush_prompt_cache() {
   if (!tiers_) return;
+  // Loop passes queue the blocks that waited for the disk and bring the writes' counters to
+  // stats_: wait for two (the first may have begun before the flush) until none waits, then
+  // for the last writes and two more.
+  auto passes = [&] {
+    std::unique_lock<std::mutex> lock(mu_);
+    const uint64_t seen = passes_;
+    for (uint64_t n = 1; n <= 2 && !stop_; ++n) {
+      load_ready_ = true;
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return passes_ >= seen + n || stop_; });
+    }
+    return !stop_;
+  };
+  do {
+    tiers_->flush();
+  } while (passes() && tiers_->behind() > 0);
   tiers_->flush();
-  // The writes' counters reach stats_ at the end of a loop pass: run one and wait for it.
-  std::unique_lock<std::mutex> lock(mu_);
-  const uint64_t seen = passes_;
-  load_ready_ = true;
-  cv_.notify_all();
-  cv_.wait(lock, [&] { return passes_ != seen || stop_; });
+  passes();
 }
 
 EngineStats Engine::stats() const {
@@ -227,15 +238,21 @@ void Engine::loop() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] {
+      auto work = [&] {
         return stop_ || !inbox_.empty() || !cancels_.empty() || !running_.empty() ||
                !waiting_.empty() || !inflight_.empty() || load_ready_;
-      });
+      };
+      if (tiers_ && tiers_->behind() > 0) {  // idle, but blocks wait for the disk to have room
+        cv_.wait_for(lock, std::chrono::milliseconds(5), work);
+      } else {
+        cv_.wait(lock, work);
+      }
       if (stop_) break;
       load_ready_ = false;
     }
     drain_inbox();
     poll_loads();
+    cache_.catch_up_tiers();
     expire_and_cancel();
     step();
     std::lock_guard<std::mutex> lock(mu_);
@@ -245,6 +262,12 @@ void Engine::loop() {
   }
   // Shutdown: every stream still held ends cleanly with a final event.
   if (!inflight_.empty()) runner_.discard();
+  // Blocks that waited for the disk go to it, for a restart (bounded: a stuck disk is left).
+  for (auto until = Clock::now() + std::chrono::seconds(10);
+       tiers_ && tiers_->behind() > 0 && Clock::now() < until;) {
+    cache_.catch_up_tiers();
+    (void)tiers_->flush_for(0.01);
+  }
   drain_inbox();
   for (auto& [id, s] : seqs_) {
     if (s->state != SeqState::kFinished) finish(*s, FinishReason::kCancelled);

@@ -245,6 +245,14 @@ void KvCacheManager::release(Sequence& seq) {
   seq.cache_chain = seq.cache_root;
 }
 
+void KvCacheManager::catch_up_tiers() {
+  if (!tiers_) return;
+  tiers_->catch_up([this](const BlockKey& key) {
+    auto it = index_.find(key);
+    return it == index_.end() ? -1 : it->second.block;
+  });
+}
+
 std::vector<CachedState> KvCacheManager::recent_states() const {
   std::vector<CachedState> out = recent_.list();
   for (CachedState& st : out) {

@@ -54,6 +54,8 @@ class KvCacheManager {
   void commit(Sequence& seq);
   // Drops seq's references (preemption or end); blocks go free or stay cached.
   void release(Sequence& seq);
+  // Lets the tiers write the blocks that waited for the disk (between steps).
+  void catch_up_tiers();
 
   int refs(int32_t block) const { return refs_[block]; }
   int64_t hits() const { return hits_; }

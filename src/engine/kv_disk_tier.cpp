@@ -173,6 +173,11 @@ bool KvDiskTier::wants(const BlockKey& key) const {
          queued_bytes_ + static_cast<int64_t>(layout_.data_bytes()) <= opt_.max_queued_bytes;
 }
 
+bool KvDiskTier::holds(const BlockKey& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return files_.count(key) || queued_.count(key);
+}
+
 void KvDiskTier::write(const BlockKey& key, const BlockKey& parent,
                        std::span<const int32_t> tokens, std::unique_ptr<KvBlockBytes> data) {
   {

@@ -85,6 +85,8 @@ class KvDiskTier {
   bool contains(const BlockKey& key) const;
   // Whether a write of `key` would be queued: not on disk, not queued, and room in the backlog.
   bool wants(const BlockKey& key) const;
+  // On disk or queued to be.
+  bool holds(const BlockKey& key) const;
   // Queues a background write of one block unless it is on disk or queued already.
   void write(const BlockKey& key, const BlockKey& parent, std::span<const int32_t> tokens,
              std::unique_ptr<KvBlockBytes> data);

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/log.h"
+
 namespace tf::engine {
 
 KvHostArena::KvHostArena(model::KvBlockTransfer& transfer, int64_t target, int64_t per_chunk)
@@ -23,7 +25,13 @@ KvHostArena::~KvHostArena() {
 
 std::vector<uint8_t*> KvHostArena::allocate_chunk(int64_t n) {
   auto* chunk = static_cast<uint8_t*>(transfer_.alloc_host(n * bytes_));
-  if (chunk == nullptr) return {};
+  if (chunk == nullptr) {
+    if (!warned_.exchange(true)) {
+      TF_LOG_WARN("prompt cache: host memory for KV blocks ran out at {:.2f} GiB ({} blocks)",
+                  static_cast<double>(buffers() * bytes_) / (1 << 30), buffers());
+    }
+    return {};
+  }
   std::vector<uint8_t*> out;
   out.reserve(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) out.push_back(chunk + i * bytes_);

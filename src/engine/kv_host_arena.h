@@ -38,7 +38,7 @@ class KvHostArena {
   const size_t bytes_;
   const int64_t target_, per_chunk_;
   std::atomic<int64_t> buffers_{0};
-  std::atomic<bool> stop_{false};
+  std::atomic<bool> stop_{false}, warned_{false};
   std::mutex mu_;
   std::vector<void*> chunks_;
   std::vector<uint8_t*> arrived_;

@@ -77,6 +77,7 @@ Result<std::unique_ptr<KvTiers>> KvTiers::create(const model::KvCache& kv,
     d.dir = options.disk_dir;
     d.budget_bytes = options.disk_bytes;
     d.free_floor_bytes = options.disk_free_floor_bytes;
+    d.max_queued_bytes = options.disk_max_queued_bytes;
     d.faults = options.disk_faults;
     // One buffer per block the disk tier's backlog may hold, and one being written.
     t->staging_ = std::make_unique<Staging>(
@@ -107,6 +108,11 @@ void KvTiers::spill(const BlockKey& key, const BlockKey& parent, std::span<const
                     int32_t block) {
   const auto t0 = std::chrono::steady_clock::now();
   wait_out(block);
+  // Still waiting for the disk: its last chance, on the lane the block's next write waits for.
+  if (behind_keys_.erase(key) != 0) {
+    (void)write_block(key, parent, tokens, block, Lane::kStep);
+    behind_count_ = static_cast<int64_t>(behind_keys_.size());
+  }
   KvHostTier::Entry* e = host_.insert(key, parent, tokens, false);
   if (e == nullptr) return;
   auto t = transfer_->to_host(block, e->data, Lane::kStep);
@@ -122,24 +128,50 @@ void KvTiers::spill(const BlockKey& key, const BlockKey& parent, std::span<const
 
 void KvTiers::committed(const BlockKey& key, const BlockKey& parent,
                         std::span<const int32_t> tokens, int32_t block) {
-  if (!disk_ || !disk_->wants(key)) return;
-  uint8_t* buffer = staging_->take();
-  if (buffer == nullptr) {
+  if (!disk_ || disk_->holds(key) || behind_keys_.count(key) != 0) return;
+  if (behind_.empty() && write_block(key, parent, tokens, block, Lane::kBackground)) return;
+  constexpr size_t kMaxBehind = size_t{1} << 16;
+  if (behind_.size() >= kMaxBehind) {  // far behind: the oldest waiting block goes unwritten
+    behind_keys_.erase(behind_.front().key);
+    behind_.pop_front();
     ++staging_skipped_;
-    return;
   }
-  auto t = transfer_->to_host(block, buffer, Lane::kBackground);
+  behind_.push_back({key, parent, {tokens.begin(), tokens.end()}});
+  behind_keys_.insert(key);
+  behind_count_ = static_cast<int64_t>(behind_keys_.size());
+}
+
+void KvTiers::catch_up(const std::function<int32_t(const BlockKey&)>& where) {
+  while (!behind_.empty()) {
+    const Behind& b = behind_.front();
+    if (behind_keys_.count(b.key) != 0) {
+      const int32_t block = where(b.key);
+      if (block >= 0 && !write_block(b.key, b.parent, b.tokens, block, Lane::kBackground)) return;
+      behind_keys_.erase(b.key);
+    }
+    behind_.pop_front();
+    behind_count_ = static_cast<int64_t>(behind_keys_.size());
+  }
+}
+
+bool KvTiers::write_block(const BlockKey& key, const BlockKey& parent,
+                          std::span<const int32_t> tokens, int32_t block, Lane lane) {
+  if (!disk_->wants(key)) return disk_->holds(key);
+  uint8_t* buffer = staging_->take();
+  if (buffer == nullptr) return false;
+  auto t = transfer_->to_host(block, buffer, lane);
   if (!t) {
     copy_failed(t.error());
     staging_->give(buffer, 0);
-    return;
+    return true;  // not retried
   }
-  out_[block] = *t;
+  if (lane == Lane::kBackground) out_[block] = *t;
   auto bytes = std::make_unique<KvBlockBytes>();
   bytes->bytes = {buffer, transfer_->block_bytes()};
   bytes->ready = [tr = transfer_.get(), ticket = *t] { return tr->wait(ticket).ok(); };
   bytes->release = [s = staging_.get(), buffer, ticket = *t] { s->give(buffer, ticket); };
   disk_->write(key, parent, tokens, std::move(bytes));
+  return true;
 }
 
 bool KvTiers::restore(const BlockKey& key, const BlockKey& parent, std::span<const int32_t> tokens,
@@ -171,6 +203,11 @@ std::shared_ptr<KvLoad> KvTiers::load(std::vector<KvLoad::Slot> slots) {
     slots[n].data = {data, transfer_->block_bytes()};
     // The slot's last copy (a restore reading it, a spill filling it) ends before the read.
     slots[n].ready = [tr = transfer_.get(), last] { return tr->wait(last).ok(); };
+  }
+  if (n < slots.size() && !load_short_warned_) {
+    load_short_warned_ = true;
+    TF_LOG_WARN("prompt cache: a disk load of {} blocks stops at {}: no host memory for the rest",
+                slots.size(), n);
   }
   slots.resize(n);
   if (slots.empty()) return nullptr;

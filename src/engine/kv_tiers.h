@@ -6,12 +6,15 @@
 // engine thread only queues copies. Engine-thread only (the disk tier's thread works behind it).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "base/result.h"
@@ -30,6 +33,7 @@ struct KvTierOptions {
   std::string disk_dir;    // empty: no disk tier
   int64_t disk_bytes = 0;
   int64_t disk_free_floor_bytes = int64_t{1} << 30;
+  int64_t disk_max_queued_bytes = int64_t{256} << 20;  // KvDiskOptions::max_queued_bytes
   std::shared_ptr<KvFaults> disk_faults;  // tests: faults injected into the disk tier's I/O
 
   bool any() const { return host_bytes > 0 || !disk_dir.empty(); }
@@ -49,9 +53,16 @@ class KvTiers {
   // Pool block `block` is about to be reused: a copy moves down to host RAM.
   void spill(const BlockKey& key, const BlockKey& parent, std::span<const int32_t> tokens,
              int32_t block);
-  // Pool block `block` now holds a verified whole block: a copy is queued for disk.
+  // Pool block `block` now holds a verified whole block: a copy is queued for disk, or, while
+  // the disk is behind, the block waits its turn (so a prefilled prompt leaves no hole in its
+  // chain on disk, which would cut every later block off a restart).
   void committed(const BlockKey& key, const BlockKey& parent, std::span<const int32_t> tokens,
                  int32_t block);
+  // Queues the writes that waited, oldest first, while the disk has room; `where` names the pool
+  // block still holding a key (-1: gone).
+  void catch_up(const std::function<int32_t(const BlockKey&)>& where);
+  // Blocks still waiting for the disk (any thread may ask).
+  int64_t behind() const { return behind_count_.load(std::memory_order_relaxed); }
   bool in_host(const BlockKey& key) const { return host_.contains(key); }
   bool on_disk(const BlockKey& key) const { return disk_ && disk_->contains(key); }
   // Queues the host-RAM copy of `key` into pool block `block` (the next step sees it); false if
@@ -101,6 +112,10 @@ class KvTiers {
           int64_t host_bytes);
   // Waits for a copy to disk still reading `block`, before the block is reused.
   void wait_out(int32_t block);
+  // Queues pool block `block`'s copy and write to disk; false when the disk or its staging is
+  // behind.
+  bool write_block(const BlockKey& key, const BlockKey& parent, std::span<const int32_t> tokens,
+                   int32_t block, model::KvBlockTransfer::Lane lane);
   void copy_failed(const Error& e);  // counted; logged once
 
   std::unique_ptr<model::KvBlockTransfer> transfer_;  // first: every copy ends before it goes
@@ -108,9 +123,17 @@ class KvTiers {
   std::unique_ptr<Staging> staging_;
   KvHostTier host_;
   std::vector<std::shared_ptr<KvLoad>> abandoned_;
+  struct Behind {
+    BlockKey key, parent;
+    std::vector<int32_t> tokens;
+  };
+  std::deque<Behind> behind_;                           // committed while the disk was behind
+  std::unordered_set<BlockKey, BlockKeyHash> behind_keys_;  // those not yet written or gone
+  std::atomic<int64_t> behind_count_{0};                    // behind_keys_.size()
   std::unique_ptr<KvDiskTier> disk_;  // last: its threads end (writing what is queued) first
   int64_t disk_budget_ = 0;
   int64_t spills_ = 0, restores_ = 0, staging_skipped_ = 0, copy_failures_ = 0;
+  bool load_short_warned_ = false;
   double spill_seconds_ = 0, restore_seconds_ = 0;
 };
 

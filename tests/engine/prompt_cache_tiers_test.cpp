@@ -330,6 +330,29 @@ TEST_F(PromptCacheTiers, ACancelledLoadLeavesTheNextOneExact) {
   EXPECT_TRUE(same(got, fresh(again)));
 }
 
+// A prompt's blocks come faster than the disk takes them (a backlog of one block): those that wait
+// still reach the disk in order, so a restart resumes the whole prompt, not the part before the
+// first block that did not fit.
+TEST_F(PromptCacheTiers, WritesThatFallBehindStillReachTheDisk) {
+  EngineOptions o = with_disk();
+  o.tiers.disk_max_queued_bytes = block_bytes();
+  const Request first = make_request(1, 300, 4);
+  {
+    Engine e(model_, o);
+    run(e, first);
+    e.flush_prompt_cache();
+    EXPECT_EQ(e.stats().cache.disk_writes, 18);  // (300 + 4 - 1) / 16 whole blocks
+    EXPECT_EQ(e.stats().cache.writes_skipped, 0);
+  }
+  Engine e(model_, o);
+  Request again = first;
+  again.id = 2;
+  const Reply got = run(e, again);
+  EXPECT_EQ(got.usage.cached_tokens, 288);
+  EXPECT_EQ(e.stats().cache.disk.hits, 1);
+  EXPECT_TRUE(same(got, fresh(again)));
+}
+
 TEST_F(PromptCacheTiers, FailingWritesKeepServingFromRam) {
   EngineOptions o = with_disk(20);
   o.tiers.host_bytes = 64 * block_bytes();

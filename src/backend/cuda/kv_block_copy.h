@@ -1,8 +1,10 @@
-// Copies of whole KV blocks between the device pool and pinned host memory on copy streams of
-// their own, so the step loop only queues them: a step-ordered lane (spills and restores, which
-// the next step waits for on the device, never on the host) and a background lane (blocks on their
-// way to disk). Completion is polled through events between steps; a run of copies queued between
-// two steps shares one wait for the compute stream and one completion event.
+// Copies of whole KV blocks between the device pool and pinned host memory on streams of their
+// own, so the step loop only queues them: a step-ordered lane (spills and restores, which the next
+// step waits for on the device, never on the host) and a background lane (blocks on their way to
+// disk). The step lane's copies queued between two steps go as a few kernel launches that read or
+// write the host memory directly (a DMA copy per block costs ~36 us to queue and runs below the
+// bus's rate for 32 KiB rows); the background lane uses the copy engines. Completion is polled
+// through events; a run of copies shares one wait for the compute stream and one event.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -11,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <vector>
 
 #include "backend/cuda/device.h"
 
@@ -53,9 +56,19 @@ class KvBlockCopier {
     uint64_t n;
     cudaEvent_t event;
   };
+  struct Job {
+    uint8_t* host;
+    int32_t block;
+    bool up;
+  };
   cudaError_t copy(bool up, int32_t block, void* host, Lane lane, cudaStream_t compute,
                    Ticket* ticket);
-  // Records the event that ends the lane's copies queued so far, if none does yet (mu_ held).
+  // The lane waits for the compute stream if a step may have been queued since it last did.
+  cudaError_t fence(int lane);
+  // Launches the step lane's queued jobs (mu_ held).
+  cudaError_t flush();
+  // Records the event that ends the lane's copies queued so far, if none does yet; launches the
+  // step lane's jobs first (mu_ held).
   cudaError_t mark(int lane);
   // Retires the lane's ended copies, oldest first (mu_ held).
   void retire(int lane);
@@ -69,6 +82,8 @@ class KvBlockCopier {
   bool step_pending_ = false;  // a step-lane copy was queued since the last order_before
   // A step may have been queued on the compute stream since the lane last waited for it.
   bool compute_ahead_[2] = {true, true};
+  cudaStream_t compute_ = nullptr;  // the stream the last copy was ordered after
+  std::vector<Job> jobs_;           // step-lane copies not yet launched
 };
 
 }  // namespace tf::backend::cuda
