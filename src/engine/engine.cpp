@@ -133,6 +133,7 @@ Engine::Engine(std::shared_ptr<model::Model> model, EngineOptions options)
     }
   }
   stats_.total_blocks = kv_.num_blocks();
+  update_stats_locked();  // the budgets are there before the first pass (no thread runs yet)
   thread_ = std::thread([this] { loop(); });
 }
 

@@ -1,8 +1,9 @@
-// CudaKvTransfer: tickets are the copier's; host memory is cudaHostAlloc'd (page-locked), which a
-// copy stream reaches asynchronously at full PCIe speed.
+// CudaKvTransfer: tickets are the copier's; host memory is page-locked (pinned_host.h), which the
+// copier's streams reach asynchronously at full PCIe speed.
 #include "model/cuda/cuda_kv_transfer.h"
 
 #include "model/cuda/cuda_status.h"
+#include "model/cuda/pinned_host.h"
 
 namespace tf::model {
 namespace {
@@ -17,11 +18,8 @@ class CudaKvTransfer final : public KvBlockTransfer {
 
   size_t block_bytes() const override { return copier_->host_block_bytes(); }
   std::string_view dtype() const override { return "bf16"; }
-  void* alloc_host(size_t bytes) override {
-    void* p = nullptr;
-    return cudaHostAlloc(&p, bytes, cudaHostAllocDefault) == cudaSuccess ? p : nullptr;
-  }
-  void free_host(void* p) override { cudaFreeHost(p); }
+  void* alloc_host(size_t bytes) override { return alloc_pinned_host(bytes); }
+  void free_host(void* p) override { free_pinned_host(p); }
 
   Result<Ticket> to_host(int32_t block, void* dst, Lane lane) override {
     TF_RETURN_IF_ERROR(check_owner());
