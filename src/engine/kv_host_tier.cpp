@@ -1,7 +1,8 @@
 // KvHostTier implementation: pinned entries leave the LRU list, so dropping never skips over them
-// and stays O(1) per block. The arena pins the budget's slots on its own thread from the start;
-// a spill that finds none free yet drops the least recently used entry rather than wait, and a
-// load that finds none grows the arena (slots beyond the budget are kept for the next load).
+// and stays O(1) per block. The arena allocates the budget's slots on its own thread from the
+// start; a spill or load that finds none free while under budget, or a load beyond it, grows the
+// arena by a chunk at once (slots beyond the budget are kept for the next load); a spill at the
+// budget drops the least recently used entry.
 #include "engine/kv_host_tier.h"
 
 #include <algorithm>
@@ -31,11 +32,15 @@ bool KvHostTier::take_slot(Slot& out, bool pinned) {
     const std::vector<uint8_t*> got = arena_->collect();
     for (auto it = got.rbegin(); it != got.rend(); ++it) free_.push_back({*it, 0});
   }
-  if (free_.empty()) drop_lru();
-  if (free_.empty() && pinned) {
+  auto grow = [&] {
     const std::vector<uint8_t*> got = arena_->grow();
     for (auto it = got.rbegin(); it != got.rend(); ++it) free_.push_back({*it, 0});
-  }
+  };
+  // Under budget while the arena is still allocating ahead: a chunk now, rather than drop an
+  // entry the budget has room for.
+  if (free_.empty() && blocks() < max_slots_) grow();
+  if (free_.empty()) drop_lru();
+  if (free_.empty() && pinned) grow();  // a load's block, beyond the budget
   if (free_.empty()) return false;
   out = free_.back();
   free_.pop_back();

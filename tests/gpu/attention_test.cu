@@ -78,18 +78,30 @@ void run_case(const Case& c) {
   cudaStream_t stream = nullptr;
   CHECK_CUDA(cudaStreamCreate(&stream));
   auto run = [&](int tile, const std::vector<int32_t>& split_rows = {}, bool count = false,
-                 bool early = false, cu::TileKernel kernel = cu::TileKernel::kWide) {
+                 bool early = false, cu::TileKernel kernel = cu::TileKernel::kWide,
+                 bool grouped = false) {
     poison(dout);
     cu::AttentionBatch b;
     b.out = dout.get<bf16>();
     b.early = early;
     b.tile_kernel = kernel;
-    cu::DeviceBuffer dtiles, drows;
+    cu::DeviceBuffer dtiles, drows, dgroups;
     if (tile == 0) {
       b.n_split_rows = split_rows.empty() ? rows : static_cast<int>(split_rows.size());
       if (!split_rows.empty()) {
         drows = upload(split_rows);
         b.split_rows = drows.get<int32_t>();
+      }
+      if (grouped) {  // the rows in the groups the decoder forms for a chunk's split rows
+        std::vector<int32_t> all = split_rows;
+        if (all.empty()) {
+          all.resize(rows);
+          std::iota(all.begin(), all.end(), 0);
+        }
+        const auto groups = cu::attention_split_groups(all, pos, row_seq, c.window, group);
+        dgroups = upload(groups);
+        b.split_groups = dgroups.get<int32_t>();
+        b.n_split_groups = static_cast<int>(groups.size());
       }
       b.max_splits = max_splits;
       b.scratch = scratch.get<float>();
@@ -119,6 +131,12 @@ void run_case(const Case& c) {
     const bool same = std::memcmp(other.data(), base.data(), out_elems * sizeof(bf16)) == 0;
     expect(same, "tile " + std::to_string(tile) + " differs from tile " +
                      std::to_string(tile_rows) + " bitwise");
+  }
+  // Every row split, in groups of consecutive rows sharing their copies: the same bits.
+  {
+    const auto other = run(0, {}, false, false, cu::TileKernel::kWide, true);
+    const bool same = std::memcmp(other.data(), base.data(), out_elems * sizeof(bf16)) == 0;
+    expect(same, "split rows in groups differ from tile " + std::to_string(tile_rows) + " bitwise");
   }
   // The narrow prefill kernel (the previous one) at its own tile sizes: the same bits.
   for (int tile : {1, 5, cu::attention_tile_rows(group, cu::TileKernel::kNarrow)}) {
@@ -153,6 +171,18 @@ void run_case(const Case& c) {
                        std::to_string(tile_rows) + " bitwise");
     };
     same_rows(few, false);
+    {  // in groups too (the few are not consecutive: groups of one, and a run of 5 rows)
+      std::vector<int32_t> run5;
+      for (int r = 0; r < std::min(5, c.seq_lens[0]); ++r) run5.push_back(c.seq_lens[0] - 1 - 4 + r);
+      run5.erase(std::remove_if(run5.begin(), run5.end(), [](int32_t r) { return r < 0; }),
+                 run5.end());
+      const auto other = run(0, run5, false, false, cu::TileKernel::kWide, true);
+      bool same = true;
+      for (int32_t r : run5)
+        same &=
+            std::memcmp(&other[r * row_elems], &base[r * row_elems], row_elems * sizeof(bf16)) == 0;
+      expect(same, "a run of split rows in groups differs from tile " + std::to_string(tile_rows));
+    }
     // At most 16 pairs with the counters: one block per split with a warp per tile, and the
     // pair's last split folding them (attention.cu's split_tiles_kernel). Each set runs twice:
     // the counts must be back at zero after a launch.

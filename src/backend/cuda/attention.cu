@@ -12,7 +12,10 @@
 // independent) nor on how the prompt was chunked. Two launch shapes compute exactly that:
 //   - split mode (decode rows): one block per (row, kv head, split), writing the split's
 //     (max, sum, O) to scratch; combine_kernel folds a row's splits. Splits keep SMs busy when few
-//     rows have long contexts.
+//     rows have long contexts. Consecutive rows of one sequence whose splits fall alike (a verify
+//     step's drafts, a resumed prompt's last tokens) may share the block as a group: the block
+//     walks the split's positions up to its last row's, and a line's tiles past its own last
+//     position are fully masked for it, as in fold mode, so each row's bits are its own.
 //   - fold mode (prefill chunks): one block per (tile of consecutive rows, kv head) walks the union
 //     of its lines' positions, folding each line's split into a shared-memory total where that
 //     split ends. Tiles outside a line's positions are fully masked for it and leave its state
@@ -26,6 +29,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cuda/atomic>
+#include <utility>
 
 #include "backend/cuda/attention_tile.cuh"
 #include "backend/cuda/ops.h"
@@ -49,6 +53,7 @@ struct Smem {
 // The launch's work: split mode (tiles == nullptr) or fold mode.
 struct Work {
   const int32_t* split_rows;   // split mode: block x -> row (null: row = x)
+  const int32_t* split_groups;  // split mode: block x -> row | rows << 24 (null: split_rows)
   const AttentionTile* tiles;  // fold mode: block x -> rows
   int max_splits;
   float* scratch;
@@ -96,13 +101,21 @@ __global__ void __launch_bounds__(128)
       hi = max(hi, pos[row0 + r]);
     }
   } else {
-    row0 = work.split_rows ? work.split_rows[blockIdx.x] : static_cast<int>(blockIdx.x);
-    rows = 1;
+    if (work.split_groups != nullptr) {
+      const int32_t packed = work.split_groups[blockIdx.x];
+      row0 = packed & 0xffffff;
+      rows = packed >> 24;
+    } else {
+      row0 = work.split_rows ? work.split_rows[blockIdx.x] : static_cast<int>(blockIdx.x);
+      rows = 1;
+    }
     slot = blockIdx.z;
-    const int last = pos[row0], first = first_visible(p.window, last);
-    if (slot >= splits_of(first, last)) return;  // this row has fewer splits
+    // The group's rows share the split length and first split: the last row has the most
+    // splits, the first the earliest visible position (a window moves it with the row).
+    const int last = pos[row0 + rows - 1], first = first_visible(p.window, last);
+    if (slot >= splits_of(first, last)) return;  // every row of this block has fewer splits
     const int len = split_len(last - first + 1), j = first / len + slot;
-    lo = max(first, j * len);
+    lo = max(first_visible(p.window, pos[row0]), j * len);
     hi = min(last, (j + 1) * len - 1);
   }
   const int32_t* table = tables + static_cast<int64_t>(row_seq[row0]) * p.max_blocks;
@@ -179,6 +192,8 @@ __global__ void __launch_bounds__(128)
         }
       }
     } else {
+      const int row_last = pos[row];
+      if (slot >= splits_of(first_visible(p.window, row_last), row_last)) continue;  // not its
       float* part = split_parts(work, p, row, head) + slot * (p.head_dim + 2);
       if (t == 0 && warp == 0) {
         part[0] = L.m[h];
@@ -430,13 +445,16 @@ cudaError_t launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, cons
     const int warps = (attention_tile_rows(group, TileKernel::kNarrow) * group + 15) / 16;
     attention_kernel<HD, false><<<dim3(b.n_tiles, p.n_kv_heads), warps * 32, smem, s>>>(
         q, k_cache, v_cache, tables, row_seq, pos, p,
-        Work{nullptr, b.tiles, 0, nullptr, b.out, nullptr});
+        Work{nullptr, nullptr, b.tiles, 0, nullptr, b.out, nullptr});
   }
   if (b.n_split_rows > 0) {
-    const int pairs = b.n_split_rows * p.n_kv_heads;
-    const dim3 grid(b.n_split_rows, p.n_kv_heads, b.max_splits);
-    const Work work{b.split_rows, nullptr, b.max_splits, b.scratch, b.out, b.counters, b.early};
-    if (b.counters != nullptr && group <= 16 && pairs <= kTileMaxPairs) {
+    const bool grouped = b.split_groups != nullptr;
+    const int units = grouped ? b.n_split_groups : b.n_split_rows;
+    const int pairs = units * p.n_kv_heads;
+    const dim3 grid(units, p.n_kv_heads, b.max_splits);
+    const Work work{b.split_rows, b.split_groups, nullptr, b.max_splits, b.scratch, b.out,
+                    b.counters, b.early};
+    if (!grouped && b.counters != nullptr && group <= 16 && pairs <= kTileMaxPairs) {
       // Few pairs: each block's latency chain is the launch's time (split_tiles_kernel).
       const size_t smem = 2 * kTileWarps * stage_bytes<HD>() + kTileWarps * 8 * 32 * 4 +
                           3 * kTileWarps * 16 * 4 + 16;
@@ -459,7 +477,9 @@ cudaError_t launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, cons
           q, k_cache, v_cache, tables, row_seq, pos, p, work);
     }
     const int threads = p.head_dim < 128 ? p.head_dim : 128;
-    combine_kernel<<<dim3(b.n_split_rows, p.n_heads), threads, 0, s>>>(pos, p, work);
+    Work rows_work = work;  // the fold is per row, grouped or not
+    rows_work.split_groups = nullptr;
+    combine_kernel<<<dim3(b.n_split_rows, p.n_heads), threads, 0, s>>>(pos, p, rows_work);
   }
   return cudaGetLastError();
 }
@@ -467,6 +487,29 @@ cudaError_t launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, cons
 }  // namespace
 
 int attention_splits(int window, int last) { return splits_of(first_visible(window, last), last); }
+
+std::vector<int32_t> attention_split_groups(const std::vector<int32_t>& rows,
+                                            const std::vector<int32_t>& pos,
+                                            const std::vector<int32_t>& row_seq, int window,
+                                            int group) {
+  const int most = group >= 16 ? 1 : 16 / group;  // a block's warp holds 16 lines
+  auto key = [&](int32_t r) {  // what must match: the split length and the first split
+    const int first = first_visible(window, pos[r]), len = split_len(pos[r] - first + 1);
+    return std::pair<int, int>(len, first / len);
+  };
+  std::vector<int32_t> groups;
+  for (size_t i = 0; i < rows.size();) {
+    size_t n = 1;
+    while (i + n < rows.size() && static_cast<int>(n) < most && rows[i + n] == rows[i] + static_cast<int32_t>(n) &&
+           row_seq[rows[i + n]] == row_seq[rows[i]] && pos[rows[i + n]] > pos[rows[i + n - 1]] &&
+           key(rows[i + n]) == key(rows[i])) {
+      ++n;
+    }
+    groups.push_back(rows[i] | static_cast<int32_t>(n) << 24);
+    i += n;
+  }
+  return groups;
+}
 
 int attention_max_splits(int max_visible) {
   // Up to kSplitsTarget * kSplitMax visible positions a split is at least visible / 16 long, so a

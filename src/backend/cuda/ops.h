@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace tf::backend::cuda {
 
@@ -234,6 +235,10 @@ enum class TileKernel { kWide, kNarrow };
 struct AttentionBatch {
   const int32_t* split_rows = nullptr;  // device; null: rows 0 .. n_split_rows - 1
   int n_split_rows = 0;
+  // Device; null: each split row alone. Else the split rows in groups that share a block's copies
+  // of K and V (attention_split_groups), packed row | rows << 24.
+  const int32_t* split_groups = nullptr;
+  int n_split_groups = 0;
   int max_splits = 0;        // at least attention_splits() of every split row
   float* scratch = nullptr;  // attention_scratch_bytes(every row of the step, ..., max_splits)
   // attention_counter_bytes(every row of the step, ...), zeroed once when allocated (every launch
@@ -249,6 +254,14 @@ struct AttentionBatch {
 };
 // Splits of the row at position `last` under `window` (0: none): a function of the row alone.
 int attention_splits(int window, int last);
+// The split rows `rows` (of sequences row_seq[row], at pos[row]) in groups for
+// AttentionBatch::split_groups: runs of consecutive rows of one sequence whose splits fall alike
+// (the same split length and first split), up to 16 / group rows; a row computes the same bits
+// in a group as alone, and its group reads each K/V tile once for all of them.
+std::vector<int32_t> attention_split_groups(const std::vector<int32_t>& rows,
+                                            const std::vector<int32_t>& pos,
+                                            const std::vector<int32_t>& row_seq, int window,
+                                            int group);
 // At least attention_splits() of any row that sees at most max_visible positions.
 int attention_max_splits(int max_visible);
 // Rows a tile may hold for this many query heads per KV head.

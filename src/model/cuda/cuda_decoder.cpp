@@ -322,6 +322,7 @@ class CudaDecoder final : public Model {
     bool all_rows_split = false;     // graph steps: split rows are rows 0 .. n - 1
     int fixed_splits = 0;            // > 0: launch this many splits; 0: the most a split row needs
     std::vector<int32_t> split_pos;  // eager steps: the split rows' positions
+    int n_split_groups = 0;          // > 0: the split rows in groups (layers without a window)
   };
   // forward(), and the greedy argmax of each logits row on the GPU when `argmax` is set; the
   // logits are copied back only when `logits_needed`.
@@ -442,7 +443,7 @@ class CudaDecoder final : public Model {
   // Where the current step's inputs sit on the device (in its slot's buffer).
   struct StepInputs {
     int32_t *tokens = nullptr, *pos = nullptr, *row_seq = nullptr, *tables = nullptr;
-    int32_t *out_rows = nullptr, *split_rows = nullptr;
+    int32_t *out_rows = nullptr, *split_rows = nullptr, *split_groups = nullptr;
     int64_t* slots = nullptr;
     cuda::AttentionTile* tiles = nullptr;
   } in_;
@@ -692,7 +693,7 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   // split rows' positions.
   AttentionPlan plan;
   std::vector<cuda::AttentionTile> tiles;
-  std::vector<int32_t> split_rows;
+  std::vector<int32_t> split_rows, split_groups;
   if (decode) {
     plan.all_rows_split = true;
     plan.n_split_rows = n_run;
@@ -715,6 +716,18 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
     }
     plan.n_split_rows = static_cast<int>(split_rows.size());
     plan.n_tiles = static_cast<int>(tiles.size());
+    // A chunk's split rows share their K/V copies in groups (the same bits as alone); the groups
+    // are those of a layer without a sliding window, which every layer of such a model is.
+    if (!split_rows.empty() && std::all_of(spec_.window.begin(), spec_.window.end(),
+                                           [](int w) { return w == 0; })) {
+      split_groups = cuda::attention_split_groups(split_rows, pos, row_seq, 0,
+                                                  cfg_.num_heads / cfg_.num_kv_heads);
+      if (split_groups.size() < split_rows.size()) {
+        plan.n_split_groups = static_cast<int>(split_groups.size());
+      } else {
+        split_groups.clear();  // every group one row: the plain launch
+      }
+    }
   }
   int splits_bound = plan.fixed_splits;
   for (int32_t p : plan.split_pos) {
@@ -732,7 +745,8 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   };
   const size_t at_tokens = place(tokens), at_pos = place(pos), at_slots = place(slots),
                at_row_seq = place(row_seq), at_tables = place(tables), at_out = place(out_rows),
-               at_split = place(split_rows), at_tiles = place(tiles), at_draws = place(draws),
+               at_split = place(split_rows), at_groups = place(split_groups),
+               at_tiles = place(tiles), at_draws = place(draws),
                at_mask_rows = place(mask_rows), at_masks = place(masks);
   const int j = slot_;
   slot_ ^= 1;
@@ -752,6 +766,7 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   put(at_tables, tables);
   put(at_out, out_rows);
   put(at_split, split_rows);
+  put(at_groups, split_groups);
   put(at_tiles, tiles);
   put(at_draws, draws);
   put(at_mask_rows, mask_rows);
@@ -785,6 +800,7 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   in_.tables = reinterpret_cast<int32_t*>(base + at_tables);
   in_.out_rows = reinterpret_cast<int32_t*>(base + at_out);
   in_.split_rows = reinterpret_cast<int32_t*>(base + at_split);
+  in_.split_groups = reinterpret_cast<int32_t*>(base + at_groups);
   in_.tiles = reinterpret_cast<cuda::AttentionTile*>(base + at_tiles);
   TF_RETURN_IF_ERROR(size_buffers(n_run, n_out_run, std::max(splits_bound, 1)));
   // The draws' parameters came up with the inputs (from pinned staging: a pageable copy on the
@@ -1041,6 +1057,10 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     cuda::AttentionBatch ab;
     ab.split_rows = plan.all_rows_split ? nullptr : in_.split_rows;
     ab.n_split_rows = plan.n_split_rows;
+    if (plan.n_split_groups > 0) {
+      ab.split_groups = in_.split_groups;
+      ab.n_split_groups = plan.n_split_groups;
+    }
     ab.max_splits = plan.fixed_splits > 0 ? plan.fixed_splits : splits_for(ap.window);
     ab.scratch = attn_scratch_.get<float>();
     ab.counters = attn_counters_.get<int32_t>();
