@@ -210,6 +210,23 @@ TEST_F(PromptCacheTiers, HostTierHoldsPinnedBlocksBeyondItsBudget) {
   EXPECT_FALSE(host.contains(BlockKey{2, 1}));
 }
 
+// Under its budget the tier keeps every block, whether or not the arena has allocated that far
+// ahead yet (right after start-up it has not).
+TEST_F(PromptCacheTiers, HostTierKeepsEveryBlockUnderItsBudget) {
+  model::KvCache kv(model_->config(), 4);
+  auto transfer = model::make_host_kv_transfer(kv);
+  KvHostTier host(100 * static_cast<int64_t>(transfer->block_bytes()), transfer.get());
+  const std::vector<int32_t> tokens(16, 5);
+  for (uint64_t i = 0; i < 100; ++i) {
+    ASSERT_NE(host.insert(BlockKey{i, 2}, BlockKey{}, tokens, false), nullptr);
+  }
+  EXPECT_EQ(host.blocks(), 100);
+  EXPECT_TRUE(host.contains(BlockKey{0, 2}));
+  ASSERT_NE(host.insert(BlockKey{100, 2}, BlockKey{}, tokens, false), nullptr);
+  EXPECT_EQ(host.blocks(), 100);  // at the budget: the least recently used goes
+  EXPECT_FALSE(host.contains(BlockKey{0, 2}));
+}
+
 TEST_F(PromptCacheTiers, ResumesFromDiskAfterRestartExactly) {
   const Request second = write_turn_one();
   struct stat st {};
