@@ -187,12 +187,22 @@ TEST_F(PromptCacheTiers, RecentStatesShowWhereEachConversationIsHeld) {
   EXPECT_EQ(c.host.hits + c.disk.hits, 0);
 }
 
+// A host tier of `budget_blocks` over a small pool of the model's blocks.
+struct HostTierSetup {
+  HostTierSetup(const checkpoint::ModelConfig& config, int64_t budget_blocks)
+      : kv(config, 4),
+        transfer(model::make_host_kv_transfer(kv)),
+        host(budget_blocks * static_cast<int64_t>(transfer->block_bytes()), transfer.get()) {}
+  model::KvCache kv;
+  std::unique_ptr<model::KvBlockTransfer> transfer;
+  KvHostTier host;
+  const std::vector<int32_t> tokens = std::vector<int32_t>(16, 5);
+};
+
 // A disk load's blocks wait in RAM even beyond the RAM tier's budget, then go back to it.
 TEST_F(PromptCacheTiers, HostTierHoldsPinnedBlocksBeyondItsBudget) {
-  model::KvCache kv(model_->config(), 4);
-  auto transfer = model::make_host_kv_transfer(kv);
-  KvHostTier host(2 * static_cast<int64_t>(transfer->block_bytes()), transfer.get());
-  const std::vector<int32_t> tokens(16, 5);
+  HostTierSetup su(model_->config(), 2);
+  auto& [kv, transfer, host, tokens] = su;
   for (uint64_t i = 0; i < 4; ++i) {
     KvHostTier::Entry* e = host.insert(BlockKey{i, 1}, BlockKey{}, tokens, true);
     ASSERT_NE(e, nullptr);
@@ -213,10 +223,8 @@ TEST_F(PromptCacheTiers, HostTierHoldsPinnedBlocksBeyondItsBudget) {
 // Under its budget the tier keeps every block, whether or not the arena has allocated that far
 // ahead yet (right after start-up it has not).
 TEST_F(PromptCacheTiers, HostTierKeepsEveryBlockUnderItsBudget) {
-  model::KvCache kv(model_->config(), 4);
-  auto transfer = model::make_host_kv_transfer(kv);
-  KvHostTier host(100 * static_cast<int64_t>(transfer->block_bytes()), transfer.get());
-  const std::vector<int32_t> tokens(16, 5);
+  HostTierSetup su(model_->config(), 100);
+  auto& [kv, transfer, host, tokens] = su;
   for (uint64_t i = 0; i < 100; ++i) {
     ASSERT_NE(host.insert(BlockKey{i, 2}, BlockKey{}, tokens, false), nullptr);
   }
