@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "backend/cuda/ops.h"
 
@@ -49,6 +51,32 @@ TEST(AttentionSplits, TileRowsFillTheKernelsLines) {
   EXPECT_EQ(attention_tile_rows(3), 42);
   EXPECT_EQ(attention_tile_rows(64), 2);
   EXPECT_EQ(attention_tile_rows(128), 1);
+}
+
+// A chunk's split rows share a block in groups only where each row's splits fall alike: the same
+// sequence, consecutive rows and positions, the same split length and first split, and at most
+// 16 lines (rows x heads per KV head) a block.
+TEST(AttentionSplits, GroupsJoinOnlyRowsWhoseSplitsFallAlike) {
+  auto unpack = [](int32_t g) { return std::pair<int, int>(g & 0xffffff, g >> 24); };
+  // Sequence 0: 10 rows at 32,758..32,767; sequence 1: 3 rows at 2,046..2,048, where the split
+  // length grows (16 splits of 128 positions, then 11 of 192) after the first two.
+  ASSERT_EQ(attention_splits(0, 2047), 16);
+  ASSERT_EQ(attention_splits(0, 2048), 11);
+  std::vector<int32_t> pos, seq, rows;
+  for (int p = 32758; p < 32768; ++p) pos.push_back(p), seq.push_back(0);
+  for (int p = 2046; p <= 2048; ++p) pos.push_back(p), seq.push_back(1);
+  for (int r = 0; r < static_cast<int>(pos.size()); ++r) rows.push_back(r);
+  const auto g = attention_split_groups(rows, pos, seq, 0, 4);  // 4 heads per KV head: 4 rows
+  ASSERT_EQ(g.size(), 5u);
+  EXPECT_EQ(unpack(g[0]), std::make_pair(0, 4));
+  EXPECT_EQ(unpack(g[1]), std::make_pair(4, 4));
+  EXPECT_EQ(unpack(g[2]), std::make_pair(8, 2));   // the sequence's end
+  EXPECT_EQ(unpack(g[3]), std::make_pair(10, 2));  // 2,046 and 2,047: splits of 128
+  EXPECT_EQ(unpack(g[4]), std::make_pair(12, 1));  // 2,048: splits of 192
+  // 16 heads per KV head: one row a block. Rows that are not consecutive: apart.
+  for (int32_t x : attention_split_groups(rows, pos, seq, 0, 16)) EXPECT_EQ(x >> 24, 1);
+  const auto apart = attention_split_groups({0, 2, 4}, pos, seq, 0, 4);
+  EXPECT_EQ(apart.size(), 3u);
 }
 
 }  // namespace
