@@ -238,7 +238,6 @@ void KvCacheManager::release(Sequence& seq) {
   if (tiers_) tiers_->unpin(seq.staged);
   seq.staged.clear();
   if (seq.load) tiers_->abandon(std::move(seq.load));  // its reads may still be filling slots
-  seq.load.reset();
   for (int32_t b : seq.blocks) unref(b);
   seq.blocks.clear();
   seq.cache_inserted = 0;

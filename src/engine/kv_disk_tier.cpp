@@ -255,11 +255,7 @@ void KvDiskTier::write_loop() {
     --busy_;
     if (idle_locked()) idle_cv_.notify_all();
   }
-  for (Read& r : reads_) {
-    if (r.load->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1 && on_load_done_) {
-      on_load_done_();
-    }
-  }
+  for (Read& r : reads_) end_read(r);
   reads_.clear();
   idle_cv_.notify_all();
 }
@@ -351,6 +347,10 @@ void KvDiskTier::do_read(Read& r) {
     }
   }
   slot.ok = ok;
+  end_read(r);
+}
+
+void KvDiskTier::end_read(Read& r) {
   if (r.load->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1 && on_load_done_) {
     on_load_done_();
   }

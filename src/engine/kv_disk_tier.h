@@ -122,6 +122,8 @@ class KvDiskTier {
   bool idle_locked() const { return writes_.empty() && reads_.empty() && busy_ == 0; }
   void do_write(Write& w);
   void do_read(Read& r);
+  // Counts one of a load's reads as ended (ok or not); the last wakes the engine.
+  void end_read(Read& r);
   std::string path_of(const BlockKey& key) const;
   void add_file_locked(const BlockKey& key, int64_t bytes);
   void drop_file_locked(const BlockKey& key);

@@ -26,21 +26,18 @@ KvHostTier::~KvHostTier() {
   for (const Slot& s : free_) (void)transfer_->wait(s.ticket);
 }
 
+void KvHostTier::add_free(const std::vector<uint8_t*>& slots) {
+  // Reversed, so that slots are taken in address order.
+  for (auto it = slots.rbegin(); it != slots.rend(); ++it) free_.push_back({*it, 0});
+}
+
 bool KvHostTier::take_slot(Slot& out, bool pinned) {
-  if (free_.empty()) {
-    // Reversed, so that slots are taken in address order.
-    const std::vector<uint8_t*> got = arena_->collect();
-    for (auto it = got.rbegin(); it != got.rend(); ++it) free_.push_back({*it, 0});
-  }
-  auto grow = [&] {
-    const std::vector<uint8_t*> got = arena_->grow();
-    for (auto it = got.rbegin(); it != got.rend(); ++it) free_.push_back({*it, 0});
-  };
+  if (free_.empty()) add_free(arena_->collect());
   // Under budget while the arena is still allocating ahead: a chunk now, rather than drop an
   // entry the budget has room for.
-  if (free_.empty() && blocks() < max_slots_) grow();
+  if (free_.empty() && blocks() < max_slots_) add_free(arena_->grow());
   if (free_.empty()) drop_lru();
-  if (free_.empty() && pinned) grow();  // a load's block, beyond the budget
+  if (free_.empty() && pinned) add_free(arena_->grow());  // a load's block, beyond the budget
   if (free_.empty()) return false;
   out = free_.back();
   free_.pop_back();

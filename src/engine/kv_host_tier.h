@@ -68,6 +68,7 @@ class KvHostTier {
     Ticket ticket;
   };
   bool take_slot(Slot& out, bool pinned);
+  void add_free(const std::vector<uint8_t*>& slots);
   Entry& emplace(const BlockKey& key, const BlockKey& parent, std::span<const int32_t> tokens,
                  const Slot& slot, bool pinned);
   void drop_lru();

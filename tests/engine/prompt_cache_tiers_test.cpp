@@ -72,6 +72,13 @@ class PromptCacheTiers : public testing::StoriesSuite {
     o.kv_budget_bytes = pool_blocks * block_bytes();
     return o;
   }
+  // with_disk() whose block reads each wait `ms` first.
+  EngineOptions with_slow_reads(int ms) const {
+    EngineOptions o = with_disk();
+    o.tiers.disk_faults = std::make_shared<KvFaults>();
+    o.tiers.disk_faults->read_delay_ms = ms;
+    return o;
+  }
   EngineOptions with_disk(int64_t pool_blocks = 64) const {
     EngineOptions o = options(pool_blocks);
     o.tiers.disk_dir = dir_.string();
@@ -317,10 +324,7 @@ TEST_F(PromptCacheTiers, ReadErrorsAndCorruptReadsFallBackToRecompute) {
 
 TEST_F(PromptCacheTiers, SlowReadsLetOtherRequestsRun) {
   const Request second = write_turn_one();
-  EngineOptions o = with_disk();
-  o.tiers.disk_faults = std::make_shared<KvFaults>();
-  o.tiers.disk_faults->read_delay_ms = 150;
-  Engine e(model_, o);
+  Engine e(model_, with_slow_reads(150));
   auto loading = *e.submit(second);
   const Reply other = run(e, make_request(70, 10, 8, 2));
   EXPECT_EQ(other.reason, FinishReason::kLength);
@@ -334,9 +338,7 @@ TEST_F(PromptCacheTiers, SlowReadsLetOtherRequestsRun) {
 // and the same prompt sent again loads them afresh and replies as a fresh run does.
 TEST_F(PromptCacheTiers, ACancelledLoadLeavesTheNextOneExact) {
   const Request second = write_turn_one();
-  EngineOptions o = with_disk();
-  o.tiers.disk_faults = std::make_shared<KvFaults>();
-  o.tiers.disk_faults->read_delay_ms = 100;
+  EngineOptions o = with_slow_reads(100);
   Engine e(model_, o);
   auto loading = *e.submit(second);
   for (int i = 0; i < 200 && e.stats().cache.loading == 0; ++i) {

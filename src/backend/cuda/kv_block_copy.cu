@@ -76,8 +76,7 @@ cudaError_t KvBlockCopier::copy(bool up, int32_t block, void* host, Lane lane,
   const size_t w = pool_.block_bytes, off = static_cast<size_t>(block) * w;
   if (lane == kStep && w % sizeof(uint4) == 0 && reinterpret_cast<uintptr_t>(h) % 16 == 0) {
     jobs_.push_back({h, block, up});
-    step_pending_ = true;
-    *ticket = ++queued_[lane] << 1 | static_cast<uint64_t>(lane);
+    *ticket = issue(lane);
     return cudaSuccess;
   }
   if (lane == kStep) {  // in order after the jobs queued before it
@@ -94,10 +93,13 @@ cudaError_t KvBlockCopier::copy(bool up, int32_t block, void* host, Lane lane,
                                cudaMemcpyDeviceToHost, s);
     if (e != cudaSuccess) return e;
   }
-  const uint64_t n = ++queued_[lane];
-  if (lane == kStep) step_pending_ = true;
-  *ticket = n << 1 | static_cast<uint64_t>(lane);
+  *ticket = issue(lane);
   return cudaSuccess;
+}
+
+KvBlockCopier::Ticket KvBlockCopier::issue(int lane) {
+  if (lane == kStep) step_pending_ = true;
+  return ++queued_[lane] << 1 | static_cast<uint64_t>(lane);
 }
 
 cudaError_t KvBlockCopier::fence(int lane) {

@@ -63,6 +63,8 @@ class KvBlockCopier {
   };
   cudaError_t copy(bool up, int32_t block, void* host, Lane lane, cudaStream_t compute,
                    Ticket* ticket);
+  // The ticket of the lane's next copy, counted as queued (mu_ held).
+  Ticket issue(int lane);
   // The lane waits for the compute stream if a step may have been queued since it last did.
   cudaError_t fence(int lane);
   // Launches the step lane's queued jobs (mu_ held).
