@@ -23,6 +23,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using Replies = std::map<tf::engine::RequestId, std::vector<int32_t>>;
+// Each run submits its streams twice to one engine and times the second pass: the first captures
+// the step graphs of its shapes and grows the buffers (one-time costs a short window would show).
+// Pass p's stream i is request p * kPass + i + 1.
+constexpr tf::engine::RequestId kPass = 1000;
 
 // Drafts the next k tokens of the stream's serial reply.
 class OracleProposer final : public tf::engine::draft::Proposer {
@@ -30,7 +34,7 @@ class OracleProposer final : public tf::engine::draft::Proposer {
   explicit OracleProposer(const Replies& replies) : replies_(replies) {}
   void propose(const tf::engine::Sequence& s, int k, std::vector<int32_t>& out) override {
     out.clear();
-    auto it = replies_.find(s.req.id);
+    auto it = replies_.find(s.req.id % kPass);
     if (it == replies_.end()) return;
     const auto at = static_cast<size_t>(std::max<int64_t>(s.generated(), 0));
     for (size_t i = at; i < it->second.size() && out.size() < static_cast<size_t>(k); ++i) {
@@ -69,30 +73,35 @@ tf::Result<Run> run(const std::shared_ptr<tf::model::Model>& model, const Setup&
   tf::engine::Engine engine(model, opt);
   const int vocab = model->config().vocab_size;
   std::vector<std::vector<std::pair<double, int32_t>>> got(rows);
-  std::vector<std::thread> readers;
-  const auto t0 = Clock::now();
-  for (int i = 0; i < rows; ++i) {
-    tf::engine::Request r;
-    r.id = static_cast<uint64_t>(i + 1);
-    for (int t = 0; t < su.prompt; ++t) r.prompt.push_back(100 + (t * 7919 + i * 104729) % (vocab - 200));
-    r.max_tokens = su.gen;
-    r.ignore_eos = true;
-    r.draft = oracle != nullptr;
-    auto ch = engine.submit(r);
-    if (!ch) {
-      for (auto& t : readers) t.join();
-      return std::move(ch).error();
-    }
-    readers.emplace_back([&got, i, t0, ch = *ch] {
-      while (auto ev = ch->pop()) {
-        if (auto* tok = std::get_if<tf::engine::Tokens>(&*ev)) {
-          const double at = std::chrono::duration<double>(Clock::now() - t0).count();
-          for (int32_t id : tok->ids) got[i].emplace_back(at, id);
-        }
+  for (int pass = 0; pass < 2; ++pass) {
+    for (auto& g : got) g.clear();
+    std::vector<std::thread> readers;
+    const auto t0 = Clock::now();
+    for (int i = 0; i < rows; ++i) {
+      tf::engine::Request r;
+      r.id = static_cast<uint64_t>(pass * kPass + i + 1);
+      for (int t = 0; t < su.prompt; ++t) {
+        r.prompt.push_back(100 + (t * 7919 + i * 104729) % (vocab - 200));
       }
-    });
+      r.max_tokens = su.gen;
+      r.ignore_eos = true;
+      r.draft = oracle != nullptr;
+      auto ch = engine.submit(r);
+      if (!ch) {
+        for (auto& t : readers) t.join();
+        return std::move(ch).error();
+      }
+      readers.emplace_back([&got, i, t0, ch = *ch] {
+        while (auto ev = ch->pop()) {
+          if (auto* tok = std::get_if<tf::engine::Tokens>(&*ev)) {
+            const double at = std::chrono::duration<double>(Clock::now() - t0).count();
+            for (int32_t id : tok->ids) got[i].emplace_back(at, id);
+          }
+        }
+      });
+    }
+    for (auto& t : readers) t.join();
   }
-  for (auto& t : readers) t.join();
   Run out;
   double from = 0, to = 1e300;
   for (int i = 0; i < rows; ++i) {

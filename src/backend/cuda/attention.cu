@@ -105,6 +105,7 @@ __global__ void __launch_bounds__(128)
       const int32_t packed = work.split_groups[blockIdx.x];
       row0 = packed & 0xffffff;
       rows = packed >> 24;
+      if (rows == 0) return;  // a graph's spare group: it launches as many as it has rows
     } else {
       row0 = work.split_rows ? work.split_rows[blockIdx.x] : static_cast<int>(blockIdx.x);
       rows = 1;

@@ -236,7 +236,8 @@ struct AttentionBatch {
   const int32_t* split_rows = nullptr;  // device; null: rows 0 .. n_split_rows - 1
   int n_split_rows = 0;
   // Device; null: each split row alone. Else the split rows in groups that share a block's copies
-  // of K and V (attention_split_groups), packed row | rows << 24.
+  // of K and V (attention_split_groups), packed row | rows << 24; a group of no rows does nothing
+  // (a graph launches a fixed count).
   const int32_t* split_groups = nullptr;
   int n_split_groups = 0;
   int max_splits = 0;        // at least attention_splits() of every split row

@@ -5,6 +5,7 @@
 #include "model/cuda/cuda_decoder.h"
 
 #include <algorithm>
+#include <numeric>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -83,7 +84,7 @@ class PhaseTimer {
   std::map<std::string, double> totals_;
 };
 
-// TF_CUDA_STEP_TIMES=1: where a graph-run decode step's wall time goes on the host side: the gap
+// TF_CUDA_STEP_TIMES=1: where a graph-run step's wall time goes on the host side: the gap
 // since the previous step (the engine's own time), the batch layout and uploads, then the launch
 // and the run until the results are back (the argmax copy into pageable memory waits for the GPU,
 // so the two are one span). Printed as means at exit.
@@ -157,7 +158,9 @@ class CudaDecoder final : public Model {
                                   [](const LayerWeights& L) {
                                     return !L.attn_out_norm.empty() || !L.ffn_out_norm.empty();
                                   })),
-        norms_f32_(spec_.norm_offset) {}
+        norms_f32_(spec_.norm_offset),
+        windowless_(std::all_of(spec_.window.begin(), spec_.window.end(),
+                                [](int w) { return w == 0; })) {}
 
   Status check() const {
     auto unsupported = [&](const char* what) {
@@ -308,8 +311,10 @@ class CudaDecoder final : public Model {
 
   struct Graph {
     cudaGraphExec_t exec = nullptr;
+    size_t inputs_end = 0;  // where the inputs it reads ended when captured (they must not move)
     Graph() = default;
-    Graph(Graph&& o) noexcept : exec(std::exchange(o.exec, nullptr)) {}
+    Graph(Graph&& o) noexcept
+        : exec(std::exchange(o.exec, nullptr)), inputs_end(o.inputs_end) {}
     Graph& operator=(Graph&&) = delete;
     ~Graph() {
       if (exec) cudaGraphExecDestroy(exec);
@@ -404,12 +409,13 @@ class CudaDecoder final : public Model {
   bool has_sandwich_;         // some layer norms its attention or MLP output (Gemma)
   bool capturing_ = false;    // enqueue() is being captured into a graph: nothing may wait
   bool norms_f32_;  // the norm weights are f32 (Gemma), so the fused one-row kernels are off
+  bool windowless_;  // no layer has a sliding window: a chunk's split rows can share K/V copies
   cuda::Stream stream_;
   cuda::LtGemm gemm_;  // every matmul: decode kernels for few rows, cuBLASLt for many
   PhaseTimer timer_;
   StepTimer step_timer_;
-  // Decode graphs by (rows, table width) bucket; TF_CUDA_GRAPHS=0 or TF_CUDA_PROFILE turn them
-  // off (the profile's events need eager launches).
+  // Step graphs (decode and verify) by (rows, table width, slot, kind) bucket; TF_CUDA_GRAPHS=0
+  // or TF_CUDA_PROFILE turn them off (the profile's events need eager launches).
   bool graphs_enabled_ = [] {
     const char* g = std::getenv("TF_CUDA_GRAPHS");
     return (g == nullptr || std::string_view(g) != "0") &&
@@ -619,17 +625,23 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
     max_blocks = std::max<int>(max_blocks, static_cast<int>((c.pos0 + len + bs - 1) / bs));
     n_tokens += c.tokens.size();
   }
-  // A decode step (one token and its logits per sequence) replays a CUDA graph captured for its
-  // bucket: rows padded to a power of two with rows that write to the spare KV block, and block
-  // tables padded to a power-of-two width. Padding rows never touch real rows, and a real row's
-  // arithmetic is the same as in an eager step, so outputs do not change.
-  bool decode_step = n_tokens == batch.size();
-  for (const auto& c : batch) decode_step = decode_step && c.n_logits == 1;
-  const bool decode = graphs_enabled_ && decode_step && n_tokens <= kMaxGraphRows;
+  // A step of short chunks that want every row's logits (decode rows, and a verify step's rows
+  // with their drafts) replays a CUDA graph captured for its bucket: rows padded to a power of
+  // two with rows that write to the spare KV block, and block tables padded to a power-of-two
+  // width. Padding rows never touch real rows, and a real row's arithmetic is the same as in an
+  // eager step (every row a split row, as it is eagerly for chunks this short), so outputs do
+  // not change. A decode step (one token per sequence) also leaves its tokens for a following one.
+  bool decode_step = n_tokens == batch.size(), short_rows = true;
+  for (const auto& c : batch) {
+    decode_step = decode_step && c.n_logits == 1;
+    short_rows = short_rows && static_cast<size_t>(c.n_logits) == c.tokens.size() &&
+                 c.tokens.size() <= static_cast<size_t>(kSplitChunkRows);
+  }
+  const bool graph = graphs_enabled_ && short_rows && n_tokens <= kMaxGraphRows;
   q.decode_step = decode_step;
-  q.graph = decode;
+  q.graph = graph;
   const int width =
-      decode ? static_cast<int>(std::bit_ceil(static_cast<unsigned>(max_blocks))) : max_blocks;
+      graph ? static_cast<int>(std::bit_ceil(static_cast<unsigned>(max_blocks))) : max_blocks;
   for (size_t s = 0; s < batch.size(); ++s) {
     const SeqChunk& c = batch[s];
     const int64_t len = static_cast<int64_t>(c.tokens.size());
@@ -673,16 +685,21 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
     }
     out_row += static_cast<int>(c.n_logits);
   }
-  const int n_run = decode ? static_cast<int>(std::bit_ceil(static_cast<unsigned>(n))) : n;
+  const int n_run = graph ? static_cast<int>(std::bit_ceil(static_cast<unsigned>(n))) : n;
+  const auto n_seqs = static_cast<int>(batch.size());
   for (int r = n; r < n_run; ++r) {  // padding rows: token 0 at position 0 in the spare block
     tokens.push_back(0);
     pos.push_back(0);
-    row_seq.push_back(r);
+    row_seq.push_back(n_seqs + r - n);  // each its own table, after the sequences'
+
     slots.push_back(static_cast<int64_t>(kv_blocks_) * bs);
     out_rows.push_back(r);
     for (int b = 0; b < width; ++b) tables.push_back(static_cast<int32_t>(kv_blocks_));
   }
-  const int n_out_run = decode ? n_run : n_out;
+  // A graph reads its inputs at the offsets it was captured with, so their sizes must depend on
+  // its bucket alone: a table a row (a verify step's sequences have fewer), the rest unused.
+  if (graph) tables.resize(static_cast<size_t>(n_run) * width, static_cast<int32_t>(kv_blocks_));
+  const int n_out_run = graph ? n_run : n_out;
   // Attention: a sequence with up to kSplitChunkRows rows in the step (a decode row, a verify
   // step's drafts, a resumed prompt's last few tokens) has split rows, each walking its own
   // positions in splits as if decoding alone (the same bits as tiles); longer chunks are cut into
@@ -694,12 +711,22 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   AttentionPlan plan;
   std::vector<cuda::AttentionTile> tiles;
   std::vector<int32_t> split_rows, split_groups;
-  if (decode) {
+  const int group = cfg_.num_heads / cfg_.num_kv_heads;
+  if (graph) {
     plan.all_rows_split = true;
     plan.n_split_rows = n_run;
     plan.fixed_splits = cuda::attention_max_splits(width * bs);
+    if (!decode_step && windowless_) {
+      // A verify step's rows of one sequence share K/V copies as eagerly; the graph launches
+      // n_run groups, and the ones past the step's (no rows) exit at once.
+      std::vector<int32_t> all(static_cast<size_t>(n_run));
+      std::iota(all.begin(), all.end(), 0);
+      split_groups = cuda::attention_split_groups(all, pos, row_seq, 0, group);
+      split_groups.resize(all.size(), 0);
+      plan.n_split_groups = n_run;
+    }
   } else {
-    const int tile_rows = cuda::attention_tile_rows(cfg_.num_heads / cfg_.num_kv_heads);
+    const int tile_rows = cuda::attention_tile_rows(group);
     int row0 = 0;
     for (const SeqChunk& c : batch) {
       const int len = static_cast<int>(c.tokens.size());
@@ -718,10 +745,8 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
     plan.n_tiles = static_cast<int>(tiles.size());
     // A chunk's split rows share their K/V copies in groups (the same bits as alone); the groups
     // are those of a layer without a sliding window, which every layer of such a model is.
-    if (!split_rows.empty() && std::all_of(spec_.window.begin(), spec_.window.end(),
-                                           [](int w) { return w == 0; })) {
-      split_groups = cuda::attention_split_groups(split_rows, pos, row_seq, 0,
-                                                  cfg_.num_heads / cfg_.num_kv_heads);
+    if (!split_rows.empty() && windowless_) {
+      split_groups = cuda::attention_split_groups(split_rows, pos, row_seq, 0, group);
       if (split_groups.size() < split_rows.size()) {
         plan.n_split_groups = static_cast<int>(split_groups.size());
       } else {
@@ -820,7 +845,7 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
                              argmax_scratch_.get());
   };
   step_timer_.mark(1);
-  if (!decode) {
+  if (!graph) {
     TF_RETURN_IF_ERROR(enqueue(n, n_out, bs, max_blocks, plan));
     if (argmax && n_out > 0 && mask_rows.empty()) {  // masked: the selection takes them
       TF_CUDA_TRY(queue_argmax(n_out));
@@ -831,7 +856,8 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
       graphs_.clear();
       graphs_gen_ = gen_;
     }
-    const int64_t key = (static_cast<int64_t>(n_run) << 32 | width) << 1 | j;
+    // Decode graphs' argmaxes also write the other slot's tokens; verify graphs' do not.
+    const int64_t key = ((static_cast<int64_t>(n_run) << 32 | width) << 1 | j) << 1 | decode_step;
     auto it = graphs_.find(key);
     if (it == graphs_.end()) {
       TF_CUDA_TRY(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
@@ -848,14 +874,19 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
       TF_RETURN_IF_ERROR(st);
       TF_CUDA_TRY(end);
       Graph g;
+      g.inputs_end = at_draws;
       const cudaError_t inst = cudaGraphInstantiate(&g.exec, graph, 0);
       cudaGraphDestroy(graph);
       TF_CUDA_TRY(inst);
       it = graphs_.emplace(key, std::move(g)).first;
     }
+    if (it->second.inputs_end != at_draws) {
+      return make_error(ErrorCode::kInternal, "a step graph's inputs moved ({} -> {} bytes)",
+                        it->second.inputs_end, at_draws);
+    }
     TF_CUDA_TRY(cudaGraphLaunch(it->second.exec, s));  // the selection redoes masked rows
   }
-  const Selection sel{j, decode ? n_run : n_out, decode_step, static_cast<int>(draws.size()),
+  const Selection sel{j, graph ? n_run : n_out, decode_step, static_cast<int>(draws.size()),
                       draw_params};
   if (defer_selection) {
     deferred_ = sel;

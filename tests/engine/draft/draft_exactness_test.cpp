@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <map>
 #include <mutex>
 
 #include "checkpoint/checkpoint.h"
@@ -14,6 +13,7 @@
 #include "engine/grammar_vocabulary.h"
 #include "support/engine_reply.h"
 #include "support/paths.h"
+#include "support/replay_proposer.h"
 #include "tokenizer/from_checkpoint.h"
 
 namespace tf::engine {
@@ -21,29 +21,10 @@ namespace {
 
 using test::collect;
 using test::Reply;
+using test::ReplayProposer;
 
 constexpr int32_t kEos = 2;
-
-// Drafts the known serial reply of each request (shifted by `offset` ids: 0 is always right, any
-// other always wrong).
-class ReplayProposer final : public draft::Proposer {
- public:
-  explicit ReplayProposer(int offset) : offset_(offset) {}
-  void set(RequestId id, std::vector<int32_t> reply) { replies_[id] = std::move(reply); }
-  void propose(const Sequence& s, int k, std::vector<int32_t>& out) override {
-    out.clear();
-    auto it = replies_.find(s.req.id);
-    if (it == replies_.end()) return;
-    for (int64_t i = s.generated(); i < static_cast<int64_t>(it->second.size()) && k > 0;
-         ++i, --k) {
-      out.push_back((it->second[i] + offset_) % 512);
-    }
-  }
-
- private:
-  int offset_;
-  std::map<RequestId, std::vector<int32_t>> replies_;
-};
+constexpr int kVocab = 512;  // stories260K's
 
 class DraftExactness : public ::testing::Test {
  protected:
@@ -177,8 +158,8 @@ TEST_F(DraftExactness, EveryDraftRightAndEveryDraftWrong) {
                    << "temperature " << temperature << (grammar ? ", grammar" : ""));
       const std::vector<Request> reqs = batch(8, temperature, grammar);
       const std::vector<Reply> want = run(serial(reqs), options());
-      auto right = std::make_shared<ReplayProposer>(0);
-      auto wrong = std::make_shared<ReplayProposer>(1);
+      auto right = std::make_shared<ReplayProposer>(0, kVocab);
+      auto wrong = std::make_shared<ReplayProposer>(1, kVocab);
       for (size_t i = 0; i < reqs.size(); ++i) {
         right->set(reqs[i].id, want[i].ids);
         wrong->set(reqs[i].id, want[i].ids);
@@ -214,7 +195,7 @@ TEST_F(DraftExactness, EveryDraftRightAndEveryDraftWrong) {
 TEST_F(DraftExactness, StopIdsAndMaxTokensEndDraftedRepliesWhereSerialOnesEnd) {
   std::vector<Request> reqs = batch(8, 0.0f, false);
   const std::vector<Reply> free = run(serial(reqs), options());
-  auto right = std::make_shared<ReplayProposer>(0);
+  auto right = std::make_shared<ReplayProposer>(0, kVocab);
   for (size_t i = 0; i < reqs.size(); ++i) {
     reqs[i].max_tokens = 3 + static_cast<int>(i) * 5;     // inside a draft's reach
     if (i % 2 == 1) reqs[i].stop_ids = {free[i].ids[4]};  // a stop id the drafts carry past
@@ -229,7 +210,7 @@ TEST_F(DraftExactness, RejectedPositionsNeverReachThePrefixCache) {
   // without any cache.
   Request a = make_request(1, 0.0f, false, 64);
   const Reply want_a = run({serial({a})[0]}, options())[0];
-  auto wrong = std::make_shared<ReplayProposer>(3);
+  auto wrong = std::make_shared<ReplayProposer>(3, kVocab);
   wrong->set(1, want_a.ids);
   Request b = make_request(2, 0.0f, false, 24);
   b.prompt = a.prompt;
@@ -250,7 +231,7 @@ TEST_F(DraftExactness, RejectedPositionsNeverReachThePrefixCache) {
 TEST_F(DraftExactness, AdaptiveDepthStopsDraftingWhereDraftsFail) {
   const std::vector<Request> reqs = batch(1, 0.0f, false);
   const std::vector<Reply> want = run(serial(reqs), options());
-  auto wrong = std::make_shared<ReplayProposer>(1);
+  auto wrong = std::make_shared<ReplayProposer>(1, kVocab);
   wrong->set(reqs[0].id, want[0].ids);
   EngineOptions o = options(wrong, std::nullopt);
   // Each draft costs a tenth of a step: wrong drafts soon stop being asked for.
