@@ -31,6 +31,15 @@ Status ModelRunner::forward(std::span<const ScheduledChunk> chunks, float* logit
     if (one_row && sampler_.draws_in_model(s)) {
       batch.back().draw = RowSampler::device_draw(s, static_cast<uint64_t>(s.tokens.size()));
     }
+    if (c.drafts > 0 && sampler_.draws_in_model(s)) {  // each position's draw, keyed by its index
+      row_draws_.resize(chunks.size());
+      row_draws_[i].clear();
+      for (int64_t j = 0; j <= c.drafts; ++j) {
+        row_draws_[i].push_back(
+            RowSampler::device_draw(s, static_cast<uint64_t>(s.tokens.size()) + j));
+      }
+      batch.back().row_draws = row_draws_[i];
+    }
     if (one_row && sampler_.choice(s) == RowSampler::Choice::kMaskedModelValue) {
       sampler_.fill_mask(s, masks_[i]);
       batch.back().mask = masks_[i];

@@ -48,8 +48,9 @@ class ModelRunner {
   model::KvCache& kv_;
   const RowSampler& sampler_;
   FaultHook fault_hook_;
-  std::vector<std::vector<uint32_t>> masks_;
-  std::vector<std::vector<int32_t>> drafted_;  // per drafted chunk: its token, then its drafts  // per chunk of the step being run: its mask
+  std::vector<std::vector<uint32_t>> masks_;   // per chunk of the step being run: its mask
+  std::vector<std::vector<int32_t>> drafted_;  // per drafted chunk: its token, then its drafts
+  std::vector<std::vector<model::DeviceDraw>> row_draws_;  // per drafted chunk drawn on the device
 };
 
 }  // namespace tf::engine

@@ -41,8 +41,10 @@ RowSampler::Choice RowSampler::choice(const Sequence& s) const {
   return model_may_pick(s) ? Choice::kMaskedModelValue : Choice::kHost;
 }
 
+// A row the model draws itself draws each drafted position too (SeqChunk::row_draws); rows the
+// model masks itself take one mask a step, so they decode serially.
 bool RowSampler::verifies_drafts(const Sequence& s) const {
-  return !draws_in_model(s) && !(model_.masks_on_device() && s.rules);
+  return !(model_.masks_on_device() && s.rules);
 }
 
 bool RowSampler::needs_logits(const Sequence& s) const {

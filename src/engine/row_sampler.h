@@ -31,8 +31,9 @@ class RowSampler {
   Choice choice(const Sequence& s) const;
   // The step must bring this row's logits to the host.
   bool needs_logits(const Sequence& s) const;
-  // Each of the row's positions can be picked from its argmax or its logits on the host, as
-  // verifying drafts does: not where the model draws or masks the row itself (one output only).
+  // Each of the row's positions can be picked as verifying drafts does (from its argmax, its
+  // logits on the host, or the model's draw for that position): not where the model masks the
+  // row itself (one mask a step).
   bool verifies_drafts(const Sequence& s) const;
   // The model draws the row itself: its chunk carries device_draw(s, index).
   bool draws_in_model(const Sequence& s) const;

@@ -38,6 +38,10 @@ struct SeqChunk {
   // With n_logits == 1 on a model that draws on the device: forward_argmax's value for this
   // chunk is that draw's token instead of the argmax.
   std::optional<DeviceDraw> draw = std::nullopt;
+  // With n_logits > 1 on a model that draws on the device: a draw for each logits row, in order
+  // (a verify step's token and drafts, each keyed by its own position), each row's value that
+  // draw's token. Empty: the argmaxes.
+  std::span<const DeviceDraw> row_draws = {};
   // With n_logits == 1 on a model that masks on the device: the allowed tokens (bit id % 32 of
   // word id / 32); the others weigh 0 in the draw and never win the argmax. Empty: all allowed.
   std::span<const uint32_t> mask = {};

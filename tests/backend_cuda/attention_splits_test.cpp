@@ -55,7 +55,7 @@ TEST(AttentionSplits, TileRowsFillTheKernelsLines) {
 
 // A chunk's split rows share a block in groups only where each row's splits fall alike: the same
 // sequence, consecutive rows and positions, the same split length and first split, and at most
-// 16 lines (rows x heads per KV head) a block.
+// 16 lines (rows x heads per KV head) a block, or 64 where the block takes a warp per 16.
 TEST(AttentionSplits, GroupsJoinOnlyRowsWhoseSplitsFallAlike) {
   auto unpack = [](int32_t g) { return std::pair<int, int>(g & 0xffffff, g >> 24); };
   // Sequence 0: 10 rows at 32,758..32,767; sequence 1: 3 rows at 2,046..2,048, where the split
@@ -77,6 +77,15 @@ TEST(AttentionSplits, GroupsJoinOnlyRowsWhoseSplitsFallAlike) {
   for (int32_t x : attention_split_groups(rows, pos, seq, 0, 16)) EXPECT_EQ(x >> 24, 1);
   const auto apart = attention_split_groups({0, 2, 4}, pos, seq, 0, 4);
   EXPECT_EQ(apart.size(), 3u);
+  // Up to 64 lines a group (a warp per 16): the 10 rows of sequence 0 in one; the rest as before.
+  const auto wide = attention_split_groups(rows, pos, seq, 0, 4, kMaxGroupLines);
+  ASSERT_EQ(wide.size(), 3u);
+  EXPECT_EQ(unpack(wide[0]), std::make_pair(0, 10));
+  EXPECT_EQ(unpack(wide[1]), std::make_pair(10, 2));
+  EXPECT_EQ(unpack(wide[2]), std::make_pair(12, 1));
+  for (int32_t x : attention_split_groups(rows, pos, seq, 0, 16, kMaxGroupLines)) {
+    EXPECT_LE(x >> 24, 4);  // 16 heads per KV head: 4 rows of 16 lines
+  }
 }
 
 }  // namespace

@@ -79,7 +79,8 @@ void run_case(const Case& c) {
   CHECK_CUDA(cudaStreamCreate(&stream));
   auto run = [&](int tile, const std::vector<int32_t>& split_rows = {}, bool count = false,
                  bool early = false, cu::TileKernel kernel = cu::TileKernel::kWide,
-                 int grouped = 0) {  // 1: in groups; 2: and one entry a row (empty spares)
+                 int grouped = 0) {  // 1: in groups; 2: and one entry a row (empty spares);
+                                     // 3: groups of up to 64 lines (a warp per 16)
     poison(dout);
     cu::AttentionBatch b;
     b.out = dout.get<bf16>();
@@ -98,8 +99,10 @@ void run_case(const Case& c) {
           all.resize(rows);
           std::iota(all.begin(), all.end(), 0);
         }
-        auto groups = cu::attention_split_groups(all, pos, row_seq, c.window, group);
+        const int max_lines = grouped == 3 ? cu::kMaxGroupLines : 16;
+        auto groups = cu::attention_split_groups(all, pos, row_seq, c.window, group, max_lines);
         if (grouped == 2) groups.resize(all.size(), 0);  // as a verify graph launches them
+        for (int32_t g : groups) b.group_lines = std::max(b.group_lines, (g >> 24) * group);
         dgroups = upload(groups);
         b.split_groups = dgroups.get<int32_t>();
         b.n_split_groups = static_cast<int>(groups.size());
@@ -135,11 +138,11 @@ void run_case(const Case& c) {
   }
   // Every row split, in groups of consecutive rows sharing their copies: the same bits.
   {
-    for (int grouped : {1, 2}) {
+    for (int grouped : {1, 2, 3}) {
       const auto other = run(0, {}, false, false, cu::TileKernel::kWide, grouped);
       const bool same = std::memcmp(other.data(), base.data(), out_elems * sizeof(bf16)) == 0;
-      expect(same, std::string("split rows in groups") + (grouped == 2 ? " with spares" : "") +
-                       " differ from tile " + std::to_string(tile_rows) + " bitwise");
+      expect(same, "split rows in groups (mode " + std::to_string(grouped) +
+                       ") differ from tile " + std::to_string(tile_rows) + " bitwise");
     }
   }
   // The narrow prefill kernel (the previous one) at its own tile sizes: the same bits.
@@ -180,12 +183,15 @@ void run_case(const Case& c) {
       for (int r = 0; r < std::min(5, c.seq_lens[0]); ++r) run5.push_back(c.seq_lens[0] - 1 - 4 + r);
       run5.erase(std::remove_if(run5.begin(), run5.end(), [](int32_t r) { return r < 0; }),
                  run5.end());
-      const auto other = run(0, run5, false, false, cu::TileKernel::kWide, 2);
-      bool same = true;
-      for (int32_t r : run5)
-        same &=
-            std::memcmp(&other[r * row_elems], &base[r * row_elems], row_elems * sizeof(bf16)) == 0;
-      expect(same, "a run of split rows in groups differs from tile " + std::to_string(tile_rows));
+      for (int grouped : {2, 3}) {
+        const auto other = run(0, run5, false, false, cu::TileKernel::kWide, grouped);
+        bool same = true;
+        for (int32_t r : run5)
+          same &= std::memcmp(&other[r * row_elems], &base[r * row_elems],
+                              row_elems * sizeof(bf16)) == 0;
+        expect(same, "a run of split rows in groups (mode " + std::to_string(grouped) +
+                         ") differs from tile " + std::to_string(tile_rows));
+      }
     }
     // At most 16 pairs with the counters: one block per split with a warp per tile, and the
     // pair's last split folding them (attention.cu's split_tiles_kernel). Each set runs twice:

@@ -1,7 +1,8 @@
 // Drafting on the CUDA decoder (run on the H200; CI only compiles it): drafted replies equal
 // "draft": false token for token and logprob for logprob, at 1 and 8 streams, with every draft
-// right and every draft wrong, greedy rows drafting beside sampled and grammar rows that do not;
-// the verify steps replayed from CUDA graphs equal the same steps run eagerly.
+// right and every draft wrong, greedy rows and rows drawn on the device (a draw per drafted
+// position) drafting beside a grammar row that does not (one device mask a step); the verify steps
+// replayed from CUDA graphs equal the same steps run eagerly.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -31,7 +32,7 @@ std::shared_ptr<model::Model> load(const char* name) {
   return m ? std::shared_ptr<model::Model>(std::move(*m)) : nullptr;
 }
 
-// Eight requests: greedy ones (half with logprobs), a sampled one and a grammar one.
+// Eight requests: greedy ones (half with logprobs), two drawn on the device and a grammar one.
 std::vector<engine::Request> requests(int vocab) {
   auto g = grammar::compile_grammar({grammar::GrammarKind::kRegex, "[a-z]{3,12}(, [a-z]{2,8}){1,3}",
                                      {}},
@@ -46,6 +47,11 @@ std::vector<engine::Request> requests(int vocab) {
     r.logprobs = i % 2 == 0 ? 0 : -1;
     r.seed = 9 + i;
     if (i == 5) r.sampling.temperature = 1.0f;
+    if (i == 3) {
+      r.sampling.temperature = 0.8f;
+      r.sampling.top_p = 0.9f;
+      r.sampling.top_k = 40;
+    }
     if (i == 6 && g.ok()) r.output.grammar = *g;
     reqs.push_back(r);
   }
@@ -117,9 +123,14 @@ TEST_P(CudaDraft, DraftedRepliesEqualSerialOnes) {
         EXPECT_GT(st.draft_tokens, 0);
         if (p == right) {
           EXPECT_EQ(st.accepted_tokens, st.draft_tokens);
+          for (int i : {3, 5}) {  // the device-drawn rows drafted and kept their drafts
+            EXPECT_GT(got[i].usage.accepted_prediction_tokens, 0) << "request " << i;
+          }
         } else {
           EXPECT_EQ(st.accepted_tokens, 0);
         }
+        EXPECT_EQ(got[6].usage.accepted_prediction_tokens + got[6].usage.rejected_prediction_tokens,
+                  0);  // the grammar row decodes serially
       }
     }
   }

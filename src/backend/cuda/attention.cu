@@ -26,6 +26,7 @@
 // gets is a speed choice.
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cuda/atomic>
@@ -196,7 +197,7 @@ __global__ void __launch_bounds__(128)
       const int row_last = pos[row];
       if (slot >= splits_of(first_visible(p.window, row_last), row_last)) continue;  // not its
       float* part = split_parts(work, p, row, head) + slot * (p.head_dim + 2);
-      if (t == 0 && warp == 0) {
+      if (t == 0 && (!kDimSplit || warp == 0)) {  // kDimSplit: every warp holds these lines
         part[0] = L.m[h];
         part[1] = L.l[h];
       }
@@ -469,12 +470,15 @@ cudaError_t launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, cons
     // A launch of few (row, kv head) pairs waits on each block's latency chain: there the warps
     // split the head dims (kDimSplit; one 16-wide step each at least). Past that the chain is
     // hidden by other blocks, and the warps' repeated score work would only cost throughput.
-    const bool dim_split = group <= 16 && pairs <= kDimSplitMaxPairs;
+    // Groups of more than 16 lines take a warp per 16 (the fold mode's layout), every warp its
+    // own lines over the shared tiles.
+    const int lines = grouped ? std::max(b.group_lines, group) : group;
+    const bool dim_split = lines <= 16 && pairs <= kDimSplitMaxPairs;
     if (dim_split) {
       attention_kernel<HD, true><<<grid, (HD / 16 < 4 ? HD / 16 : 4) * 32, stages, s>>>(
           q, k_cache, v_cache, tables, row_seq, pos, p, work);
     } else {
-      attention_kernel<HD, false><<<grid, (group + 15) / 16 * 32, stages, s>>>(
+      attention_kernel<HD, false><<<grid, (lines + 15) / 16 * 32, stages, s>>>(
           q, k_cache, v_cache, tables, row_seq, pos, p, work);
     }
     const int threads = p.head_dim < 128 ? p.head_dim : 128;
@@ -492,8 +496,8 @@ int attention_splits(int window, int last) { return splits_of(first_visible(wind
 std::vector<int32_t> attention_split_groups(const std::vector<int32_t>& rows,
                                             const std::vector<int32_t>& pos,
                                             const std::vector<int32_t>& row_seq, int window,
-                                            int group) {
-  const int most = group >= 16 ? 1 : 16 / group;  // a block's warp holds 16 lines
+                                            int group, int max_lines) {
+  const int most = group >= max_lines ? 1 : max_lines / group;  // a warp holds 16 lines
   auto key = [&](int32_t r) {  // what must match: the split length and the first split
     const int first = first_visible(window, pos[r]), len = split_len(pos[r] - first + 1);
     return std::pair<int, int>(len, first / len);
@@ -542,6 +546,7 @@ cudaError_t paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_ca
   if (p.head_dim > kMaxHeadDim || p.head_dim % 8 != 0 || p.n_kv_heads <= 0 ||
       p.n_heads % p.n_kv_heads != 0 || p.n_heads / p.n_kv_heads > kMaxBlockLines ||
       (b.n_split_rows > 0 && (b.max_splits <= 0 || b.scratch == nullptr)) ||
+      (b.split_groups != nullptr && b.group_lines > kMaxGroupLines) ||
       (b.n_tiles > 0 && b.tiles == nullptr)) {
     return cudaErrorInvalidValue;
   }

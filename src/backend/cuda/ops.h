@@ -240,6 +240,9 @@ struct AttentionBatch {
   // (a graph launches a fixed count).
   const int32_t* split_groups = nullptr;
   int n_split_groups = 0;
+  // The most lines (rows x query heads per KV head) a group holds, the max_lines the groups were
+  // formed with: up to 16 a block is one warp, more take a warp per 16 lines.
+  int group_lines = 16;
   int max_splits = 0;        // at least attention_splits() of every split row
   float* scratch = nullptr;  // attention_scratch_bytes(every row of the step, ..., max_splits)
   // attention_counter_bytes(every row of the step, ...), zeroed once when allocated (every launch
@@ -257,12 +260,14 @@ struct AttentionBatch {
 int attention_splits(int window, int last);
 // The split rows `rows` (of sequences row_seq[row], at pos[row]) in groups for
 // AttentionBatch::split_groups: runs of consecutive rows of one sequence whose splits fall alike
-// (the same split length and first split), up to 16 / group rows; a row computes the same bits
-// in a group as alone, and its group reads each K/V tile once for all of them.
+// (the same split length and first split), up to max_lines / group rows (max_lines: 16, one
+// warp's, up to kMaxGroupLines); a row computes the same bits in a group as alone, and its group
+// reads each K/V tile once for all of them.
+constexpr int kMaxGroupLines = 64;
 std::vector<int32_t> attention_split_groups(const std::vector<int32_t>& rows,
                                             const std::vector<int32_t>& pos,
                                             const std::vector<int32_t>& row_seq, int window,
-                                            int group);
+                                            int group, int max_lines = 16);
 // At least attention_splits() of any row that sees at most max_visible positions.
 int attention_max_splits(int max_visible);
 // Rows a tile may hold for this many query heads per KV head.

@@ -328,6 +328,7 @@ class CudaDecoder final : public Model {
     int fixed_splits = 0;            // > 0: launch this many splits; 0: the most a split row needs
     std::vector<int32_t> split_pos;  // eager steps: the split rows' positions
     int n_split_groups = 0;          // > 0: the split rows in groups (layers without a window)
+    int group_lines = 16;            // the most lines a group holds (AttentionBatch::group_lines)
   };
   // forward(), and the greedy argmax of each logits row on the GPU when `argmax` is set; the
   // logits are copied back only when `logits_needed`.
@@ -678,6 +679,12 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
       draws.push_back(
           {c.draw->temperature, c.draw->top_k, c.draw->top_p, c.draw->min_p, c.draw->u, out_row});
     }
+    for (size_t i = 0; argmax && i < c.row_draws.size() && i < static_cast<size_t>(c.n_logits);
+         ++i) {
+      const model::DeviceDraw& d = c.row_draws[i];
+      draws.push_back(
+          {d.temperature, d.top_k, d.top_p, d.min_p, d.u, out_row + static_cast<int>(i)});
+    }
     if (argmax && device_masks_ && !c.mask.empty() && c.n_logits == 1) {
       mask_rows.push_back(out_row);
       masks.resize(masks.size() + words, 0);
@@ -745,10 +752,16 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
     plan.n_tiles = static_cast<int>(tiles.size());
     // A chunk's split rows share their K/V copies in groups (the same bits as alone); the groups
     // are those of a layer without a sliding window, which every layer of such a model is.
+    // Up to 64 lines a group (a resumed prompt's last 16 rows at 4 heads per KV head read the
+    // KV once, not four times), a warp per 16.
     if (!split_rows.empty() && windowless_) {
-      split_groups = cuda::attention_split_groups(split_rows, pos, row_seq, 0, group);
+      split_groups =
+          cuda::attention_split_groups(split_rows, pos, row_seq, 0, group, cuda::kMaxGroupLines);
       if (split_groups.size() < split_rows.size()) {
         plan.n_split_groups = static_cast<int>(split_groups.size());
+        for (int32_t g : split_groups) {
+          plan.group_lines = std::max(plan.group_lines, (g >> 24) * group);
+        }
       } else {
         split_groups.clear();  // every group one row: the plain launch
       }
@@ -1091,6 +1104,7 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     if (plan.n_split_groups > 0) {
       ab.split_groups = in_.split_groups;
       ab.n_split_groups = plan.n_split_groups;
+      ab.group_lines = plan.group_lines;
     }
     ab.max_splits = plan.fixed_splits > 0 ? plan.fixed_splits : splits_for(ap.window);
     ab.scratch = attn_scratch_.get<float>();
