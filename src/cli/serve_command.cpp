@@ -17,6 +17,7 @@
 #include "chat/output/output_parser.h"
 #include "checkpoint/checkpoint.h"
 #include "cli/cache_options.h"
+#include "cli/draft_options.h"
 #include "cli/commands.h"
 #include "cli/http_options.h"
 #include "cli/open_model.h"
@@ -50,6 +51,7 @@ struct ServeArgs {
   std::string tool_parser, reasoning_parser;  // empty: detected from the chat template
   CacheArgs cache;                            // the prompt cache's tiers
   bool no_draft = false;                      // --no-draft: no speculative drafts
+  DraftArgs draft;                            // --draft-model
   OpsArgs ops;                                // the request log
 };
 
@@ -87,6 +89,15 @@ int serve(ServeArgs a) {
   eo.seed_salt = std::random_device{}() | static_cast<uint64_t>(std::random_device{}()) << 32;
   eo.eog_ids = eog_ids(*opened->tokenizer);
   eo.draft.enabled = !a.no_draft;
+  if (!a.no_draft) {
+    // The draft model runs where the served model landed.
+    const model::LoadOptions draft_load{
+        a.threads, (*loaded)->kv_in_host_memory() ? model::Backend::kCpu : model::Backend::kCuda};
+    auto proposer =
+        load_draft_model(a.draft, draft_load, *opened->tokenizer, (*loaded)->config().vocab_size);
+    if (!proposer) return fail(proposer.error());
+    eo.draft.proposer = std::move(*proposer);
+  }
   if (auto s = apply_cache_options(a.cache, (*loaded)->kv_in_host_memory(), *ckpt, eo); !s.ok()) {
     return fail(s.error());
   }
@@ -210,7 +221,8 @@ std::function<int()> add_serve_command(CLI::App& app) {
   cmd->add_option("--backend", a->backend, "Where to run: cpu, cuda or auto (GPU when present)")
       ->check(CLI::IsMember(model::backend_names()));
   cmd->add_flag("--no-draft", a->no_draft,
-                "Decode serially: no drafts from the context verified in one step");
+                "Decode serially: no drafts verified in one step");
+  add_draft_options(*cmd, a->draft);
   cmd->add_option("--threads", a->threads, "Compute threads (0: all cores)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--api-key", a->api_keys, "Require this key (also TENSORFOLD_API_KEY)");

@@ -472,12 +472,18 @@ void Engine::plan_drafts(StepPlan& plan) {
     rows += c.wants_logits() ? 1 : 0;
     budget -= c.n;
   }
+  auto may_draft = [&](const ScheduledChunk& c) {
+    return c.n == 1 && c.wants_logits() && !c.scores_prompt() && sampler_.verifies_drafts(*c.seq);
+  };
+  std::vector<Sequence*> candidates;
+  for (const auto& c : plan.chunks) {
+    if (may_draft(c)) candidates.push_back(c.seq);
+  }
+  drafter_.prepare(candidates, rows);
   for (auto& c : plan.chunks) {
     Sequence& s = *c.seq;
     s.drafts.clear();
-    if (c.n != 1 || !c.wants_logits() || c.scores_prompt() || !sampler_.verifies_drafts(s)) {
-      continue;
-    }
+    if (!may_draft(c)) continue;
     // Drafts and the token after them stay within max_tokens and the context.
     const auto len = static_cast<int64_t>(s.tokens.size());
     const int64_t limit =

@@ -27,11 +27,21 @@ int Drafter::depth(const Sequence& s, int rows) {
   return k > 0 ? k : (a.idle() ? 1 : 0);
 }
 
+void Drafter::prepare(std::span<Sequence* const> candidates, int rows) {
+  preparing_.clear();
+  int most = 0;
+  for (Sequence* s : candidates) {
+    const int k = depth(*s, rows);
+    if (k <= 0) continue;
+    preparing_.push_back(s);
+    most = std::max(most, k);
+  }
+  if (!preparing_.empty()) proposer_->prepare(preparing_, most);
+}
+
 bool Drafter::would_draft(Sequence& s, int rows) {
   const int k = depth(s, rows);
-  if (k <= 0) return false;
-  proposer_->propose(s, k, scratch_);
-  return !scratch_.empty();
+  return k > 0 && proposer_->has_proposal(s, k);
 }
 
 void Drafter::plan(Sequence& s, int rows, int64_t limit, std::vector<int32_t>& out) {

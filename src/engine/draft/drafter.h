@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -35,6 +36,9 @@ class Drafter {
   bool enabled() const { return enabled_; }
   // The drafts for s's next decode row in a step of `rows` rows, at most `limit` of them.
   void plan(Sequence& s, int rows, int64_t limit, std::vector<int32_t>& out);
+  // Before a step's plan() calls: the rows that may draft in a step of `rows` rows, for the
+  // proposer to run at once (Proposer::prepare).
+  void prepare(std::span<Sequence* const> candidates, int rows);
   // Whether s's next row would carry drafts (its depth is not 0 and the proposer has some now).
   bool would_draft(Sequence& s, int rows);
   // After s's row verified `drafted` drafts and kept `kept`.
@@ -51,7 +55,7 @@ class Drafter {
   Stream& stream(const Sequence& s);
   int depth(const Sequence& s, int rows);
 
-  std::vector<int32_t> scratch_;
+  std::vector<const Sequence*> preparing_;
   bool enabled_;
   std::optional<int> fixed_depth_;
   std::shared_ptr<Proposer> proposer_;

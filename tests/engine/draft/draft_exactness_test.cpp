@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "checkpoint/checkpoint.h"
+#include "engine/draft/draft_model.h"
 #include "engine/draft/proposer.h"
 #include "engine/engine.h"
 #include "engine/grammar_vocabulary.h"
@@ -242,6 +243,33 @@ TEST_F(DraftExactness, AdaptiveDepthStopsDraftingWhereDraftsFail) {
   EXPECT_EQ(run(reqs, o, &s)[0].ids, want[0].ids);
   EXPECT_GT(s.drafts, 0);
   EXPECT_LT(s.drafts, static_cast<int64_t>(want[0].ids.size()) / 2);
+}
+
+// --draft-model: a second instance of the same model drafts its own greedy continuation, all the
+// step's rows in one batch; greedy rows keep every draft (the draft model's logits are the served
+// model's, by batch and chunk invariance), sampled and grammar rows some; every reply is serial's.
+TEST_F(DraftExactness, DraftModelRepliesEqualSerialOnes) {
+  auto ckpt = checkpoint::Checkpoint::open(testing::shared_path("models/stories260K.gguf"));
+  ASSERT_TRUE(ckpt.ok());
+  auto m = model::load_model(*ckpt, {2});
+  ASSERT_TRUE(m.ok());
+  std::shared_ptr<model::Model> draft_model(std::move(*m));
+  EXPECT_FALSE(draft::DraftModelProposer::create(draft_model, kVocab - 1, 64 << 20).ok());
+  auto proposer = draft::DraftModelProposer::create(draft_model, kVocab, 64 << 20);
+  ASSERT_TRUE(proposer.ok()) << proposer.error().message;
+  for (float temperature : {0.0f, 0.8f}) {
+    for (bool grammar : {false, true}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "temperature " << temperature << (grammar ? ", grammar" : ""));
+      const EngineStats s = expect_exact(batch(8, temperature, grammar), options(*proposer, 4));
+      EXPECT_GT(s.accepted_tokens, 0);
+      if (temperature == 0.0f && !grammar) {
+        EXPECT_EQ(s.accepted_tokens, s.draft_tokens);
+      }
+    }
+  }
+  // One stream at a time too (its KV comes back to the draft pool as each request ends).
+  for (const Request& r : batch(3, 0.0f, false)) expect_exact({r}, options(*proposer, 6));
 }
 
 TEST_F(DraftExactness, NoDraftServerAndDraftFalseRequestsNeverDraft) {
