@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdint>
 #include <optional>
 
 #include "chat/jinja/interp.h"
@@ -30,17 +31,26 @@ std::string object_desc(const Value& v) {
                    b.type_name() + "'");
 }
 
+// size x n, saturated: a huge n must not wrap around below the size limit.
+size_t repeated_size(size_t size, int64_t n) {
+  const auto count = static_cast<size_t>(n);
+  return size != 0 && count > SIZE_MAX / size ? SIZE_MAX : size * count;
+}
+
 Value repeat(Interp& in, const Value& seq, int64_t n) {
   if (n < 0) n = 0;
   if (seq.is_string()) {
     const std::string& s = seq.as_string();
-    in.check_size(s.size() * static_cast<size_t>(n));
+    in.check_size(repeated_size(s.size(), n));
+    if (s.empty()) return Value(std::string());  // no loop of n empty appends
     std::string out;
+    out.reserve(s.size() * static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) out += s;
     return Value(std::move(out));
   }
   const auto& items = seq.as_list().items;
-  in.check_size(items.size() * static_cast<size_t>(n));
+  in.check_size(repeated_size(items.size(), n));
+  if (items.empty()) return Value::list({});
   std::vector<Value> out;
   for (int64_t i = 0; i < n; ++i) out.insert(out.end(), items.begin(), items.end());
   return Value::list(std::move(out));
