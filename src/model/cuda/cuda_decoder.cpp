@@ -5,7 +5,6 @@
 #include "model/cuda/cuda_decoder.h"
 
 #include <algorithm>
-#include <numeric>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -16,6 +15,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -698,7 +698,6 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
     tokens.push_back(0);
     pos.push_back(0);
     row_seq.push_back(n_seqs + r - n);  // each its own table, after the sequences'
-
     slots.push_back(static_cast<int64_t>(kv_blocks_) * bs);
     out_rows.push_back(r);
     for (int b = 0; b < width; ++b) tables.push_back(static_cast<int32_t>(kv_blocks_));
