@@ -472,22 +472,26 @@ void Engine::plan_drafts(StepPlan& plan) {
     rows += c.wants_logits() ? 1 : 0;
     budget -= c.n;
   }
-  auto may_draft = [&](const ScheduledChunk& c) {
-    return c.n == 1 && c.wants_logits() && !c.scores_prompt() && sampler_.verifies_drafts(*c.seq);
+  // Drafts and the token after them stay within max_tokens and the context (and the step's
+  // budget, below); rows with no room for one are not prepared either.
+  auto room = [&](const ScheduledChunk& c) -> int64_t {
+    const Sequence& s = *c.seq;
+    if (c.n != 1 || !c.wants_logits() || c.scores_prompt() || !sampler_.verifies_drafts(s)) {
+      return 0;
+    }
+    const auto len = static_cast<int64_t>(s.tokens.size());
+    return std::min(s.req.max_tokens - s.generated() - 1, context_ - len - 1);
   };
   std::vector<Sequence*> candidates;
   for (const auto& c : plan.chunks) {
-    if (may_draft(c)) candidates.push_back(c.seq);
+    if (room(c) > 0) candidates.push_back(c.seq);
   }
   drafter_.prepare(candidates, rows);
   for (auto& c : plan.chunks) {
     Sequence& s = *c.seq;
     s.drafts.clear();
-    if (!may_draft(c)) continue;
-    // Drafts and the token after them stay within max_tokens and the context.
-    const auto len = static_cast<int64_t>(s.tokens.size());
-    const int64_t limit =
-        std::min({s.req.max_tokens - s.generated() - 1, context_ - len - 1, budget});
+    const int64_t limit = std::min(room(c), budget);
+    if (limit <= 0) continue;
     drafter_.plan(s, rows, limit, s.drafts);
     if (s.drafts.empty()) continue;
     if (!cache_.reserve(s, s.computed + 1 + static_cast<int64_t>(s.drafts.size()))) {
