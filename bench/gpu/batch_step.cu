@@ -4,6 +4,7 @@
 // as one graph, beside its floor (every weight and every K/V row read once at the copy rate) and
 // the same graph without each part, so each part's share of the step shows.
 //   batch_step [--rows 1,8,32,64,128]
+// ("cuBLASLt" and "kernels": every row count on that path, for where LtGemm::kMinRows sits.)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -158,10 +159,15 @@ struct Model {
   }
 };
 
+// Which kernels run the matmuls: LtGemm's pick by rows (the decoder's), cuBLASLt at every row
+// count, or the decode kernels at every row count.
+enum class Path { kDecoder, kLt, kKernels };
+
 // What a step graph leaves out or how it runs a part.
 struct Variant {
   const char* name;
   bool attention = true, matmuls = true, others = true, batched = true;
+  Path path = Path::kDecoder;
 };
 
 void enqueue_step(Model& m, cu::LtGemm& gemm, int n, const Variant& v, cudaStream_t s) {
@@ -172,7 +178,16 @@ void enqueue_step(Model& m, cu::LtGemm& gemm, int n, const Variant& v, cudaStrea
   auto mm = [&](const bf16* x, const cu::DeviceBuffer& w, float* y, int cols, int k,
                 int* left = nullptr) {
     if (left) *left = 1;
-    if (v.matmuls) CHECK_CUDA(gemm.matmul(x, w.get<bf16>(), y, n, cols, k, s, parts, left));
+    if (!v.matmuls) return;
+    if (v.path == Path::kKernels) {
+      CHECK_CUDA(cu::matmul(x, w.get<bf16>(), y, n, cols, k, s));
+    } else if (v.path == Path::kLt) {
+      // A shape cuBLASLt has no split-free algorithm for runs on the kernels, as in the decoder.
+      const cudaError_t e = gemm.matmul_lt(x, w.get<bf16>(), y, n, cols, k, s, parts, left);
+      CHECK_CUDA(e == cudaErrorNotSupported ? cu::matmul(x, w.get<bf16>(), y, n, cols, k, s) : e);
+    } else {
+      CHECK_CUDA(gemm.matmul(x, w.get<bf16>(), y, n, cols, k, s, parts, left));
+    }
   };
   auto delta = [&](float* y, int count) { return count > 1 ? m.parts.get<float>() : y; };
   const cu::QkvParams qp{kHeads, kKvHeads, kHd, kHd, false, eps};
@@ -269,6 +284,10 @@ int main(int argc, char** argv) {
       {"without the small ops", true, true, false, true},
       {"matmuls only, parts chained", false, true, false, false},
       {"matmuls only", false, true, false, true},
+      {"matmuls only, cuBLASLt", false, true, false, true, Path::kLt},
+      {"matmuls only, kernels", false, true, false, true, Path::kKernels},
+      {"step, cuBLASLt", true, true, true, true, Path::kLt},
+      {"step, kernels", true, true, true, true, Path::kKernels},
       {"attention only", true, false, false, true},
       {"small ops only", false, false, true, true},
   };

@@ -155,7 +155,7 @@ void test_lt_matches_kernels(int n, int k) {
   cu::DeviceBuffer parts(
       std::max<size_t>(cu::LtGemm::part_scratch_bytes(cu::LtGemm::kBatchedMaxRows, n, k), 4));
   int unsupported = 0;
-  for (int m : {1, 8, 16, 64, 65, 100, 128, 129, 256, 300, 512, 777, 1024}) {
+  for (int m : {1, 2, 3, 5, 7, 8, 16, 64, 65, 100, 128, 129, 256, 300, 512, 777, 1024}) {
     for (float* scratch : {static_cast<float*>(nullptr), parts.get<float>()}) {
       if (scratch != nullptr && cu::LtGemm::part_scratch_bytes(m, n, k) == 0) continue;
       poison(dy);

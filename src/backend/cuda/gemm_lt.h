@@ -49,10 +49,11 @@ class LtGemm {
   // The scratch a batched run of this shape needs; 0 where it runs chained (one part, many rows).
   static size_t part_scratch_bytes(int m, int n, int k);
 
-  // From this many rows on cuBLASLt beats the decode kernels (gpu_bench's decode-step table on
-  // the H200, with tune_device's 128-byte L2 fetches: kernels 4.14 / 4.24 / 4.34 / 4.51 ms at 1 /
-  // 2 / 4 / 6 rows against cuBLASLt's 4.60 / 4.60 / 4.59 / 4.62; at 8 rows 4.75 against 4.64).
-  static constexpr int kMinRows = 8;
+  // From this many rows on cuBLASLt beats the decode kernels: bench/gpu/batch_step on the H200,
+  // Llama-3.1-8B's matmuls alone (parts batched), 3.81-3.84 ms a step at 2-7 rows against the
+  // kernels' 4.43-4.63 (and 3.82 against 4.39 at one row, where the decoder runs the fused row
+  // kernels instead, gemm_row.cu).
+  static constexpr int kMinRows = 2;
 
  private:
   struct Plan {
