@@ -73,8 +73,8 @@ struct Model {
   std::vector<Layer> layers;
   cu::DeviceBuffer embed, lm_head, out_norm, cos, sin, k_cache, v_cache;
   size_t layer_kv_elems = size_t(kMaxRows * kSeqBlocks + 1) * kBs * kKvHeads * kHd;
-  cu::DeviceBuffer x, h, qkv, q, att, o, gu, act, down, xg, hg, logits, parts, ids, pos, slots, seq,
-      out_rows, tables, scratch, counters, argmax, argmax_scratch;
+  cu::DeviceBuffer x, h, qkv, q, att, o, gu, act, down, logits, parts, ids, pos, slots, seq, tables,
+      scratch, counters, argmax, argmax_scratch;
   double weight_bytes = 0;
 
   Model() {
@@ -114,8 +114,6 @@ struct Model {
     gu = cu::DeviceBuffer(r * 2 * kFfn * 4);
     act = cu::DeviceBuffer(r * kFfn * 2);
     down = cu::DeviceBuffer(r * kHidden * 4);
-    xg = cu::DeviceBuffer(r * kHidden * 4);
-    hg = cu::DeviceBuffer(r * kHidden * 2);
     logits = cu::DeviceBuffer(r * kVocab * 4);
     parts = cu::DeviceBuffer(std::max({cu::LtGemm::part_scratch_bytes(kMaxRows, kQkv, kHidden),
                                        cu::LtGemm::part_scratch_bytes(kMaxRows, kHidden, kQDim),
@@ -129,12 +127,12 @@ struct Model {
     CHECK_CUDA(cudaMemset(argmax_scratch.get(), 0, argmax_scratch.bytes()));
     CHECK_CUDA(cudaMemset(x.get(), 0, x.bytes()));
     // Row r: sequence r at position 512 + (37 r) % 128, its blocks scattered over the pool.
-    std::vector<int32_t> ids_h(r), pos_h(r), seq_h(r), rows_h(r), tab(r * kWidth);
+    std::vector<int32_t> ids_h(r), pos_h(r), seq_h(r), tab(r * kWidth);
     std::vector<int64_t> slots_h(r);
     for (int i = 0; i < kMaxRows; ++i) {
       ids_h[i] = int32_t((uint32_t(i) * 2654435761u) % kVocab);
       pos_h[i] = 512 + (37 * i) % 128;
-      seq_h[i] = rows_h[i] = i;
+      seq_h[i] = i;
       for (int b = 0; b < kWidth; ++b) {
         tab[size_t(i) * kWidth + b] =
             b < kSeqBlocks
@@ -146,7 +144,6 @@ struct Model {
     ids = tf::gpu_check::upload(ids_h);
     pos = tf::gpu_check::upload(pos_h);
     seq = tf::gpu_check::upload(seq_h);
-    out_rows = tf::gpu_check::upload(rows_h);
     tables = tf::gpu_check::upload(tab);
     slots = tf::gpu_check::upload(slots_h);
     CHECK_CUDA(cudaDeviceSynchronize());
@@ -210,7 +207,8 @@ void enqueue_step(Model& m, cu::LtGemm& gemm, int n, const Variant& v, cudaStrea
     if (v.others)
       CHECK_CUDA(cu::add_rms_norm(x, mlp_out, L.norm1.get<bf16>(), m.h.get<bf16>(), n, kHidden, eps,
                                   s, mlp_parts));
-    mm(m.h.get<bf16>(), L.qkv, m.qkv.get<float>(), kQkv, kHidden);
+    int qkv_parts = 1;  // left unsummed for qkv_rope_kv_write, as the decoder does
+    mm(m.h.get<bf16>(), L.qkv, m.qkv.get<float>(), kQkv, kHidden, &qkv_parts);
     cu::QkvTensors qt;
     qt.cos = m.cos.get<float>();
     qt.sin = m.sin.get<float>();
@@ -219,7 +217,9 @@ void enqueue_step(Model& m, cu::LtGemm& gemm, int n, const Variant& v, cudaStrea
     qt.q_out = m.q.get<bf16>();
     qt.k_cache = kc;
     qt.v_cache = vc;
-    if (v.others) CHECK_CUDA(cu::qkv_rope_kv_write(m.qkv.get<float>(), qp, qt, n, s));
+    qt.qkv_parts = qkv_parts;
+    if (v.others)
+      CHECK_CUDA(cu::qkv_rope_kv_write(delta(m.qkv.get<float>(), qkv_parts), qp, qt, n, s));
     if (v.attention)
       CHECK_CUDA(cu::paged_attention(m.q.get<bf16>(), kc, vc, m.tables.get<int32_t>(),
                                      m.seq.get<int32_t>(), m.pos.get<int32_t>(), ap, ab, s));
@@ -233,13 +233,11 @@ void enqueue_step(Model& m, cu::LtGemm& gemm, int n, const Variant& v, cudaStrea
     mlp_out = delta(m.down.get<float>(), mlp_parts);
   }
   if (v.others) {
+    // Every row wants its logits: the final norm's output is projected as it is.
     CHECK_CUDA(cu::add_rms_norm(x, mlp_out, m.out_norm.get<bf16>(), m.h.get<bf16>(), n, kHidden,
                                 eps, s, mlp_parts));
-    CHECK_CUDA(cu::gather_rows(x, m.out_rows.get<int32_t>(), m.xg.get<float>(), n, kHidden, s));
-    CHECK_CUDA(cu::add_rms_norm(m.xg.get<float>(), nullptr, m.out_norm.get<bf16>(),
-                                m.hg.get<bf16>(), n, kHidden, eps, s));
   }
-  mm(m.hg.get<bf16>(), m.lm_head, m.logits.get<float>(), kVocab, kHidden);
+  mm(m.h.get<bf16>(), m.lm_head, m.logits.get<float>(), kVocab, kHidden);
   if (v.others)
     CHECK_CUDA(cu::argmax_rows(m.logits.get<float>(), n, kVocab, m.argmax.get<int32_t>(), s,
                                nullptr, m.argmax_scratch.get()));

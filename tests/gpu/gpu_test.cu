@@ -457,6 +457,28 @@ void test_rope(bool interleaved, int rope_dim) {
       bad += f(vc[size_t(slots[r]) * kv + i]) != f(src[(p.n_heads + p.n_kv_heads) * 128 + i]);
   }
   expect(bad == 0, "rope: " + std::to_string(bad) + " bad elements");
+  // A batched matmul's three parts left unsummed give the bits of rope on ((p0 + p1) + p2).
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> parts(3 * qkv32.size()), summed(qkv32.size());
+  for (auto& v : parts) v = nd(rng);
+  for (size_t i = 0; i < summed.size(); ++i)
+    summed[i] = (parts[i] + parts[summed.size() + i]) + parts[2 * summed.size() + i];
+  auto run = [&](const std::vector<float>& in, int n_parts) {
+    auto din = upload(in);
+    poison(dq);
+    poison(dk);
+    poison(dv);
+    cu::QkvTensors tp = t;
+    tp.qkv_parts = n_parts;
+    CHECK_CUDA(cu::qkv_rope_kv_write(din.get<float>(), p, tp, rows, 0));
+    auto out = download<uint16_t>(dq, size_t(rows) * p.n_heads * 128);
+    for (cu::DeviceBuffer* c : {&dk, &dv}) {
+      const auto cache = download<uint16_t>(*c, size_t(n_slots) * kv);
+      out.insert(out.end(), cache.begin(), cache.end());
+    }
+    return out;
+  };
+  expect(run(summed, 1) == run(parts, 3), "rope over 3 unsummed parts differs from their sum");
 }
 
 }  // namespace

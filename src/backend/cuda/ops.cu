@@ -153,12 +153,15 @@ __global__ void qkv_rope_kernel(const float* __restrict__ qkv, QkvParams p, QkvT
   float v[kPerLane];
   float ss = 0.0f;
   if (early) pdl_wait();  // the qkv projection is done
+  const size_t part_stride = static_cast<size_t>(gridDim.x) * width;  // one part: rows x width
 #pragma unroll
   for (int i = 0; i < kPerLane; ++i) {
     const int d = lane + 32 * i;
     v[i] = 0.0f;
     if (d < hd) {
-      v[i] = qkv[base + d] + (t.bias ? t.bias[head * hd + d] : 0.0f);
+      float x = qkv[base + d];
+      for (int q = 1; q < t.qkv_parts; ++q) x = __fadd_rn(x, qkv[q * part_stride + base + d]);
+      v[i] = x + (t.bias ? t.bias[head * hd + d] : 0.0f);
       ss += v[i] * v[i];
     }
   }
@@ -318,7 +321,7 @@ __global__ void softcap_kernel(float* __restrict__ x, size_t n, float cap) {
 cudaError_t qkv_rope_kv_write(const float* qkv, const QkvParams& p, const QkvTensors& t, int rows,
                               cudaStream_t s, bool early) {
   if (rows <= 0) return cudaSuccess;
-  if (p.head_dim > 256 || p.rope_dim % 2 != 0 || p.rope_dim > p.head_dim) {
+  if (p.head_dim > 256 || p.rope_dim % 2 != 0 || p.rope_dim > p.head_dim || t.qkv_parts < 1) {
     return cudaErrorInvalidValue;
   }
   return launch_maybe_early(qkv_rope_kernel, dim3(rows, p.n_heads + 2 * p.n_kv_heads), dim3(32), 0,

@@ -150,6 +150,10 @@ struct QkvTensors {
   const int32_t* pos = nullptr;
   const int64_t* slots = nullptr;
   bf16 *q_out = nullptr, *k_cache = nullptr, *v_cache = nullptr;
+  // qkv_parts > 1: qkv is a batched matmul's K parts left unsummed (LtGemm::matmul's parts_left),
+  // `rows` x width floats each, which the kernel adds in part order first (LtGemm's sum: the same
+  // bits as rope on their sum, one launch fewer).
+  int qkv_parts = 1;
 };
 // early: launched while the qkv projection still runs (pdl.cuh; the one-row kernels release it).
 cudaError_t qkv_rope_kv_write(const float* qkv, const QkvParams& p, const QkvTensors& t, int rows,

@@ -1050,8 +1050,10 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
                       : cuda::add_rms_norm(resid, delta, norm_w.get<bf16>(), out, rows, d, eps, s,
                                            delta_parts);
   };
+  // parts_left: as LtGemm::matmul's (y's parts may be left unsummed in parts_ for the reader).
   auto norm_then_matmul = [&](const float* delta, const DeviceBuffer& norm_w, const DeviceBuffer& w,
-                              float* y, int cols, bool early_mm, int delta_parts = 1) -> Status {
+                              float* y, int cols, bool early_mm, int delta_parts = 1,
+                              int* parts_left = nullptr) -> Status {
     if (fuse_norm(cols)) {
       TF_CUDA_TRY(cuda::norm_matmul(x, delta, norm_w.get<bf16>(), eps, x_other, w.get<bf16>(), y,
                                     cols, d, s, early_mm));
@@ -1059,7 +1061,7 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
       return {};
     }
     TF_CUDA_TRY(add_norm(x, delta, norm_w, h, n, delta_parts));
-    TF_CUDA_TRY(gemm_.matmul(h, w.get<bf16>(), y, n, cols, d, s, parts));
+    TF_CUDA_TRY(gemm_.matmul(h, w.get<bf16>(), y, n, cols, d, s, parts, parts_left));
     return {};
   };
   // A sandwich norm (Gemma) of a block's output before it joins the residual: the output, or its
@@ -1078,9 +1080,12 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
   };
   for (int l = 0; l < cfg_.num_layers; ++l) {
     const DeviceLayer& L = layers_[l];
-    // The previous layer's MLP output joins the residual here, with this layer's norm.
+    // The previous layer's MLP output joins the residual here, with this layer's norm. qkv's
+    // parts, where a batched matmul leaves them, are added by qkv_rope_kv_write.
+    int qkv_parts = 1;
     TF_RETURN_IF_ERROR(norm_then_matmul(mlp_out, L.attn_norm, L.wqkv, qkv_f32_.get<float>(),
-                                        qkv_dim, early && l == 0, mlp_parts));
+                                        qkv_dim, early && l == 0, mlp_parts,
+                                        parts != nullptr ? &qkv_parts : nullptr));
     timer_.mark("norm_qkv", s);
     bf16* kc = k_cache_.get<bf16>() + kv_layer_elems_ * l;
     bf16* vc = v_cache_.get<bf16>() + kv_layer_elems_ * l;
@@ -1092,7 +1097,9 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     const bool local_rope = spec_.local_rope[l] && spec_.local_theta > 0;
     qt.cos = (local_rope ? local_cos_ : cos_).get<float>();
     qt.sin = (local_rope ? local_sin_ : sin_).get<float>();
-    TF_CUDA_TRY(cuda::qkv_rope_kv_write(qkv_f32_.get<float>(), qp, qt, n, s, early));
+    qt.qkv_parts = qkv_parts;
+    TF_CUDA_TRY(cuda::qkv_rope_kv_write(qkv_parts > 1 ? parts : qkv_f32_.get<float>(), qp, qt, n, s,
+                                        early));
     timer_.mark("qkv_rope_kv", s);
     cuda::AttentionParams ap{cfg_.num_heads, cfg_.num_kv_heads, hd, bs, width, scale};
     ap.window = spec_.window[l];
@@ -1164,13 +1171,18 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
                                   logits_.get<float>(), vocab, d, s, early));
     timer_.mark("final_norm_lm_head", s);
   } else if (n_out > 0) {
-    // The last MLP output joins the residual (the norm written to h is not used), then the rows
-    // that want logits are gathered, normalized and projected.
+    // The last MLP output joins the residual with the final norm into h. Where every row wants
+    // its logits (out_rows is then 0 .. n - 1) h is projected as it is; otherwise the rows that
+    // do are gathered and normalized again (the same bits: the same floats, the same norm).
     TF_CUDA_TRY(add_norm(x, mlp_out, out_norm_, h, n, mlp_parts));
-    TF_CUDA_TRY(cuda::gather_rows(x, in_.out_rows, xg_.get<float>(), n_out, d, s));
-    TF_CUDA_TRY(add_norm(xg_.get<float>(), nullptr, out_norm_, hg_.get<bf16>(), n_out));
+    const bf16* normed = h;
+    if (n_out < n) {
+      TF_CUDA_TRY(cuda::gather_rows(x, in_.out_rows, xg_.get<float>(), n_out, d, s));
+      TF_CUDA_TRY(add_norm(xg_.get<float>(), nullptr, out_norm_, hg_.get<bf16>(), n_out));
+      normed = hg_.get<bf16>();
+    }
     timer_.mark("final_norm", s);
-    TF_CUDA_TRY(gemm_.matmul(hg_.get<bf16>(), out_w, logits_.get<float>(), n_out, vocab, d, s));
+    TF_CUDA_TRY(gemm_.matmul(normed, out_w, logits_.get<float>(), n_out, vocab, d, s));
     timer_.mark("lm_head", s);
   }
   if (n_out > 0 && spec_.final_softcap > 0) {
