@@ -355,7 +355,10 @@ void Engine::step() {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.preemptions += static_cast<int64_t>(plan.preempted.size());
   }
-  if (plan.chunks.empty()) return;
+  if (plan.chunks.empty()) {
+    profile_.idle();
+    return;
+  }
   plan_drafts(plan);
   const int64_t vocab = model_->config().vocab_size;
   int64_t rows = 0;
@@ -373,12 +376,17 @@ void Engine::step() {
                     (c.wants_logits() && sampler_.needs_logits(*c.seq)) ||
                     (c.drafts > 0 && c.seq->rules);
   }
+  int64_t step_rows = 0, prompt_tokens = 0;  // for the profile
+  for (const auto& c : plan.chunks) {
+    step_rows += c.n + c.drafts;
+    prompt_tokens += std::max<int64_t>(0, std::min(c.seq->prompt_len - c.seq->computed, c.n));
+  }
   float* logits = model_->logits_buffer(rows * vocab);
   if (logits == nullptr) {
     logits_.resize(rows * vocab);
     logits = logits_.data();
   }
-  if (overlap_ && launch_overlapped(plan.chunks)) return;
+  if (overlap_ && launch_overlapped(plan.chunks)) return;  // counted when collected
   values_.resize(rows);
   std::vector<Status> status = runner_.run(plan.chunks, logits, values_.data(), logits_needed);
   profile_.lap("forward");
@@ -438,7 +446,7 @@ void Engine::step() {
   }
   erase_finished();
   profile_.lap("emit");
-  profile_.step_done();
+  profile_.step_done(step_rows, prompt_tokens);
 }
 
 void Engine::run_host_rows(std::span<const ScheduledChunk> chunks,
@@ -655,7 +663,7 @@ void Engine::step_overlapped() {
   }
   erase_finished();
   profile_.lap("emit");
-  profile_.step_done();
+  profile_.step_done(static_cast<int64_t>(rows.size()), 0);
 }
 
 void Engine::emit_token(Sequence& s, Drawn drawn) {
