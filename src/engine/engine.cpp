@@ -656,6 +656,7 @@ void Engine::step_overlapped() {
     erase_finished();
     return;
   }
+  const auto n_rows = static_cast<int64_t>(rows.size());
   if (chain) {
     inflight_ = std::move(rows);  // the queued step's rows: the same sequences, in order
   } else {
@@ -663,7 +664,7 @@ void Engine::step_overlapped() {
   }
   erase_finished();
   profile_.lap("emit");
-  profile_.step_done(static_cast<int64_t>(rows.size()), 0);
+  profile_.step_done(n_rows, 0);
 }
 
 void Engine::emit_token(Sequence& s, Drawn drawn) {
