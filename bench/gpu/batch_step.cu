@@ -1,9 +1,9 @@
-// H200 bench of a decode step of M rows (M sequences, one token each, 512-639 positions of
-// context) with Llama-3.1-8B's shapes on random bf16 weights: the decoder's many-row path (norm,
+// H200 bench of a decode step of M rows (M sequences, one token each, P to P + 127 positions of
+// context, P = 512 unless --context says) with Llama-3.1-8B's shapes on random bf16 weights: the decoder's many-row path (norm,
 // qkv, RoPE + KV write, paged attention by splits, o, norm, gate_up, SwiGLU, down; lm_head, argmax)
 // as one graph, beside its floor (every weight and every K/V row read once at the copy rate) and
 // the same graph without each part, so each part's share of the step shows.
-//   batch_step [--rows 1,8,32,64,128]
+//   batch_step [--rows 1,8,32,64,128] [--context P]
 // ("cuBLASLt" and "kernels": every row count on that path, for where LtGemm::kMinRows sits.)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -29,9 +29,8 @@ namespace {
 using tf::gpu_check::time_ms;
 
 constexpr int kHidden = 4096, kFfn = 14336, kLayers = 32, kHeads = 32, kKvHeads = 8, kHd = 128,
-              kVocab = 128256, kBs = 16, kMaxRows = 128, kCtx = 640;
+              kVocab = 128256, kBs = 16, kMaxRows = 128;
 constexpr int kQkv = (kHeads + 2 * kKvHeads) * kHd, kQDim = kHeads * kHd;
-constexpr int kSeqBlocks = kCtx / kBs, kWidth = 64;  // the graph's table width: bit_ceil(40)
 
 __global__ void fill_random(bf16* p, size_t n, uint32_t seed, float scale) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
@@ -72,12 +71,17 @@ struct Layer {
 struct Model {
   std::vector<Layer> layers;
   cu::DeviceBuffer embed, lm_head, out_norm, cos, sin, k_cache, v_cache;
-  size_t layer_kv_elems = size_t(kMaxRows * kSeqBlocks + 1) * kBs * kKvHeads * kHd;
+  int base, seq_blocks, width;  // rows' first position, blocks a row, the table's width
+  size_t layer_kv_elems;
   cu::DeviceBuffer x, h, qkv, q, att, o, gu, act, down, logits, parts, ids, pos, slots, seq, tables,
       scratch, counters, argmax, argmax_scratch;
   double weight_bytes = 0;
 
-  Model() {
+  explicit Model(int base_pos)
+      : base(base_pos),
+        seq_blocks((base_pos + 128) / kBs),
+        width(int(std::bit_ceil(unsigned(seq_blocks)))),
+        layer_kv_elems(size_t(kMaxRows * seq_blocks + 1) * kBs * kKvHeads * kHd) {
     const float ws = 0.03f;
     for (int l = 0; l < kLayers; ++l) {
       Layer L;
@@ -95,7 +99,7 @@ struct Model {
     embed = random_buffer(size_t(kVocab) * kHidden, 1, 1.0f);
     lm_head = random_buffer(size_t(kVocab) * kHidden, 2, ws);
     out_norm = random_buffer(kHidden, 3, 1.0f);
-    std::vector<float> c(size_t(4096) * kHd / 2), s(c.size());
+    std::vector<float> c(size_t(base + 128) * kHd / 2), s(c.size());
     for (size_t i = 0; i < c.size(); ++i) {
       c[i] = float(std::cos(0.001 * double(i)));
       s[i] = float(std::sin(0.001 * double(i)));
@@ -118,7 +122,7 @@ struct Model {
     parts = cu::DeviceBuffer(std::max({cu::LtGemm::part_scratch_bytes(kMaxRows, kQkv, kHidden),
                                        cu::LtGemm::part_scratch_bytes(kMaxRows, kHidden, kQDim),
                                        cu::LtGemm::part_scratch_bytes(kMaxRows, kHidden, kFfn)}));
-    const int splits = cu::attention_max_splits(kWidth * kBs);
+    const int splits = cu::attention_max_splits(width * kBs);
     scratch = cu::DeviceBuffer(cu::attention_scratch_bytes(kMaxRows, kHeads, kHd, splits));
     counters = cu::DeviceBuffer(cu::attention_counter_bytes(kMaxRows, kKvHeads));
     CHECK_CUDA(cudaMemset(counters.get(), 0, counters.bytes()));
@@ -126,20 +130,20 @@ struct Model {
     argmax_scratch = cu::DeviceBuffer(cu::argmax_scratch_bytes());
     CHECK_CUDA(cudaMemset(argmax_scratch.get(), 0, argmax_scratch.bytes()));
     CHECK_CUDA(cudaMemset(x.get(), 0, x.bytes()));
-    // Row r: sequence r at position 512 + (37 r) % 128, its blocks scattered over the pool.
-    std::vector<int32_t> ids_h(r), pos_h(r), seq_h(r), tab(r * kWidth);
+    // Row r: sequence r at position base + (37 r) % 128, its blocks scattered over the pool.
+    std::vector<int32_t> ids_h(r), pos_h(r), seq_h(r), tab(r * width);
     std::vector<int64_t> slots_h(r);
     for (int i = 0; i < kMaxRows; ++i) {
       ids_h[i] = int32_t((uint32_t(i) * 2654435761u) % kVocab);
-      pos_h[i] = 512 + (37 * i) % 128;
+      pos_h[i] = base + (37 * i) % 128;
       seq_h[i] = i;
-      for (int b = 0; b < kWidth; ++b) {
-        tab[size_t(i) * kWidth + b] =
-            b < kSeqBlocks
-                ? int32_t((uint32_t(i * kSeqBlocks + b) * 7919u) % (kMaxRows * kSeqBlocks))
+      for (int b = 0; b < width; ++b) {
+        tab[size_t(i) * width + b] =
+            b < seq_blocks
+                ? int32_t((uint32_t(i * seq_blocks + b) * 7919u) % (kMaxRows * seq_blocks))
                 : 0;
       }
-      slots_h[i] = int64_t(tab[size_t(i) * kWidth + pos_h[i] / kBs]) * kBs + pos_h[i] % kBs;
+      slots_h[i] = int64_t(tab[size_t(i) * width + pos_h[i] / kBs]) * kBs + pos_h[i] % kBs;
     }
     ids = tf::gpu_check::upload(ids_h);
     pos = tf::gpu_check::upload(pos_h);
@@ -151,7 +155,7 @@ struct Model {
   // K/V bytes the first n rows read at every layer (their positions, K and V).
   double kv_bytes(int n) const {
     double b = 0;
-    for (int i = 0; i < n; ++i) b += (512 + (37 * i) % 128 + 1) * 2.0 * kKvHeads * kHd * 2;
+    for (int i = 0; i < n; ++i) b += (base + (37 * i) % 128 + 1) * 2.0 * kKvHeads * kHd * 2;
     return b * kLayers;
   }
 };
@@ -165,6 +169,7 @@ struct Variant {
   const char* name;
   bool attention = true, matmuls = true, others = true, batched = true;
   Path path = Path::kDecoder;
+  cu::SplitKernel split = cu::SplitKernel::kAuto;  // which kernel runs attention's split rows
 };
 
 void enqueue_step(Model& m, cu::LtGemm& gemm, int n, const Variant& v, cudaStream_t s) {
@@ -188,10 +193,11 @@ void enqueue_step(Model& m, cu::LtGemm& gemm, int n, const Variant& v, cudaStrea
   };
   auto delta = [&](float* y, int count) { return count > 1 ? m.parts.get<float>() : y; };
   const cu::QkvParams qp{kHeads, kKvHeads, kHd, kHd, false, eps};
-  cu::AttentionParams ap{kHeads, kKvHeads, kHd, kBs, kWidth, 1.0f / std::sqrt(float(kHd))};
+  cu::AttentionParams ap{kHeads, kKvHeads, kHd, kBs, m.width, 1.0f / std::sqrt(float(kHd))};
   cu::AttentionBatch ab;
   ab.n_split_rows = n;
-  ab.max_splits = cu::attention_max_splits(kWidth * kBs);
+  ab.max_splits = cu::attention_max_splits(m.width * kBs);
+  ab.split_kernel = v.split;
   ab.scratch = m.scratch.get<float>();
   ab.counters = m.counters.get<int32_t>();
   ab.out = m.att.get<bf16>();
@@ -257,8 +263,10 @@ std::vector<int> parse_list(const char* s) {
 
 int main(int argc, char** argv) {
   std::vector<int> rows{1, 8, 32, 64, 128};
+  int base = 512;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::string(argv[i]) == "--rows") rows = parse_list(argv[i + 1]);
+    if (std::string(argv[i]) == "--context") base = std::atoi(argv[i + 1]);
   }
   CHECK_CUDA(cu::tune_device());
   double copy_bw;
@@ -270,7 +278,7 @@ int main(int argc, char** argv) {
         20);
     copy_bw = 2.0 * bytes / (ms * 1e-3);
   }
-  Model m;
+  Model m(base);
   cu::LtGemm gemm;
   CHECK_CUDA(gemm.init());
   std::printf("copy bandwidth %.0f GB/s; weights read a step %.2f GB\n", copy_bw / 1e9,
@@ -287,10 +295,19 @@ int main(int argc, char** argv) {
       {"step, cuBLASLt", true, true, true, true, Path::kLt},
       {"step, kernels", true, true, true, true, Path::kKernels},
       {"attention only", true, false, false, true},
+      {"attention only, walk", true, false, false, true, Path::kDecoder, cu::SplitKernel::kWalk},
+      {"attention only, tiles 8", true, false, false, true, Path::kDecoder,
+       cu::SplitKernel::kTiles8},
+      {"attention only, tiles 4", true, false, false, true, Path::kDecoder,
+       cu::SplitKernel::kTiles4},
+      {"step, attention walk", true, true, true, true, Path::kDecoder, cu::SplitKernel::kWalk},
+      {"step, attention tiles 4", true, true, true, true, Path::kDecoder,
+       cu::SplitKernel::kTiles4},
       {"small ops only", false, false, true, true},
   };
 
-  std::printf("\ndecode step of M rows (512-639 positions each), ms per step, one graph\n");
+  std::printf("\ndecode step of M rows (%d-%d positions each), ms per step, one graph\n", base,
+              base + 127);
   std::printf("%-30s", "M");
   for (int n : rows) std::printf(" %9d", n);
   std::printf("\n%-30s", "floor: weights + K/V at copy bw");

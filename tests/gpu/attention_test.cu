@@ -79,13 +79,15 @@ void run_case(const Case& c) {
   CHECK_CUDA(cudaStreamCreate(&stream));
   auto run = [&](int tile, const std::vector<int32_t>& split_rows = {}, bool count = false,
                  bool early = false, cu::TileKernel kernel = cu::TileKernel::kWide,
-                 int grouped = 0) {  // 1: in groups; 2: and one entry a row (empty spares);
-                                     // 3: groups of up to 64 lines (a warp per 16)
+                 int grouped = 0,  // 1: in groups; 2: and one entry a row (empty spares);
+                                   // 3: groups of up to 64 lines (a warp per 16)
+                 cu::SplitKernel split_kernel = cu::SplitKernel::kAuto) {
     poison(dout);
     cu::AttentionBatch b;
     b.out = dout.get<bf16>();
     b.early = early;
     b.tile_kernel = kernel;
+    b.split_kernel = split_kernel;
     cu::DeviceBuffer dtiles, drows, dgroups;
     if (tile == 0) {
       b.n_split_rows = split_rows.empty() ? rows : static_cast<int>(split_rows.size());
@@ -135,6 +137,21 @@ void run_case(const Case& c) {
     const bool same = std::memcmp(other.data(), base.data(), out_elems * sizeof(bf16)) == 0;
     expect(same, "tile " + std::to_string(tile) + " differs from tile " +
                      std::to_string(tile_rows) + " bitwise");
+  }
+  // Every row split with the counters, on each kernel that runs split rows (a block walking a
+  // split's tiles, or a warp per tile, 8 or 4 a block), as launched in turn and launched early:
+  // the same bits, twice each (the counts must be back at zero after a launch).
+  for (auto split : {cu::SplitKernel::kAuto, cu::SplitKernel::kWalk, cu::SplitKernel::kTiles8,
+                     cu::SplitKernel::kTiles4}) {
+    for (bool early : {false, true}) {
+      for (int twice = 0; twice < 2; ++twice) {
+        const auto other = run(0, {}, true, early, cu::TileKernel::kWide, 0, split);
+        const bool same = std::memcmp(other.data(), base.data(), out_elems * sizeof(bf16)) == 0;
+        expect(same, "every row split and counted (split kernel " +
+                         std::to_string(static_cast<int>(split)) + (early ? ", early" : "") +
+                         ") differs from tile " + std::to_string(tile_rows) + " bitwise");
+      }
+    }
   }
   // Every row split, in groups of consecutive rows sharing their copies: the same bits.
   {
@@ -262,5 +279,7 @@ int main() {
   // split ends after a stage's first tile (the wide kernel's stage_update), beside interior
   // stages that skip the mask.
   run_case({128, 32, 8, 200, 0.0f, {40, 1000}});
+  // Splits of 256 positions (past 3,072 visible): 8 tiles, two rounds of the 4-warp kernel.
+  run_case({128, 4, 1, 0, 0.0f, {3200}});
   return report();
 }
