@@ -296,13 +296,9 @@ int main(int argc, char** argv) {
       {"step, kernels", true, true, true, true, Path::kKernels},
       {"attention only", true, false, false, true},
       {"attention only, walk", true, false, false, true, Path::kDecoder, cu::SplitKernel::kWalk},
-      {"attention only, tiles 8", true, false, false, true, Path::kDecoder,
-       cu::SplitKernel::kTiles8},
-      {"attention only, tiles 4", true, false, false, true, Path::kDecoder,
-       cu::SplitKernel::kTiles4},
+      {"attention only, tiles", true, false, false, true, Path::kDecoder,
+       cu::SplitKernel::kTiles},
       {"step, attention walk", true, true, true, true, Path::kDecoder, cu::SplitKernel::kWalk},
-      {"step, attention tiles 4", true, true, true, true, Path::kDecoder,
-       cu::SplitKernel::kTiles4},
       {"small ops only", false, false, true, true},
   };
 

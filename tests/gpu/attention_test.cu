@@ -139,10 +139,9 @@ void run_case(const Case& c) {
                      std::to_string(tile_rows) + " bitwise");
   }
   // Every row split with the counters, on each kernel that runs split rows (a block walking a
-  // split's tiles, or a warp per tile, 8 or 4 a block), as launched in turn and launched early:
-  // the same bits, twice each (the counts must be back at zero after a launch).
-  for (auto split : {cu::SplitKernel::kAuto, cu::SplitKernel::kWalk, cu::SplitKernel::kTiles8,
-                     cu::SplitKernel::kTiles4}) {
+  // split's tiles, or a warp per tile), as launched in turn and launched early: the same bits,
+  // twice each (the counts must be back at zero after a launch).
+  for (auto split : {cu::SplitKernel::kAuto, cu::SplitKernel::kWalk, cu::SplitKernel::kTiles}) {
     for (bool early : {false, true}) {
       for (int twice = 0; twice < 2; ++twice) {
         const auto other = run(0, {}, true, early, cu::TileKernel::kWide, 0, split);
@@ -279,7 +278,7 @@ int main() {
   // split ends after a stage's first tile (the wide kernel's stage_update), beside interior
   // stages that skip the mask.
   run_case({128, 32, 8, 200, 0.0f, {40, 1000}});
-  // Splits of 256 positions (past 3,072 visible): 8 tiles, two rounds of the 4-warp kernel.
+  // Splits of 256 positions (past 3,072 visible): 8 tiles, a warp each in split_tiles_kernel.
   run_case({128, 4, 1, 0, 0.0f, {3200}});
   return report();
 }

@@ -13,8 +13,8 @@
 //   - split mode (decode rows): one block per (row, kv head, split), writing the split's
 //     (max, sum, O) to scratch; combine_kernel folds a row's splits (or, in split_tiles_kernel, the
 //     pair's last split to finish). Splits keep SMs busy when few rows have long contexts. A block
-//     walks its split's tiles in turn (attention_kernel) or, for few pairs, takes them a warp
-//     per tile (split_tiles_kernel). Consecutive rows of one sequence whose splits fall alike (a verify
+//     walks its split's tiles in turn (attention_kernel) or, for few pairs, takes them a warp per
+//     tile (split_tiles_kernel). Consecutive rows of one sequence whose splits fall alike (a verify
 //     step's drafts, a resumed prompt's last tokens) may share the block as a group: the block
 //     walks the split's positions up to its last row's, and a line's tiles past its own last
 //     position are fully masked for it, as in fold mode, so each row's bits are its own.
@@ -45,7 +45,7 @@ using namespace attn;  // NOLINT(google-build-using-namespace): the shared tile 
 
 constexpr int kMaxBlockLines = 64;     // fold mode: 4 warps of 16 lines
 constexpr int kDimSplitMaxPairs = 64;  // split mode: up to this many (row, kv head) pairs
-constexpr int kTileMaxPairs = 16;      // split_tiles_kernel with 8 warps up to this many pairs
+constexpr int kTileMaxPairs = 16;      // split_tiles_kernel up to this many pairs
 
 struct Smem {
   bf16* k[2];  // [kTile][HD + 8], two stages
@@ -254,245 +254,180 @@ __global__ void combine_kernel(const int32_t* __restrict__ pos, AttentionParams 
   }
 }
 
-// Split mode by tiles: warp w computes tile w's scores, and its probabilities against the running
-// maximum after it, which is the maximum of the earlier tiles' maxima and its own (exactly what
-// the sequential update holds there); then each warp runs the sequential part, O = O alpha + P V
-// tile by tile, for its own head dims with the same steps as update(). A split has at most
-// kSplitMax / kTile = 8 tiles: 8 warps take them at once (kTiles8: for few (row, kv head) pairs,
-// where the launch takes one block's latency chain), or 4 warps in rounds of 4 (kTiles4: a third
-// of the shared memory, three blocks an SM; selectable, but slower than the walk at many pairs). The block that finishes
-// a pair's last split folds all of them (counted in work.counters), so there is no combine launch.
+// Split mode for launches of few (row, kv head) pairs, where the launch takes as long as one
+// block's latency chain. A split's tiles (at most kSplitMax / kTile = 8, one per warp) are copied
+// at once; warp i computes tile i's scores, and its probabilities against the running maximum
+// after tile i, which is the maximum of tiles 0..i's maxima (exactly what the sequential update
+// holds there); then each warp runs the sequential part, O = O alpha + P V tile by tile, for its
+// own head dims with the same steps as update(). The block that finishes a (row, kv head) pair's
+// last split folds all of them (counted in work.counters), so there is no combine launch.
 constexpr int kTileWarps = kSplitMax / kTile;
 
-template <int HD, int kWarps>
-constexpr size_t split_tiles_smem() {
-  return 2 * kWarps * stage_bytes<HD>() + kWarps * 8 * 32 * 4 + 3 * kTileWarps * 16 * 4 + 16;
-}
-
-// The block's view of its split and of its shared memory (split_tiles_kernel).
-template <int HD, int kWarps>
-struct SplitTiles {
-  int row, seq, last, n_splits, slot, lo, hi, t_begin, n_tiles;
-  bf16* k_tiles;    // [kWarps][kTile][kLd]: a round's tiles
-  bf16* v_tiles;
-  uint32_t* probs;  // [kWarps][8][32]: a round's packed probabilities
-  float* tmax;      // [tile][16 lines], every tile of the split
-  float* alphas;
-  float* sums;
-  int* is_last;
-
-  __device__ bool init(const int32_t* row_seq, const int32_t* pos, const AttentionParams& p,
-                       const Work& work, unsigned char* smem) {
-    row = work.split_rows ? work.split_rows[blockIdx.x] : static_cast<int>(blockIdx.x);
-    seq = row_seq[row];  // loaded alongside pos, not after it
-    last = pos[row];
-    const int first = first_visible(p.window, last);
-    n_splits = splits_of(first, last);
-    slot = blockIdx.z;
-    if (slot >= n_splits) return false;  // this row has fewer splits
-    const int len = split_len(last - first + 1), j = first / len + slot;
-    lo = max(first, j * len);
-    hi = min(last, (j + 1) * len - 1);
-    t_begin = lo / kTile * kTile;
-    n_tiles = (hi - t_begin) / kTile + 1;
-    k_tiles = reinterpret_cast<bf16*>(smem);
-    v_tiles = k_tiles + kWarps * kTile * kLd<HD>;
-    probs = reinterpret_cast<uint32_t*>(v_tiles + kWarps * kTile * kLd<HD>);
-    tmax = reinterpret_cast<float*>(probs + kWarps * 8 * 32);
-    alphas = tmax + kTileWarps * 16;
-    sums = alphas + kTileWarps * 16;
-    is_last = reinterpret_cast<int*>(sums + kTileWarps * 16);
-    return true;
-  }
-};
-
-// Tile i's probabilities (against the running maximum after it) into the warp's slot.
-template <int HD, int kWarps>
-__device__ void tile_round_probs(const SplitTiles<HD, kWarps>& st, float (&s)[4][4], int i) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int line = g + 8 * h;
-    float m_old = -INFINITY;
-    for (int e = 0; e < i; ++e) m_old = fmaxf(m_old, st.tmax[e * 16 + line]);
-    const float m_new = fmaxf(m_old, st.tmax[i * 16 + line]);
-    const float sum = tile_probs(s, h, m_new);
-    if (t == 0) {
-      st.alphas[i * 16 + line] = rescale(m_old, m_new);
-      st.sums[i * 16 + line] = sum;
-    }
-  }
-  uint32_t pa[2][4];
-  pack_probs(s, pa);
-#pragma unroll
-  for (int r = 0; r < 8; ++r) st.probs[(warp * 8 + r) * 32 + lane] = pa[r / 4][r % 4];
-}
-
-// The sequential part over the round's tiles [i0, i1): warp w's head dims are the 16-wide steps
-// w, w + kWarps, ... (a run-time step, not tile_pv's unrolled and predicated loop over all).
-template <int HD, int kWarps, int kShare>
-__device__ void tile_round_pv(const SplitTiles<HD, kWarps>& st, int i0, int i1,
-                              float (&o)[kShare][2][4], float (&m)[2], float (&l)[2]) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2;
-  for (int i = i0; i < i1; ++i) {
-    float alpha[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      alpha[h] = st.alphas[i * 16 + g + 8 * h];
-      l[h] = __fmaf_rn(l[h], alpha[h], st.sums[i * 16 + g + 8 * h]);
-      m[h] = fmaxf(m[h], st.tmax[i * 16 + g + 8 * h]);
-    }
-    uint32_t pa[2][4];
-#pragma unroll
-    for (int r = 0; r < 8; ++r) pa[r / 4][r % 4] = st.probs[((i - i0) * 8 + r) * 32 + lane];
-    const bf16* vt = st.v_tiles + (i - i0) * kTile * kLd<HD>;
-#pragma unroll
-    for (int e = 0; e < kShare; ++e) {
-      const int jd = warp + kWarps * e;
-      if (jd >= HD / 16) continue;
-      scale_rows(o[e][0], alpha);
-      scale_rows(o[e][1], alpha);
-#pragma unroll
-      for (int kk = 0; kk < 2; ++kk) pv_mma<HD>(o[e][0], o[e][1], pa[kk], vt, kk, jd);
-    }
-  }
-}
-
-// The split's result: the output itself where the row has one split, else its partials, the
-// pair's last split to finish then folding them all.
-template <int HD, int kWarps, int kShare>
-__device__ void tile_split_out(const SplitTiles<HD, kWarps>& st, const AttentionParams& p,
-                               const Work& work, const float (&o)[kShare][2][4],
-                               const float (&m)[2], const float (&l)[2]) {
-  const int group = p.n_heads / p.n_kv_heads, kv_head = blockIdx.y;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int line = g + 8 * h;
-    if (line >= group) continue;
-    const int64_t head = static_cast<int64_t>(st.row) * p.n_heads + kv_head * group + line;
-    bf16* out = work.out + head * p.head_dim;
-    float* part = split_parts(work, p, st.row, kv_head * group + line) + st.slot * (p.head_dim + 2);
-    if (st.n_splits > 1 && t == 0 && warp == 0) {
-      part[0] = m[h];
-      part[1] = l[h];
-    }
-#pragma unroll
-    for (int e = 0; e < kShare; ++e) {
-#pragma unroll
-      for (int jj = 0; jj < 2; ++jj) {
-        const int jd = warp + kWarps * e, d = 16 * jd + 8 * jj + 2 * t;
-        if (jd >= HD / 16 || d >= p.head_dim) continue;
-        if (st.n_splits == 1) {  // the fold of one split is the split itself: the same bits
-          *reinterpret_cast<__nv_bfloat162*>(out + d) = __floats2bfloat162_rn(
-              finish(o[e][jj][2 * h], l[h]), finish(o[e][jj][2 * h + 1], l[h]));
-        } else {
-          part[2 + d] = o[e][jj][2 * h];
-          part[3 + d] = o[e][jj][2 * h + 1];
-        }
-      }
-    }
-  }
-  if (st.n_splits == 1) return;
-  // Thread 0 counts the block's split once every thread's partials are written (the barrier
-  // orders them before its release; the last block's acquire, then its barrier, orders every
-  // block's partials before its reads), as CUTLASS's semaphores do; the last block resets the
-  // count for the next launch.
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    ::cuda::atomic_ref<int32_t, ::cuda::thread_scope_device> count(
-        work.counters[static_cast<int64_t>(st.row) * p.n_kv_heads + kv_head]);
-    *st.is_last = count.fetch_add(1, ::cuda::memory_order_acq_rel) == st.n_splits - 1;
-    if (*st.is_last) count.store(0, ::cuda::memory_order_relaxed);
-  }
-  __syncthreads();
-  if (!*st.is_last) return;
-  for (int e = threadIdx.x; e < group * p.head_dim; e += blockDim.x) {
-    const int head = kv_head * group + e / p.head_dim, d = e % p.head_dim;
-    work.out[(static_cast<int64_t>(st.row) * p.n_heads + head) * p.head_dim + d] = __float2bfloat16(
-        fold_splits(split_parts(work, p, st.row, head), st.n_splits, p.head_dim, d));
-  }
-}
-
-template <int HD, int kWarps>
-__global__ void __launch_bounds__(kWarps * 32, kWarps >= kTileWarps ? 1 : 3)
+template <int HD>
+__global__ void __launch_bounds__(kTileWarps * 32, 1)
     split_tiles_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k_cache,
                        const bf16* __restrict__ v_cache, const int32_t* __restrict__ tables,
                        const int32_t* __restrict__ row_seq, const int32_t* __restrict__ pos,
                        AttentionParams p, Work work) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  constexpr int kShare = (HD / 16 + kWarps - 1) / kWarps;
-  const int group = p.n_heads / p.n_kv_heads, kv_head = blockIdx.y;
+  const int group = p.n_heads / p.n_kv_heads, kv_head = blockIdx.y, slot = blockIdx.z;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-  SplitTiles<HD, kWarps> st;
-  if (!st.init(row_seq, pos, p, work, smem_raw)) return;
+  const int row = work.split_rows ? work.split_rows[blockIdx.x] : static_cast<int>(blockIdx.x);
+  const int seq = row_seq[row];  // loaded alongside pos, not after it
+  const int last = pos[row], first = first_visible(p.window, last);
+  const int n_splits = splits_of(first, last);
+  if (slot >= n_splits) return;  // this row has fewer splits
+  const int len = split_len(last - first + 1), j = first / len + slot;
+  const int lo = max(first, j * len), hi = min(last, (j + 1) * len - 1);
+  const int t_begin = lo / kTile * kTile, n_tiles = (hi - t_begin) / kTile + 1;
+
+  bf16* k_tiles = reinterpret_cast<bf16*>(smem_raw);  // [kTileWarps][kTile][kLd]
+  bf16* v_tiles = k_tiles + kTileWarps * kTile * kLd<HD>;
+  uint32_t* probs = reinterpret_cast<uint32_t*>(v_tiles + kTileWarps * kTile * kLd<HD>);
+  float* tmax = reinterpret_cast<float*>(probs + kTileWarps * 8 * 32);  // [tile][16 lines]
+  float* alphas = tmax + kTileWarps * 16;
+  float* sums = alphas + kTileWarps * 16;
+  int* is_last = reinterpret_cast<int*>(sums + kTileWarps * 16);
   if (p.head_dim < HD) {  // padding head dims stay zero: cp.async never writes them
-    for (int i = threadIdx.x; i < 2 * kWarps * kTile * kLd<HD>; i += blockDim.x) {
-      st.k_tiles[i] = __float2bfloat16(0.0f);
+    for (int i = threadIdx.x; i < 2 * kTileWarps * kTile * kLd<HD>; i += blockDim.x) {
+      k_tiles[i] = __float2bfloat16(0.0f);
     }
     __syncthreads();
   }
-  const int32_t* table = tables + static_cast<int64_t>(st.seq) * p.max_blocks;
-  bf16* kt = st.k_tiles + warp * kTile * kLd<HD>;
-  bf16* vt = st.v_tiles + warp * kTile * kLd<HD>;
-  Lines<HD> L;
-  float o[kShare][2][4] = {};
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
-  const int n_rounds = (st.n_tiles + kWarps - 1) / kWarps;
-  for (int r = 0; r < n_rounds; ++r) {
-    const int i = r * kWarps + warp, t0 = st.t_begin + i * kTile;
-    const bool active = i < st.n_tiles;
-    if (r > 0) __syncthreads();  // the last round's tiles and probabilities are read
-    const int lane_slot = active ? tile_slot(table, p, t0, st.lo, st.hi) : -1;
-    if (r > 0 || !work.early) {
-      if (active) copy_tile<HD>(kt, vt, k_cache, v_cache, p, kv_head, t0, lane_slot, lane, 32);
-    } else {
-      // Launched early, the older positions' K and V copy while qkv_rope_kv_write still writes
-      // the row's own (a split row is its sequence's only row in the step) and its Q after it.
-      if (active) {
-        copy_tile<HD, kOldRows>(kt, vt, k_cache, v_cache, p, kv_head, t0, lane_slot, lane, 32,
-                                st.last);
-      }
-      pdl_wait();
-      if (active && st.last >= t0 && st.last < t0 + kTile && st.last <= st.hi) {
-        copy_tile<HD, kNewRow>(kt, vt, k_cache, v_cache, p, kv_head, t0, lane_slot, lane, 32,
-                               st.last);
-      }
-    }
-    if (r == 0) L.init(q, pos, p, st.row, group, kv_head, 0);
-    float s[4][4];
-    if (active) {
-      asm volatile("cp.async.wait_group 0;\n");
-      __syncwarp();  // the warp's tile landed for every lane
-      tile_scores<HD>(L, kt, t0, p, s);
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const float mt = tile_max(s, h);
-        if (t == 0) st.tmax[i * 16 + g + 8 * h] = mt;
-      }
-    }
-    __syncthreads();  // the round's maxima (and, past the wait above, its K and V)
-    // The o projection, launched early after an early launch, may start copying its weights
-    // once this block's reads of the caches are done (at entry its copies slowed these).
-    if (work.early && r == n_rounds - 1) pdl_release();
-    if (active) tile_round_probs(st, s, i);
-    __syncthreads();  // the round's probabilities and factors
-    tile_round_pv<HD, kWarps, kShare>(st, r * kWarps, min(st.n_tiles, (r + 1) * kWarps), o, m, l);
+  const int32_t* table = tables + static_cast<int64_t>(seq) * p.max_blocks;
+  const int t0 = t_begin + warp * kTile;
+  bf16* kt = k_tiles + warp * kTile * kLd<HD>;
+  bf16* vt = v_tiles + warp * kTile * kLd<HD>;
+  // Launched early, the older positions' K and V copy while qkv_rope_kv_write still writes the
+  // row's own (a split row is its sequence's only row in the step) and its Q: those after it.
+  const int lane_slot = warp < n_tiles ? tile_slot(table, p, t0, lo, hi) : -1;
+  if (!work.early) {
+    if (warp < n_tiles)
+      copy_tile<HD>(kt, vt, k_cache, v_cache, p, kv_head, t0, lane_slot, lane, 32);
+  } else {
+    if (warp < n_tiles)
+      copy_tile<HD, kOldRows>(kt, vt, k_cache, v_cache, p, kv_head, t0, lane_slot, lane, 32, last);
+    pdl_wait();
+    if (warp < n_tiles && last >= t0 && last < t0 + kTile && last <= hi)
+      copy_tile<HD, kNewRow>(kt, vt, k_cache, v_cache, p, kv_head, t0, lane_slot, lane, 32, last);
   }
-  tile_split_out<HD, kWarps, kShare>(st, p, work, o, m, l);
-}
-template <int HD, int kWarps>
-cudaError_t launch_split_tiles(const bf16* q, const bf16* k_cache, const bf16* v_cache,
-                               const int32_t* tables, const int32_t* row_seq, const int32_t* pos,
-                               const AttentionParams& p, dim3 grid, const Work& work,
-                               cudaStream_t s) {
-  constexpr size_t smem = split_tiles_smem<HD, kWarps>();
-  static const cudaError_t attr = cudaFuncSetAttribute(
-      split_tiles_kernel<HD, kWarps>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-      static_cast<int>(smem));
-  if (attr != cudaSuccess) return attr;
-  return launch_maybe_early(split_tiles_kernel<HD, kWarps>, grid, dim3(kWarps * 32), smem, s,
-                            work.early, q, k_cache, v_cache, tables, row_seq, pos, p, work);
+
+  Lines<HD> L;
+  L.init(q, pos, p, row, group, kv_head, 0);
+  float s[4][4];
+  if (warp < n_tiles) {
+    asm volatile("cp.async.wait_group 0;\n");
+    __syncwarp();  // the warp's tile landed for every lane
+    tile_scores<HD>(L, kt, t0, p, s);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float mt = tile_max(s, h);
+      if (t == 0) tmax[warp * 16 + g + 8 * h] = mt;
+    }
+  }
+  __syncthreads();  // every tile's maxima (and, past the wait above, every tile's K and V)
+  // The o projection, launched early after an early launch, may start copying its weights now
+  // that this block's reads of the caches are done (at entry its copies slowed these).
+  if (work.early) pdl_release();
+  if (warp < n_tiles) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int line = g + 8 * h;
+      float m_old = -INFINITY;
+      for (int i = 0; i < warp; ++i) m_old = fmaxf(m_old, tmax[i * 16 + line]);
+      const float m_new = fmaxf(m_old, tmax[warp * 16 + line]);
+      const float sum = tile_probs(s, h, m_new);
+      if (t == 0) {
+        alphas[warp * 16 + line] = rescale(m_old, m_new);
+        sums[warp * 16 + line] = sum;
+      }
+    }
+    uint32_t pa[2][4];
+    pack_probs(s, pa);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) probs[(warp * 8 + i) * 32 + lane] = pa[i / 4][i % 4];
+  }
+  __syncthreads();  // every tile's probabilities and factors
+
+  // The sequential part: warp w's head dims are the 16-wide step w (HD / 16 <= kTileWarps; a
+  // run-time step, not tile_pv's unrolled and predicated loop over all of them).
+  const int jd = warp;
+  float o[2][4] = {};
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  for (int i = 0; i < n_tiles; ++i) {
+    float alpha[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      alpha[h] = alphas[i * 16 + g + 8 * h];
+      l[h] = __fmaf_rn(l[h], alpha[h], sums[i * 16 + g + 8 * h]);
+      m[h] = fmaxf(m[h], tmax[i * 16 + g + 8 * h]);
+    }
+    if (jd >= HD / 16) continue;
+    uint32_t pa[2][4];
+#pragma unroll
+    for (int r = 0; r < 8; ++r) pa[r / 4][r % 4] = probs[(i * 8 + r) * 32 + lane];
+    scale_rows(o[0], alpha);
+    scale_rows(o[1], alpha);
+    const bf16* vt_i = v_tiles + i * kTile * kLd<HD>;
+#pragma unroll
+    for (int kk = 0; kk < 2; ++kk) pv_mma<HD>(o[0], o[1], pa[kk], vt_i, kk, jd);
+  }
+  const bool has_dims = jd < HD / 16;
+  if (n_splits == 1) {  // the fold of one split is the split itself: the same bits, no partials
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int line = g + 8 * h;
+      if (line >= group || !has_dims) continue;
+      bf16* out =
+          work.out + (static_cast<int64_t>(row) * p.n_heads + kv_head * group + line) * p.head_dim;
+#pragma unroll
+      for (int jj = 0; jj < 2; ++jj) {
+        const int d = 16 * jd + 8 * jj + 2 * t;
+        if (d < p.head_dim) {
+          *reinterpret_cast<__nv_bfloat162*>(out + d) =
+              __floats2bfloat162_rn(finish(o[jj][2 * h], l[h]), finish(o[jj][2 * h + 1], l[h]));
+        }
+      }
+    }
+    return;
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int line = g + 8 * h;
+    if (line >= group) continue;
+    float* part = split_parts(work, p, row, kv_head * group + line) + slot * (p.head_dim + 2);
+    if (t == 0 && warp == 0) {
+      part[0] = m[h];
+      part[1] = l[h];
+    }
+#pragma unroll
+    for (int jj = 0; jj < 2; ++jj) {
+      const int d = 16 * jd + 8 * jj + 2 * t;
+      if (has_dims && d < p.head_dim) {
+        part[2 + d] = o[jj][2 * h];
+        part[3 + d] = o[jj][2 * h + 1];
+      }
+    }
+  }
+
+  // The pair's last split to finish folds them all. Thread 0 counts the block's split once every
+  // thread's partials are written (the barrier orders them before its release; the last block's
+  // acquire, then its barrier, orders every block's partials before its reads), as CUTLASS's
+  // semaphores do; the last block resets the count for the next launch.
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    ::cuda::atomic_ref<int32_t, ::cuda::thread_scope_device> count(
+        work.counters[static_cast<int64_t>(row) * p.n_kv_heads + kv_head]);
+    *is_last = count.fetch_add(1, ::cuda::memory_order_acq_rel) == n_splits - 1;
+    if (*is_last) count.store(0, ::cuda::memory_order_relaxed);
+  }
+  __syncthreads();
+  if (!*is_last) return;
+  for (int e = threadIdx.x; e < group * p.head_dim; e += blockDim.x) {
+    const int head = kv_head * group + e / p.head_dim, d = e % p.head_dim;
+    work.out[(static_cast<int64_t>(row) * p.n_heads + head) * p.head_dim + d] =
+        __float2bfloat16(fold_splits(split_parts(work, p, row, head), n_splits, p.head_dim, d));
+  }
 }
 
 template <int HD>
@@ -524,18 +459,22 @@ cudaError_t launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, cons
     const Work work{b.split_rows, b.split_groups, nullptr, b.max_splits, b.scratch, b.out,
                     b.counters, b.early};
     const bool tiles_ok = !grouped && b.counters != nullptr && group <= 16;
-    SplitKernel kernel = b.split_kernel;
-    if (kernel == SplitKernel::kAuto) {
-      // (The 4-warp kernel measured slower than the walk at 16-128 rows: batch_step.)
-      kernel = tiles_ok && pairs <= kTileMaxPairs ? SplitKernel::kTiles8 : SplitKernel::kWalk;
-    }
-    if (kernel != SplitKernel::kWalk && !tiles_ok) return cudaErrorInvalidValue;
-    if (kernel == SplitKernel::kTiles8) {
-      return launch_split_tiles<HD, kTileWarps>(q, k_cache, v_cache, tables, row_seq, pos, p, grid,
-                                                work, s);
-    }
-    if (kernel == SplitKernel::kTiles4) {
-      return launch_split_tiles<HD, 4>(q, k_cache, v_cache, tables, row_seq, pos, p, grid, work, s);
+    const SplitKernel kernel =
+        b.split_kernel != SplitKernel::kAuto ? b.split_kernel
+        : tiles_ok && pairs <= kTileMaxPairs ? SplitKernel::kTiles
+                                             : SplitKernel::kWalk;
+    if (kernel == SplitKernel::kTiles) {
+      if (!tiles_ok) return cudaErrorInvalidValue;
+      // Few pairs: each block's latency chain is the launch's time (split_tiles_kernel). With
+      // many, the walk's blocks overlap each other's copies: it ran 2x faster at 64 rows.
+      const size_t smem = 2 * kTileWarps * stage_bytes<HD>() + kTileWarps * 8 * 32 * 4 +
+                          3 * kTileWarps * 16 * 4 + 16;
+      static const cudaError_t attr =
+          cudaFuncSetAttribute(split_tiles_kernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(smem));
+      if (attr != cudaSuccess) return attr;
+      return launch_maybe_early(split_tiles_kernel<HD>, grid, dim3(kTileWarps * 32), smem, s,
+                                b.early, q, k_cache, v_cache, tables, row_seq, pos, p, work);
     }
     // A launch of few (row, kv head) pairs waits on each block's latency chain: there the warps
     // split the head dims (kDimSplit; one 16-wide step each at least). Past that the chain is

@@ -236,11 +236,11 @@ struct AttentionTile {
   int32_t row0, rows;
 };
 enum class TileKernel { kWide, kNarrow };
-// Which kernel runs the split rows (all compute the same bits): kAuto picks by the launch's size;
-// kWalk: a block per split walks its tiles in turn (a second launch folds the splits); kTiles8 /
-// kTiles4: a warp per tile, 8 or 4 warps a block (a split's tiles in rounds), the pair's last
-// split folding them (needs AttentionBatch::counters; not for groups).
-enum class SplitKernel { kAuto, kWalk, kTiles8, kTiles4 };
+// Which kernel runs the split rows (both compute the same bits): kAuto picks by the launch's
+// size; kWalk: a block per split walks its tiles in turn (a second launch folds the splits);
+// kTiles: a warp per tile, the pair's last split folding them (needs AttentionBatch::counters;
+// not for groups).
+enum class SplitKernel { kAuto, kWalk, kTiles };
 struct AttentionBatch {
   const int32_t* split_rows = nullptr;  // device; null: rows 0 .. n_split_rows - 1
   int n_split_rows = 0;
