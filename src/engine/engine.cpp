@@ -377,9 +377,11 @@ void Engine::step() {
                     (c.drafts > 0 && c.seq->rules);
   }
   int64_t step_rows = 0, prompt_tokens = 0;  // for the profile
-  for (const auto& c : plan.chunks) {
-    step_rows += c.n + c.drafts;
-    prompt_tokens += std::max<int64_t>(0, std::min(c.seq->prompt_len - c.seq->computed, c.n));
+  if (profile_.on()) {
+    for (const auto& c : plan.chunks) {
+      step_rows += c.n + c.drafts;
+      prompt_tokens += std::max<int64_t>(0, std::min(c.seq->prompt_len - c.seq->computed, c.n));
+    }
   }
   float* logits = model_->logits_buffer(rows * vocab);
   if (logits == nullptr) {

@@ -30,6 +30,7 @@ class StepProfile {
                    double(k.prompt_tokens) / k.steps);
     }
   }
+  bool on() const { return on_; }
   void start() {
     if (on_) last_ = Clock::now();
   }
