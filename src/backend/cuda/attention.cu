@@ -4,9 +4,10 @@
 // Design note. A line at position `last` sees [first, last] (first > 0 only under a sliding
 // window). Its positions are cut into splits [j L, (j + 1) L) of absolute length L = split_len(its
 // visible count), a multiple of 64, and each split into 32-position tiles, also absolute. Per tile:
-// S = Q K^T by mma.sync (head dims in increasing 16-wide steps), scale, soft-cap, mask, then the
-// online softmax update (max, rescale, row sum in a fixed shuffle tree) and O += bf16(P) V by
-// mma.sync (positions in increasing 16-wide steps). Each split starts from the empty state, and
+// S = Q K^T by mma.sync (head dims in increasing 16-wide steps), left unscaled (or soft-capped),
+// masked, then the online softmax update (max, rescale, row sum in a fixed shuffle tree; each
+// probability 2^(s c - m c) by one fma, c = scale log2(e)) and O += bf16(P) V by mma.sync
+// (positions in increasing 16-wide steps). Each split starts from the empty state, and
 // the splits are folded in increasing j by merge(). Every step is fixed by the line's own
 // positions, so the result does not depend on the other lines of the launch (mma rows are
 // independent) nor on how the prompt was chunked. Two launch shapes compute exactly that:
@@ -165,7 +166,7 @@ __global__ void __launch_bounds__(128)
         const bool in_line = t0 <= L.last[h] && t0 + kTile > L.first[h];
         if (!in_line || ((t0 + kTile) % L.split[h] != 0 && t0 + kTile <= L.last[h])) continue;
         // This tile ends one of the line's splits: fold it into the total, start the next.
-        const Merge mg(L.m_tot[h], L.l_tot[h], L.m[h], L.l[h]);
+        const Merge mg(L.m_tot[h], L.l_tot[h], L.m[h], L.l[h], L.c);
         float* tot = sm.o_tot + (lw * 16 + g + 8 * h) * HD;
 #pragma unroll
         for (int j = 0; j < L.kDTiles; ++j) {
@@ -219,7 +220,7 @@ __global__ void __launch_bounds__(128)
 // partials (max, sum, O) start at `part`, folded in split order. The partials are read kBatch at
 // a time before they are folded, so the fold waits on memory once per batch, not once per split;
 // through L2 (ld.cg), as another block of the same launch may have written them.
-__device__ float fold_splits(const float* part, int n_splits, int hd, int d) {
+__device__ float fold_splits(const float* part, int n_splits, int hd, int d, float c) {
   constexpr int kBatch = 8;
   float m = -INFINITY, l = 0.0f, o = 0.0f;
   for (int s0 = 0; s0 < n_splits; s0 += kBatch) {
@@ -235,7 +236,7 @@ __device__ float fold_splits(const float* part, int n_splits, int hd, int d) {
 #pragma unroll
     for (int i = 0; i < kBatch; ++i) {
       if (s0 + i >= n_splits) break;
-      const Merge mg(m, l, ms[i], ls[i]);
+      const Merge mg(m, l, ms[i], ls[i], c);
       o = mg(o, os[i]);
     }
   }
@@ -250,7 +251,7 @@ __global__ void combine_kernel(const int32_t* __restrict__ pos, AttentionParams 
   const float* part = split_parts(work, p, row, head);
   bf16* orow = work.out + (static_cast<int64_t>(row) * p.n_heads + head) * hd;
   for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-    orow[d] = __float2bfloat16(fold_splits(part, n_splits, hd, d));
+    orow[d] = __float2bfloat16(fold_splits(part, n_splits, hd, d, log2_factor(p)));
   }
 }
 
@@ -336,9 +337,9 @@ __global__ void __launch_bounds__(kTileWarps * 32, 1)
       float m_old = -INFINITY;
       for (int i = 0; i < warp; ++i) m_old = fmaxf(m_old, tmax[i * 16 + line]);
       const float m_new = fmaxf(m_old, tmax[warp * 16 + line]);
-      const float sum = tile_probs(s, h, m_new);
+      const float sum = tile_probs(s, h, m_new, L.c);
       if (t == 0) {
-        alphas[warp * 16 + line] = rescale(m_old, m_new);
+        alphas[warp * 16 + line] = rescale(m_old, m_new, L.c);
         sums[warp * 16 + line] = sum;
       }
     }
@@ -425,8 +426,8 @@ __global__ void __launch_bounds__(kTileWarps * 32, 1)
   if (!*is_last) return;
   for (int e = threadIdx.x; e < group * p.head_dim; e += blockDim.x) {
     const int head = kv_head * group + e / p.head_dim, d = e % p.head_dim;
-    work.out[(static_cast<int64_t>(row) * p.n_heads + head) * p.head_dim + d] =
-        __float2bfloat16(fold_splits(split_parts(work, p, row, head), n_splits, p.head_dim, d));
+    const float v = fold_splits(split_parts(work, p, row, head), n_splits, p.head_dim, d, L.c);
+    work.out[(static_cast<int64_t>(row) * p.n_heads + head) * p.head_dim + d] = __float2bfloat16(v);
   }
 }
 

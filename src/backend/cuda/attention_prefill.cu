@@ -10,12 +10,15 @@
 // the one Merge. So a line's bits are those of the decode splits and of the narrow kernel, and do
 // not depend on which rows share its block or how the prompt was chunked. What is different is
 // only the schedule and the instruction stream, which set the speed:
-//   - what bounds the tile loop is not the mma nor memory (on the H200, with every mma left out
-//     it ran as fast; without the exponentials 13 % faster) but the scalar work of the scores'
-//     epilogue and online softmax per 32-position tile. Two fixes: each score's exponential had
-//     sat behind its own divergent branch (the compiler's reading of `v == -inf ? 0 : exp`):
-//     attention_tile.cuh now selects after it (the same value); and this kernel is instantiated
-//     without the soft-cap's tanh and division where p.softcap is 0. 128 -> 145 TFLOP/s at 32K;
+//   - what bounds the tile loop is not the mma nor memory but the latency of the scalar chain
+//     per 32-position tile with two warps a scheduler (on the H200 under a profiler: 5.4 cycles
+//     between a warp's instructions, mostly waiting on fixed-latency results; with every mma
+//     left out it ran as fast). Fewer instructions a score: each exponential selected after,
+//     not branched around (the compiler's reading of `v == -inf ? 0 : exp`), no soft-cap code
+//     where p.softcap is 0 (128 -> 145 TFLOP/s at 32K), and scores left unscaled with each
+//     probability one fma and one flushing ex2 (attention_tile.cuh: 11 instructions a score ->
+//     4; 172 -> 183 TFLOP/s);
+//   - the copies of a full block are straight code (copy_tile's kStride), not a loop;
 //   - 8 warps share each staged K/V tile (the narrow kernel: 4), so a tile is read from L2 half
 //     as often per line;
 //   - K/V are staged 64 positions (two canonical tiles) at a time through a ring of 3 cp.async
@@ -23,7 +26,7 @@
 //     stage's two tiles are computed together (their mma chains interleave), then both tiles'
 //     maxima, exponentials and sums side by side (stage_update: the second tile's running
 //     maximum follows from the first's without its O update), then each tile's rescale and P.V
-//     in order. With 8 warps an SM (one block: 219 registers, 170 KB of shared memory) the
+//     in order. With 8 warps an SM (one block: 226 registers, 170 KB of shared memory) the
 //     loop is a latency chain; where a split ends is tracked per line (split_end) rather than
 //     found by a modulo per tile and line, whose reciprocal and fix-ups had sat in that chain.
 //     With the item below: 145 -> 172 TFLOP/s at 32K (bench/gpu/long_prefill: the modulo alone,
@@ -53,7 +56,11 @@ constexpr int kStageTiles = 2;  // canonical tiles per pipeline stage
 constexpr int kStages = 3;
 
 template <int HD>
-constexpr int kTotLd = HD + 8;  // a line's split total: float2 accesses in two wavefronts
+constexpr int kTotLd = HD + 8;
+
+// Whether a tile's copies divide evenly over a full block (copy_tile's unrolled form).
+template <int HD>
+constexpr bool kWholeBlockCopies = kTile * (HD / 8) % (kWarps * 32) == 0;  // a line's split total: float2 accesses in two wavefronts
 
 template <int HD>
 constexpr size_t wide_smem_bytes() {
@@ -74,7 +81,7 @@ __device__ __forceinline__ bool ends_split(const Lines<HD>& L, int h, int t0, in
 template <int HD>
 __device__ __forceinline__ void fold_split(Lines<HD>& L, int h, float* tot_h) {
   const int t = threadIdx.x & 3;
-  const Merge mg(L.m_tot[h], L.l_tot[h], L.m[h], L.l[h]);
+  const Merge mg(L.m_tot[h], L.l_tot[h], L.m[h], L.l[h], L.c);
 #pragma unroll
   for (int j = 0; j < L.kDTiles; ++j) {
     float2* at = reinterpret_cast<float2*>(tot_h + 8 * j + 2 * t);
@@ -115,7 +122,7 @@ __device__ __forceinline__ void stage_update(Lines<HD>& L, float (&s)[kStageTile
 #pragma unroll
   for (int i = 0; i < kStageTiles; ++i) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) sum[i][h] = tile_probs(s[i], h, m_new[i][h]);
+    for (int h = 0; h < 2; ++h) sum[i][h] = tile_probs(s[i], h, m_new[i][h], L.c);
   }
 #pragma unroll
   for (int i = 0; i < kStageTiles; ++i) {
@@ -124,7 +131,7 @@ __device__ __forceinline__ void stage_update(Lines<HD>& L, float (&s)[kStageTile
     float alpha[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      alpha[h] = rescale(L.m[h], m_new[i][h]);
+      alpha[h] = rescale(L.m[h], m_new[i][h], L.c);
       L.l[h] = __fmaf_rn(L.l[h], alpha[h], sum[i][h]);
       L.m[h] = m_new[i][h];
     }
@@ -229,6 +236,13 @@ __global__ void __launch_bounds__(kWarps * 32, 1)
       const int t0 = t_begin + (st * kStageTiles + sub) * kTile;
       if (st < n_stages && t0 <= hi) {
         bf16* kd = k_at(st % kStages, sub);
+        if constexpr (kWholeBlockCopies<HD>) {
+          if (blockDim.x == kWarps * 32) {
+            copy_tile<HD, kAllRows, kWarps * 32>(kd, kd + kTileElems, k_cache, v_cache, p,
+                                                 kv_head, t0, slots[sub], threadIdx.x, 0);
+            continue;
+          }
+        }
         copy_tile<HD>(kd, kd + kTileElems, k_cache, v_cache, p, kv_head, t0, slots[sub],
                       threadIdx.x, blockDim.x);
       } else {

@@ -67,14 +67,36 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   return *reinterpret_cast<const uint32_t*>(&v);
 }
 
+// The exponentials of every kernel: 2^x on the SFU, a result below the normal range flushed to
+// zero (the non-flushing form costs three more instructions a score, and such a probability is
+// below 2^-126 of the row's maximum). Scores stay in their own units u (unscaled, or the soft-cap's
+// tanh) and one factor per launch, log2_factor, takes a difference of them to log2 units.
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+// u -> log2 units: scale * log2(e), or softcap * log2(e) where u = tanh(scale s / softcap).
+__device__ __forceinline__ float log2_factor(const AttentionParams& p) {
+  return __fmul_rn(p.softcap > 0.0f ? p.softcap : p.scale, kLog2e);
+}
+
+// exp(m_old - m_new) in score units, for m_old <= m_new, m_new finite (m_old = m_new gives 1).
+__device__ __forceinline__ float exp_diff(float m_old, float m_new, float c) {
+  return exp2_ftz(__fmul_rn(__fsub_rn(m_old, m_new), c));
+}
+
 // total <- total (+) split, the one fold both modes use (explicit roundings: no contraction may
 // differ between the kernels). An empty total has m = -inf, l = 0, o = 0.
 struct Merge {
   float a, b;
-  __device__ Merge(float& m_tot, float& l_tot, float m_s, float l_s) {
+  __device__ Merge(float& m_tot, float& l_tot, float m_s, float l_s, float c) {
     const float m = fmaxf(m_tot, m_s);
-    a = m_tot == -INFINITY ? 0.0f : __expf(m_tot - m);
-    b = m_s == -INFINITY ? 0.0f : __expf(m_s - m);
+    a = m_tot == -INFINITY ? 0.0f : exp_diff(m_tot, m, c);
+    b = m_s == -INFINITY ? 0.0f : exp_diff(m_s, m, c);
     l_tot = __fmaf_rn(l_tot, a, __fmul_rn(l_s, b));
     m_tot = m;
   }
@@ -97,6 +119,7 @@ struct Lines {
   int first[2], last[2];  // visible positions; last = -1: not a line
   int split[2];           // split length
   float m_tot[2], l_tot[2];
+  float c;  // log2_factor(p)
 
   // The lines lb + g and lb + g + 8 of lines: line i is head i % group of row row0 + i / group
   // (a line past `lines` is empty); Q fragments straight from global memory (read once).
@@ -104,6 +127,7 @@ struct Lines {
                        int lines, int kv_head, int lb) {
     const int group = p.n_heads / p.n_kv_heads, lane = threadIdx.x & 31, g = lane >> 2;
     const int t = lane & 3;
+    c = log2_factor(p);
     const bf16* q_line[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -162,12 +186,15 @@ __device__ __forceinline__ int tile_slot(const int32_t* table, const AttentionPa
 // spread over the threads i0, i0 + stride, ... (whole warps). kOldRows / kNewRow: only the
 // positions other than `last`, or only position `last` (a decode row's own, which its
 // qkv_rope_kv_write writes), so the older ones may be copied before that kernel is done.
+// kStride > 0: stride is that constant and i0 < kStride (a whole block), so the loop unrolls to
+// straight code (the run-time loop's index math, shuffle fallbacks and branches were about a
+// sixth of the wide prefill kernel's instructions).
 enum StagePart { kAllRows, kOldRows, kNewRow };
-template <int HD, StagePart kPart = kAllRows>
+template <int HD, StagePart kPart = kAllRows, int kStride = 0>
 __device__ void copy_tile(bf16* kd, bf16* vd, const bf16* k_cache, const bf16* v_cache,
                           const AttentionParams& p, int kv_head, int t0, int lane_slot, int i0,
                           int stride, int last = -1) {
-  constexpr int kPieces = HD / 8;
+  constexpr int kPieces = HD / 8, kCount = kTile * kPieces;
   const int at = t0 + (threadIdx.x & 31);
   // (In kOldRows, `last` is skipped only where this split holds it: its slot is not -1.)
   const bool skip = kPart == kOldRows  ? at == last && lane_slot >= 0
@@ -177,17 +204,36 @@ __device__ void copy_tile(bf16* kd, bf16* vd, const bf16* k_cache, const bf16* v
   const int64_t kv_width = static_cast<int64_t>(p.n_kv_heads) * p.head_dim;
   const bf16* k_head = k_cache + static_cast<int64_t>(kv_head) * p.head_dim;
   const bf16* v_head = v_cache + static_cast<int64_t>(kv_head) * p.head_dim;
-#pragma unroll 4
-  for (int i = i0; i < kTile * kPieces; i += stride) {
-    const int r = i / kPieces, c = (i % kPieces) * 8;
-    const int s = __shfl_sync(0xffffffffu, slot, r);
-    if (c >= p.head_dim) continue;  // padding up to HD stays zero
-    if constexpr (kPart != kAllRows) {
-      if (s == -2) continue;  // a row left for the other call
-    }
+  auto copy_row = [&](int r, int c, int s) {  // position r's head dims [c, c + 8), from slot s
     const int64_t off = s >= 0 ? s * kv_width + c : 0;
     cp_async16(kd + r * kLd<HD> + c, k_head + off, s >= 0);
     cp_async16(vd + r * kLd<HD> + c, v_head + off, s >= 0);
+  };
+  if constexpr (kStride > 0) {
+    static_assert(kCount % kStride == 0 && kStride % kPieces == 0 && kPart == kAllRows);
+    // Every piece of this thread has the same head dims c: the shuffles first, then one test.
+    constexpr int kN = kCount / kStride;
+    const int c = (i0 % kPieces) * 8;
+    int sl[kN];
+#pragma unroll
+    for (int k = 0; k < kN; ++k) {
+      sl[k] = __shfl_sync(0xffffffffu, slot, (i0 + k * kStride) / kPieces);
+    }
+    if (c < p.head_dim) {
+#pragma unroll
+      for (int k = 0; k < kN; ++k) copy_row((i0 + k * kStride) / kPieces, c, sl[k]);
+    }
+  } else {
+#pragma unroll 4
+    for (int i = i0; i < kCount; i += stride) {
+      const int r = i / kPieces, c = (i % kPieces) * 8;
+      const int s = __shfl_sync(0xffffffffu, slot, r);
+      if (c >= p.head_dim) continue;  // padding up to HD stays zero
+      if constexpr (kPart != kAllRows) {
+        if (s == -2) continue;  // a row left for the other call
+      }
+      copy_row(r, c, s);
+    }
   }
   asm volatile("cp.async.commit_group;\n");
 }
@@ -202,8 +248,8 @@ __device__ void stage_tile(bf16* kd, bf16* vd, const bf16* k_cache, const bf16* 
 }
 
 // The pieces of one tile's update for the warp's 16 lines, in the order update() runs them.
-// S = Q K^T of positions [t0, t0 + kTile), scaled, soft-capped, and -inf outside each line's
-// visible positions.
+// S = Q K^T of positions [t0, t0 + kTile) in score units (unscaled; soft-capped: tanh(scale s /
+// softcap)), and -inf outside each line's visible positions.
 // kMayCap = false: the caller knows p.softcap is 0, and the code holds no tanh or division.
 // kMask = false: the caller knows every position of the tile is visible to every line of the warp,
 // so the mask would change nothing (a prefill warp's interior tiles).
@@ -231,8 +277,8 @@ __device__ void tile_scores(const Lines<HD>& L, const bf16* kt, int t0, const At
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int at = t0 + 8 * j + 2 * t + e;
-        float v = __fmul_rn(s[j][2 * h + e], p.scale);
-        if (kMayCap && p.softcap > 0.0f) v = __fmul_rn(tanhf(__fdiv_rn(v, p.softcap)), p.softcap);
+        float v = s[j][2 * h + e];
+        if (kMayCap && p.softcap > 0.0f) v = tanhf(__fdiv_rn(__fmul_rn(v, p.scale), p.softcap));
         if (kMask && (at < L.first[h] || at > L.last[h])) v = -INFINITY;
         s[j][2 * h + e] = v;
       }
@@ -253,9 +299,8 @@ __device__ __forceinline__ float tile_max(const float (&s)[4][4], int h) {
 }
 
 // x == -inf ? a : b, as a select after b is computed: written as a conditional, the compiler put
-// each score's exponential behind its own divergent branch, and the scores' epilogue ran as a
-// chain of small blocks (the wide prefill kernel spent more time there than in the mma). The
-// value is the conditional's, bit for bit.
+// what follows behind a divergent branch (it did so per score when each score had one). The value
+// is the conditional's, bit for bit.
 __device__ __forceinline__ float select_if_neg_inf(float x, float a, float b) {
   float r;
   asm("{\n .reg .pred p;\n setp.eq.f32 p, %1, 0fFF800000;\n selp.f32 %0, %2, %3, p;\n}"
@@ -265,20 +310,22 @@ __device__ __forceinline__ float select_if_neg_inf(float x, float a, float b) {
 }
 
 // The factor the state kept so far is rescaled by when the running maximum moves from m_old to
-// m_new; an all-masked tile (m_new = m_old) gives 1, so l and O keep their values.
-__device__ __forceinline__ float rescale(float m_old, float m_new) {
-  return select_if_neg_inf(m_new, 1.0f, __expf(m_old - m_new));
+// m_new; an all-masked tile (m_new = m_old) gives exactly 1, so l and O keep their values.
+__device__ __forceinline__ float rescale(float m_old, float m_new, float c) {
+  return select_if_neg_inf(m_new, 1.0f, exp_diff(m_old, m_new, c));
 }
 
-// Line h's probabilities exp(s - m_new) in place, and their sum in the fixed tree.
-__device__ __forceinline__ float tile_probs(float (&s)[4][4], int h, float m_new) {
+// Line h's probabilities exp(s - m_new) in place, as 2^(u c - m_new c) by one fma each (a masked
+// score, -inf, gives 0; an all-masked line's m_new = -inf counts as 0 there, so its zeros are not
+// NaN), and their sum in the fixed tree.
+__device__ __forceinline__ float tile_probs(float (&s)[4][4], int h, float m_new, float c) {
+  const float mc = __fmul_rn(select_if_neg_inf(m_new, 0.0f, m_new), c);
   float sum = 0.0f;
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      const float v = s[j][2 * h + e];
-      const float pr = select_if_neg_inf(v, 0.0f, __expf(v - m_new));
+      const float pr = exp2_ftz(__fmaf_rn(s[j][2 * h + e], c, -mc));
       s[j][2 * h + e] = pr;
       sum = __fadd_rn(sum, pr);
     }
@@ -343,8 +390,8 @@ __device__ __forceinline__ void tile_update(Lines<HD>& L, float (&s)[4][4], cons
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const float m_new = fmaxf(L.m[h], tile_max(s, h));
-    alpha[h] = rescale(L.m[h], m_new);
-    L.l[h] = __fmaf_rn(L.l[h], alpha[h], tile_probs(s, h, m_new));
+    alpha[h] = rescale(L.m[h], m_new, L.c);
+    L.l[h] = __fmaf_rn(L.l[h], alpha[h], tile_probs(s, h, m_new, L.c));
     L.m[h] = m_new;
   }
   uint32_t pa[2][4];
