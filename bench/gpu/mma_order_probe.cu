@@ -2,7 +2,9 @@
 // questions and prints the answers: (1) is one mma.sync's k16 sum independent of the order of its
 // 16 products (a fused block)? (2) does cuBLASLt, with no split-K, give per element exactly a
 // chain of natural-order k16 mma.sync steps from zero (and with beta = 1, that chain plus C)?
-// (3) how fast is cuBLASLt run part by part, against our tiled kernel? Needs a GPU.
+// (3) how fast is cuBLASLt run part by part, against our tiled kernel? (4) does wgmma (wgmma.cuh)
+// give exactly the mma.sync chain, for the attention tile's two products (Q K^T from zero, P V onto
+// the rescaled O), with A from shared memory or registers? Needs a GPU.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -19,6 +21,7 @@
 #include "backend/cuda/device.h"
 #include "backend/cuda/gemm_order.cuh"
 #include "backend/cuda/ops.h"
+#include "backend/cuda/wgmma.cuh"
 #include "gpu_check.h"  // tests/gpu: CHECK_CUDA, CHECK_LT, time_ms, cu, bf16
 
 namespace {
@@ -78,6 +81,119 @@ __global__ void chain_ref(const bf16* x, const bf16* w, float* y, int m, int n, 
     float* p = y + size_t(rows[i]) * n + c0 + 2 * t + (i & 1);
     *p = accumulate ? __fadd_rn(*p, acc[i]) : acc[i];
   }
+}
+
+// Reference for (4): y[m][n] = the natural k16 mma chain of x[m][0..k) . w[n][..] started from
+// c[m][n] (what an mma chain onto an accumulator holds), one warp per 16 x 8 tile.
+__global__ void chain_from(const bf16* x, const bf16* w, const float* c, float* y, int n, int k) {
+  const int lane = threadIdx.x, g = lane >> 2, t = lane & 3;
+  const int r0 = blockIdx.y * 16, c0 = blockIdx.x * 8;
+  const int rows[4] = {r0 + g, r0 + g, r0 + g + 8, r0 + g + 8};
+  float acc[4];
+  for (int i = 0; i < 4; ++i) acc[i] = c[size_t(rows[i]) * n + c0 + 2 * t + (i & 1)];
+  auto X = [&](int r, int kk) {
+    return *reinterpret_cast<const uint32_t*>(x + size_t(r) * k + kk);
+  };
+  auto W = [&](int col, int kk) {
+    return *reinterpret_cast<const uint32_t*>(w + size_t(c0 + col) * k + kk);
+  };
+  for (int kb = 0; kb < k; kb += 16) {
+    mma16816(acc, X(r0 + g, kb + 2 * t), X(r0 + g + 8, kb + 2 * t), X(r0 + g, kb + 2 * t + 8),
+             X(r0 + g + 8, kb + 2 * t + 8), W(g, kb + 2 * t), W(g, kb + 2 * t + 8));
+  }
+  for (int i = 0; i < 4; ++i) y[size_t(rows[i]) * n + c0 + 2 * t + (i & 1)] = acc[i];
+}
+
+// Element offset of (row, 16-byte chunk) of a `rows`-row operand stored as core matrices (8 rows
+// of 16 bytes), chunk-major: core matrices adjacent in rows are 128 bytes apart, in chunks
+// rows * 16 bytes.
+__host__ __device__ int core_off(int row, int chunk, int rows) {
+  return ((chunk * (rows / 8) + row / 8) * 8 + row % 8) * 8;
+}
+
+// Copies a row-major [rows][cols] bf16 matrix into core matrices (whole block).
+__device__ void to_core(bf16* dst, const bf16* src, int rows, int cols) {
+  for (int i = threadIdx.x; i < rows * cols / 8; i += blockDim.x) {
+    const int r = i / (cols / 8), ch = i % (cols / 8);
+    *reinterpret_cast<uint4*>(dst + core_off(r, ch, rows)) =
+        *reinterpret_cast<const uint4*>(src + r * cols + ch * 8);
+  }
+}
+
+// The warp's mma.sync A fragment of rows [16 w, 16 w + 16), k [16 ks, 16 ks + 16) of a[64][k].
+__device__ void a_frag(uint32_t (&f)[4], const bf16* a, int k, int ks) {
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  auto at = [&](int r, int kk) {
+    return *reinterpret_cast<const uint32_t*>(a + (16 * w + r) * k + 16 * ks + kk);
+  };
+  f[0] = at(g, 2 * t);
+  f[1] = at(g + 8, 2 * t);
+  f[2] = at(g, 2 * t + 8);
+  f[3] = at(g + 8, 2 * t + 8);
+}
+
+// Writes a warpgroup's m64nN f32 fragment d (N / 8 column blocks of mma.sync C fragments).
+template <int N>
+__device__ void store_frag(const float (&d)[N / 2], float* y) {
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  for (int j = 0; j < N / 8; ++j) {
+    for (int r = 0; r < 4; ++r) {
+      y[(16 * w + g + 8 * (r >> 1)) * N + 8 * j + 2 * t + (r & 1)] = d[4 * j + r];
+    }
+  }
+}
+
+// (4a) S[64][32] = q[64][128] k[32][128]^T from zero, by 8 wgmma k16 steps; A from shared memory
+// (a_regs false) or registers. Each descriptor's leading offset is the bytes between core matrices
+// adjacent in K (8 or 4 x 128 here), its stride offset between those adjacent in M or N (128): the
+// other reading made the first run read past the operands.
+__global__ void wg_scores(const bf16* q, const bf16* k, float* s, bool a_regs) {
+  __shared__ alignas(128) bf16 sq[64 * 128], sk[32 * 128];
+  to_core(sq, q, 64, 128);
+  to_core(sk, k, 32, 128);
+  tf::backend::cuda::wgmma::fence_shared();
+  __syncthreads();
+  namespace wg = tf::backend::cuda::wgmma;
+  float d[16] = {};
+  uint32_t fa[8][4];
+  for (int ks = 0; ks < 8; ++ks) a_frag(fa[ks], q, 128, ks);
+  wg::fence();
+  for (int ks = 0; ks < 8; ++ks) {
+    const uint64_t b = wg::smem_desc(sk + core_off(0, 2 * ks, 32), 512, 128);
+    if (a_regs) {
+      wg::m64n32k16(d, fa[ks], b, ks > 0);
+    } else {
+      wg::m64n32k16(d, wg::smem_desc(sq + core_off(0, 2 * ks, 64), 1024, 128), b, ks > 0);
+    }
+  }
+  wg::commit();
+  wg::wait<0>();
+  store_frag<32>(d, s);
+}
+
+// (4b) O[64][128] = c + p[64][32] v[32][128], 2 wgmma k16 steps, P from registers, V MN-major:
+// core matrices of 8 positions (K) x 8 dims (N), K-adjacent ones 128 bytes apart, N-adjacent 512.
+__global__ void wg_pv(const bf16* p, const bf16* v, const float* c, float* o) {
+  __shared__ alignas(128) bf16 sv[32 * 128];
+  to_core(sv, v, 32, 128);  // core matrices of 8 positions x 8 dims
+  tf::backend::cuda::wgmma::fence_shared();
+  __syncthreads();
+  namespace wg = tf::backend::cuda::wgmma;
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  float d[64];
+  for (int j = 0; j < 16; ++j) {
+    for (int r = 0; r < 4; ++r)
+      d[4 * j + r] = c[(16 * w + g + 8 * (r >> 1)) * 128 + 8 * j + 2 * t + (r & 1)];
+  }
+  uint32_t fa[2][4];
+  for (int kk = 0; kk < 2; ++kk) a_frag(fa[kk], p, 32, kk);
+  wg::fence();
+  for (int kk = 0; kk < 2; ++kk) {
+    wg::m64n128k16_bt(d, fa[kk], wg::smem_desc(sv + core_off(16 * kk, 0, 32), 128, 512), true);
+  }
+  wg::commit();
+  wg::wait<0>();
+  store_frag<128>(d, o);
 }
 
 __global__ void to_bf16(const float* y, bf16* out, size_t count) {
@@ -205,6 +321,46 @@ int main() {
       std::printf("(1) k-permutation %zu inside one mma: %zu of %zu results differ from natural\n",
                   pi, count_diff(got, base), got.size());
     }
+  }
+
+  // ---- (4) wgmma against the natural chain: the attention tile's two products.
+  for (int trial = 0; trial < 4; ++trial) {
+    const auto q = spread(64 * 128, rng, 6), k = spread(32 * 128, rng, 6);
+    const auto v = spread(32 * 128, rng, 6);
+    std::vector<bf16> p(64 * 32), vt(128 * 32);
+    std::uniform_real_distribution<float> u01(0, 1), u(-1, 1);
+    for (auto& x : p) x = __float2bfloat16(u01(rng));
+    for (int r = 0; r < 32; ++r) {
+      for (int c = 0; c < 128; ++c) vt[c * 32 + r] = v[r * 128 + c];
+    }
+    std::vector<float> c(64 * 128), zero(64 * 32, 0.0f);
+    for (auto& x : c) x = std::ldexp(u(rng), int(u(rng) * 8));
+    auto dq = upload(q), dk = upload(k), dv = upload(v), dp = upload(p), dvt = upload(vt);
+    auto dc = upload(c), dz = upload(zero);
+    cu::DeviceBuffer ref_s(64 * 32 * 4), ref_o(64 * 128 * 4), got_s(64 * 32 * 4),
+        got_o(64 * 128 * 4);
+    chain_from<<<dim3(32 / 8, 4), 32>>>(dq.get<bf16>(), dk.get<bf16>(), dz.get<float>(),
+                                        ref_s.get<float>(), 32, 128);
+    chain_from<<<dim3(128 / 8, 4), 32>>>(dp.get<bf16>(), dvt.get<bf16>(), dc.get<float>(),
+                                         ref_o.get<float>(), 128, 32);
+    const auto want_s = download<float>(ref_s, 64 * 32), want_o = download<float>(ref_o, 64 * 128);
+    for (const bool regs : {false, true}) {
+      CHECK_CUDA(cudaMemset(got_s.get(), 0xff, got_s.bytes()));
+      wg_scores<<<1, 128>>>(dq.get<bf16>(), dk.get<bf16>(), got_s.get<float>(), regs);
+      CHECK_CUDA(cudaDeviceSynchronize());
+      std::printf(
+          "(4a) trial %d Q.K^T 64x32x128 from zero, A from %s: %zu of %zu differ from the "
+          "mma chain\n",
+          trial, regs ? "registers" : "shared memory",
+          count_diff(download<float>(got_s, 64 * 32), want_s), want_s.size());
+    }
+    CHECK_CUDA(cudaMemset(got_o.get(), 0xff, got_o.bytes()));
+    wg_pv<<<1, 128>>>(dp.get<bf16>(), dv.get<bf16>(), dc.get<float>(), got_o.get<float>());
+    CHECK_CUDA(cudaDeviceSynchronize());
+    std::printf(
+        "(4b) trial %d O + P.V 64x128x32 onto O, V MN-major: %zu of %zu differ from the "
+        "mma chain\n",
+        trial, count_diff(download<float>(got_o, 64 * 128), want_o), want_o.size());
   }
 
   // ---- (2) cuBLASLt against the natural chain.
