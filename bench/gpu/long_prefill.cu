@@ -2,9 +2,11 @@
 // time: the decoder's multi-row layer (norm, qkv, RoPE + KV write, paged attention, o, norm,
 // gate_up, SwiGLU, down) over the backend's kernels, a prompt prefilled in chunks, timed to its
 // last token's logits (TTFT, cold: no cached prefix). Each size runs with the wide prefill
-// attention kernel and, up to --narrow-up-to, the narrow one (the previous kernel) in the same
-// run; their logits must be bit-identical. MFU is against cuBLASLt's bf16 rate measured here.
+// attention kernel and, up to --narrow-up-to, another one in the same run (--compare narrow: the
+// 64-line kernel, the default; wgmma: the wide kernel's walk on wgmma); their logits must be
+// bit-identical. MFU is against cuBLASLt's bf16 rate measured here.
 //   long_prefill [--chunk 8192] [--narrow-up-to 32768] [--sizes 4096,8192,...] [--attention-only 1]
+//                [--compare narrow|wgmma]
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -242,6 +244,8 @@ std::vector<int> parse_sizes(const char* s) {
 int main(int argc, char** argv) {
   int chunk = 8192, narrow_up_to = 32768;
   bool attention_only = false;
+  cu::TileKernel before = cu::TileKernel::kNarrow;
+  const char* before_name = "narrow";
   std::vector<int> sizes{4096, 8192, 16384, 32768, 65536, 131072};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
@@ -249,6 +253,10 @@ int main(int argc, char** argv) {
     if (a == "--narrow-up-to") narrow_up_to = std::atoi(argv[i + 1]);
     if (a == "--sizes") sizes = parse_sizes(argv[i + 1]);
     if (a == "--attention-only") attention_only = std::atoi(argv[i + 1]) != 0;
+    if (a == "--compare" && std::string(argv[i + 1]) == "wgmma") {
+      before = cu::TileKernel::kWgmma;
+      before_name = "wgmma";
+    }
   }
   int max_n = 0;
   for (int n : sizes) max_n = std::max(max_n, n);
@@ -291,8 +299,8 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaMemcpy(m.k_cache.get(), kr.get(), kr.bytes(), cudaMemcpyDeviceToDevice));
     CHECK_CUDA(cudaMemcpy(m.v_cache.get(), vr.get(), vr.bytes(), cudaMemcpyDeviceToDevice));
     std::printf("\nprefill attention alone, one layer (32/8 heads of 128), chunks of %d\n", chunk);
-    std::printf("%8s %12s %10s %8s %12s %10s %8s %8s\n", "tokens", "wide ms", "TFLOP/s", "MFU",
-                "narrow ms", "TFLOP/s", "MFU", "speedup");
+    std::printf("%8s %12s %10s %8s %9s ms %10s %8s %8s\n", "tokens", "wide ms", "TFLOP/s", "MFU",
+                before_name, "TFLOP/s", "MFU", "speedup");
     for (int n : sizes) {
       auto layer = [&](cu::TileKernel k) {
         for (int c0 = 0; c0 < n; c0 += chunk)
@@ -305,7 +313,7 @@ int main(int argc, char** argv) {
       std::printf("%8d %12.2f %10.0f %7.1f%%", n, wide, f / (wide * 1e-3) / 1e12,
                   100 * f / (wide * 1e-3) / peak);
       if (n <= narrow_up_to) {
-        const float narrow = time_ms([&] { layer(cu::TileKernel::kNarrow); }, reps);
+        const float narrow = time_ms([&] { layer(before); }, reps);
         std::printf(" %12.2f %10.0f %7.1f%% %7.2fx\n", narrow, f / (narrow * 1e-3) / 1e12,
                     100 * f / (narrow * 1e-3) / peak, narrow / wide);
       } else {
@@ -319,8 +327,8 @@ int main(int argc, char** argv) {
   // 2. The whole prefill, cold (no cached prefix), to the last token's logits.
   prefill(m, w, gemm, std::min(chunk, max_n), chunk, cu::TileKernel::kWide, nullptr, s);  // warm-up
   std::printf("\nprefill to the first token (TTFT), Llama-3.1-8B shapes, bf16, random weights\n");
-  std::printf("%8s %10s %10s %8s %12s %10s %8s %9s %8s\n", "tokens", "TTFT s", "tok/s", "MFU",
-              "narrow TTFT", "tok/s", "MFU", "speedup", "logits");
+  std::printf("%8s %10s %10s %8s %7s TTFT %10s %8s %9s %8s\n", "tokens", "TTFT s", "tok/s", "MFU",
+              before_name, "tok/s", "MFU", "speedup", "logits");
   bool all_same = true;
   for (int n : sizes) {
     std::vector<float> wide_logits, narrow_logits;
@@ -330,8 +338,7 @@ int main(int argc, char** argv) {
     const double f = prompt_flops(n);
     std::printf("%8d %10.3f %10.0f %7.1f%%", n, wide, n / wide, 100 * f / wide / peak);
     if (n <= narrow_up_to) {
-      const double narrow =
-          prefill(m, w, gemm, n, chunk, cu::TileKernel::kNarrow, &narrow_logits, s);
+      const double narrow = prefill(m, w, gemm, n, chunk, before, &narrow_logits, s);
       const bool same =
           std::memcmp(wide_logits.data(), narrow_logits.data(), kVocab * sizeof(float)) == 0;
       all_same &= same;
@@ -345,7 +352,7 @@ int main(int argc, char** argv) {
       "\nMFU: prompt FLOPs (2 x %.2fG matmul weights x tokens + causal attention + "
       "lm_head) / TTFT / %.0f TFLOP/s\n",
       kLayerParams * kLayers / 1e9, peak / 1e12);
-  std::printf("wide and narrow kernels' logits: %s\n", all_same ? "identical" : "DIFFER");
+  std::printf("wide and %s kernels' logits: %s\n", before_name, all_same ? "identical" : "DIFFER");
   CHECK_CUDA(cudaStreamDestroy(s));
   return all_same ? 0 : 1;
 }

@@ -134,11 +134,11 @@ __device__ void a_frag(uint32_t (&f)[4], const bf16* a, int k, int ks) {
 
 // Writes a warpgroup's m64nN f32 fragment d (N / 8 column blocks of mma.sync C fragments).
 template <int N>
-__device__ void store_frag(const float (&d)[N / 2], float* y) {
+__device__ void store_frag(const float (&d)[N / 8][4], float* y) {
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   for (int j = 0; j < N / 8; ++j) {
     for (int r = 0; r < 4; ++r) {
-      y[(16 * w + g + 8 * (r >> 1)) * N + 8 * j + 2 * t + (r & 1)] = d[4 * j + r];
+      y[(16 * w + g + 8 * (r >> 1)) * N + 8 * j + 2 * t + (r & 1)] = d[j][r];
     }
   }
 }
@@ -154,7 +154,7 @@ __global__ void wg_scores(const bf16* q, const bf16* k, float* s, bool a_regs) {
   tf::backend::cuda::wgmma::fence_shared();
   __syncthreads();
   namespace wg = tf::backend::cuda::wgmma;
-  float d[16] = {};
+  float d[4][4] = {};
   uint32_t fa[8][4];
   for (int ks = 0; ks < 8; ++ks) a_frag(fa[ks], q, 128, ks);
   wg::fence();
@@ -180,10 +180,10 @@ __global__ void wg_pv(const bf16* p, const bf16* v, const float* c, float* o) {
   __syncthreads();
   namespace wg = tf::backend::cuda::wgmma;
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-  float d[64];
+  float d[16][4];
   for (int j = 0; j < 16; ++j) {
     for (int r = 0; r < 4; ++r)
-      d[4 * j + r] = c[(16 * w + g + 8 * (r >> 1)) * 128 + 8 * j + 2 * t + (r & 1)];
+      d[j][r] = c[(16 * w + g + 8 * (r >> 1)) * 128 + 8 * j + 2 * t + (r & 1)];
   }
   uint32_t fa[2][4];
   for (int kk = 0; kk < 2; ++kk) a_frag(fa[kk], p, 32, kk);

@@ -103,6 +103,10 @@ int main(int argc, char** argv) {
                 "chunks of 1000, 3001, 77, 4096");
   same_as_whole(run({n}, cu::TileKernel::kNarrow), "narrow kernel, whole");
   same_as_whole(run({2048}, cu::TileKernel::kNarrow), "narrow kernel, chunks of 2048");
+  // The wide kernel's walk on wgmma (Llama heads fit it on an H200).
+  same_as_whole(run({n}, cu::TileKernel::kWgmma), "wgmma kernel, whole");
+  same_as_whole(run({1000, 3001, 77, 4096}, cu::TileKernel::kWgmma),
+                "wgmma kernel, chunks of 1000, 3001, 77, 4096");
 
   // Sampled rows as decode rows (split mode, with and without the split counters).
   std::vector<int32_t> sample{0, 1, 127, 128, 4095, 4096, n / 2, n - 2, n - 1};

@@ -161,6 +161,12 @@ void run_case(const Case& c) {
                        ") differ from tile " + std::to_string(tile_rows) + " bitwise");
     }
   }
+  // The wide kernel's walk on wgmma (where it fits: head dims of 128 on an H200; else kWide).
+  for (int tile : {1, 5, tile_rows}) {
+    const auto other = run(tile, {}, false, false, cu::TileKernel::kWgmma);
+    const bool same = std::memcmp(other.data(), base.data(), out_elems * sizeof(bf16)) == 0;
+    expect(same, "wgmma kernel, tile " + std::to_string(tile) + " differs from the wide kernel");
+  }
   // The narrow prefill kernel (the previous one) at its own tile sizes: the same bits.
   for (int tile : {1, 5, cu::attention_tile_rows(group, cu::TileKernel::kNarrow)}) {
     const auto other = run(tile, {}, false, false, cu::TileKernel::kNarrow);
@@ -280,5 +286,7 @@ int main() {
   run_case({128, 32, 8, 200, 0.0f, {40, 1000}});
   // Splits of 256 positions (past 3,072 visible): 8 tiles, a warp each in split_tiles_kernel.
   run_case({128, 4, 1, 0, 0.0f, {3200}});
+  // Soft-capping and a window at head dims of 128 (the wgmma kernel's capped build).
+  run_case({128, 16, 2, 300, 50.0f, {7, 900}});
   return report();
 }

@@ -437,9 +437,13 @@ cudaError_t launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, cons
                    const AttentionBatch& b, cudaStream_t s) {
   const int group = p.n_heads / p.n_kv_heads;
   const size_t stages = 4 * stage_bytes<HD>();
-  if (b.n_tiles > 0 && b.tile_kernel == TileKernel::kWide) {
-    const cudaError_t e = wide_tile_attention(q, k_cache, v_cache, tables, row_seq, pos, p, b.tiles,
-                                              b.n_tiles, b.out, s);
+  if (b.n_tiles > 0 && b.tile_kernel != TileKernel::kNarrow) {
+    const bool wgmma = b.tile_kernel == TileKernel::kWgmma && wgmma_tile_attention_fits(p);
+    const cudaError_t e =
+        wgmma ? wgmma_tile_attention(q, k_cache, v_cache, tables, row_seq, pos, p, b.tiles,
+                                     b.n_tiles, b.out, s)
+              : wide_tile_attention(q, k_cache, v_cache, tables, row_seq, pos, p, b.tiles,
+                                    b.n_tiles, b.out, s);
     if (e != cudaSuccess) return e;
   } else if (b.n_tiles > 0) {
     const size_t smem = stages + static_cast<size_t>(kMaxBlockLines) * HD * sizeof(float);
@@ -537,7 +541,7 @@ int attention_max_splits(int max_visible) {
 }
 
 int attention_tile_rows(int group, TileKernel kernel) {
-  const int lines = kernel == TileKernel::kWide ? kWideLines : kMaxBlockLines;
+  const int lines = kernel != TileKernel::kNarrow ? kWideLines : kMaxBlockLines;
   return group >= lines ? 1 : lines / group;
 }
 

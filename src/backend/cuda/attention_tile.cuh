@@ -123,8 +123,9 @@ struct Lines {
 
   // The lines lb + g and lb + g + 8 of lines: line i is head i % group of row row0 + i / group
   // (a line past `lines` is empty); Q fragments straight from global memory (read once).
+  // load_q false: the caller reads Q itself (qa stays unset).
   __device__ void init(const bf16* q, const int32_t* pos, const AttentionParams& p, int row0,
-                       int lines, int kv_head, int lb) {
+                       int lines, int kv_head, int lb, bool load_q = true) {
     const int group = p.n_heads / p.n_kv_heads, lane = threadIdx.x & 31, g = lane >> 2;
     const int t = lane & 3;
     c = log2_factor(p);
@@ -144,6 +145,7 @@ struct Lines {
       l_tot[h] = 0.0f;
       reset(h);
     }
+    if (!load_q) return;
 #pragma unroll
     for (int ks = 0; ks < kSteps; ++ks) {
 #pragma unroll
@@ -253,23 +255,12 @@ __device__ void stage_tile(bf16* kd, bf16* vd, const bf16* k_cache, const bf16* 
 // kMayCap = false: the caller knows p.softcap is 0, and the code holds no tanh or division.
 // kMask = false: the caller knows every position of the tile is visible to every line of the warp,
 // so the mask would change nothing (a prefill warp's interior tiles).
+// The scores' epilogue after their products s (mma.sync C fragments of 16 lines x 32 positions,
+// from mma.sync or wgmma): the soft-cap where there is one, then the mask.
 template <int HD, bool kMayCap = true, bool kMask = true>
-__device__ void tile_scores(const Lines<HD>& L, const bf16* kt, int t0, const AttentionParams& p,
-                            float (&s)[4][4]) {
-  const int lane = threadIdx.x & 31, t = lane & 3;
-#pragma unroll
-  for (int j = 0; j < 4; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
-#pragma unroll
-  for (int ks = 0; ks < L.kSteps; ++ks) {
-#pragma unroll
-    for (int jp = 0; jp < 2; ++jp) {
-      const int mi = lane >> 3, r = lane & 7;
-      uint32_t b[4];
-      ldsm_x4(b, kt + (16 * jp + r + 8 * (mi >> 1)) * kLd<HD> + 16 * ks + 8 * (mi & 1));
-      mma16816(s[2 * jp], L.qa[ks][0], L.qa[ks][1], L.qa[ks][2], L.qa[ks][3], b[0], b[1]);
-      mma16816(s[2 * jp + 1], L.qa[ks][0], L.qa[ks][1], L.qa[ks][2], L.qa[ks][3], b[2], b[3]);
-    }
-  }
+__device__ __forceinline__ void score_epilogue(const Lines<HD>& L, int t0, const AttentionParams& p,
+                                               float (&s)[4][4]) {
+  const int t = threadIdx.x & 3;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
 #pragma unroll
@@ -284,6 +275,26 @@ __device__ void tile_scores(const Lines<HD>& L, const bf16* kt, int t0, const At
       }
     }
   }
+}
+
+template <int HD, bool kMayCap = true, bool kMask = true>
+__device__ void tile_scores(const Lines<HD>& L, const bf16* kt, int t0, const AttentionParams& p,
+                            float (&s)[4][4]) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+#pragma unroll
+  for (int ks = 0; ks < L.kSteps; ++ks) {
+#pragma unroll
+    for (int jp = 0; jp < 2; ++jp) {
+      const int mi = lane >> 3, r = lane & 7;
+      uint32_t b[4];
+      ldsm_x4(b, kt + (16 * jp + r + 8 * (mi >> 1)) * kLd<HD> + 16 * ks + 8 * (mi & 1));
+      mma16816(s[2 * jp], L.qa[ks][0], L.qa[ks][1], L.qa[ks][2], L.qa[ks][3], b[0], b[1]);
+      mma16816(s[2 * jp + 1], L.qa[ks][0], L.qa[ks][1], L.qa[ks][2], L.qa[ks][3], b[2], b[3]);
+    }
+  }
+  score_epilogue<HD, kMayCap, kMask>(L, t0, p, s);
 }
 
 // Line h's maximum score in the tile (its 4 lanes agree).
@@ -407,6 +418,15 @@ __device__ void update(Lines<HD>& L, const bf16* kt, const bf16* vt, int t0,
   tile_scores<HD>(L, kt, t0, p, s);
   tile_update<HD>(L, s, vt, jb, je);
 }
+
+// The wide prefill kernel's walk with its products on wgmma (attention_prefill_wgmma.cu), where it
+// fits: an sm_90 GPU, head dims of 128, and query heads per KV head dividing kWideLines; the same
+// bits.
+bool wgmma_tile_attention_fits(const AttentionParams& p);
+cudaError_t wgmma_tile_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache,
+                                 const int32_t* tables, const int32_t* row_seq, const int32_t* pos,
+                                 const AttentionParams& p, const AttentionTile* tiles, int n_tiles,
+                                 bf16* out, cudaStream_t s);
 
 // The wide prefill kernel (attention_prefill.cu) over n_tiles tiles of at most
 // attention_tile_rows(group, TileKernel::kWide) rows each.

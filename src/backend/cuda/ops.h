@@ -223,7 +223,7 @@ cudaError_t softcap(float* x, size_t n, float cap, cudaStream_t s);
 //   - split rows (decode: one row of its sequence in the step): one block per split of the row's
 //     positions, partials in scratch, then a combine;
 //   - tiles (prefill chunks): up to attention_tile_rows(group) consecutive rows of one sequence
-//     share one block and its staged K/V (the wide kernel, attention_prefill.cu; the narrow one,
+//     share one block and its staged K/V (the wide kernel, attention_prefill*.cu; the narrow one,
 //     the previous prefill kernel, stays for benchmarks and tests: same bits, smaller tiles).
 // head_dim must be a multiple of 8 and at most 128; n_heads / n_kv_heads at most 64.
 struct AttentionParams {
@@ -235,7 +235,11 @@ struct AttentionParams {
 struct AttentionTile {
   int32_t row0, rows;
 };
-enum class TileKernel { kWide, kNarrow };
+// The prefill tiles' kernel (all give the same bits): kWide: the wide kernel (attention_prefill.cu,
+// mma.sync), the decoder's; kNarrow: the previous 64-line kernel; kWgmma: the wide kernel's walk
+// with its products on wgmma (attention_prefill_wgmma.cu; where it does not fit, kWide), slower
+// so far, kept for benchmarks and tests.
+enum class TileKernel { kWide, kNarrow, kWgmma };
 // Which kernel runs the split rows (both compute the same bits): kAuto picks by the launch's
 // size; kWalk: a block per split walks its tiles in turn (a second launch folds the splits);
 // kTiles: a warp per tile, the pair's last split folding them (needs AttentionBatch::counters;
