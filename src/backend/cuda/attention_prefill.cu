@@ -45,6 +45,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "backend/cuda/attention_prefill.cuh"
 #include "backend/cuda/attention_tile.cuh"
 #include "backend/cuda/ops.h"
 
@@ -55,12 +56,9 @@ constexpr int kWarps = kWideLines / 16;
 constexpr int kStageTiles = 2;  // canonical tiles per pipeline stage
 constexpr int kStages = 3;
 
-template <int HD>
-constexpr int kTotLd = HD + 8;
-
 // Whether a tile's copies divide evenly over a full block (copy_tile's unrolled form).
 template <int HD>
-constexpr bool kWholeBlockCopies = kTile * (HD / 8) % (kWarps * 32) == 0;  // a line's split total: float2 accesses in two wavefronts
+constexpr bool kWholeBlockCopies = kTile*(HD / 8) % (kWarps * 32) == 0;
 
 template <int HD>
 constexpr size_t wide_smem_bytes() {
@@ -68,36 +66,11 @@ constexpr size_t wide_smem_bytes() {
          static_cast<size_t>(kWideLines) * kTotLd<HD> * sizeof(float);
 }
 
-// Whether the tile at t0 ends one of line h's splits (or the line), split_end being the end of the
-// split that holds t0: positions only, not state, and no division (the modulo it replaces cost a
-// reciprocal and its fix-ups per tile and line).
-template <int HD>
-__device__ __forceinline__ bool ends_split(const Lines<HD>& L, int h, int t0, int split_end) {
-  const int end = t0 + kTile;
-  return (t0 <= L.last[h]) & (end > L.first[h]) & ((end == split_end) | (end > L.last[h]));
-}
-
-// Line h's split so far folded into its total (tot_h, the line's row), and the next split started.
-template <int HD>
-__device__ __forceinline__ void fold_split(Lines<HD>& L, int h, float* tot_h) {
-  const int t = threadIdx.x & 3;
-  const Merge mg(L.m_tot[h], L.l_tot[h], L.m[h], L.l[h], L.c);
-#pragma unroll
-  for (int j = 0; j < L.kDTiles; ++j) {
-    float2* at = reinterpret_cast<float2*>(tot_h + 8 * j + 2 * t);
-    const float2 v = *at;
-    *at = make_float2(mg(v.x, L.o[j][2 * h]), mg(v.y, L.o[j][2 * h + 1]));
-  }
-  L.reset(h);
-}
-
 // The stage's tiles, in order, for the warp's lines after their scores s: tile_update()'s steps
 // (attention_tile.cuh) with the same values, scheduled so that the tiles' softmax runs side by
-// side. Tile i's new running maximum is fmax(the one tile i - 1 left, or -inf where tile i - 1
-// ends the line's split, whose fold resets the state; tile i's maximum), known from positions and
-// scores alone, so every tile's exponentials and sums come before the first rescale of O; then
-// each tile's l and O update and split fold run in order. A tile fully masked for the warp's
-// lines is left out, as its update would leave every state as it is.
+// side (stage_softmax, attention_prefill.cuh); then each tile's l and O update and split fold run
+// in order. A tile fully masked for the warp's lines is left out, as its update would leave every
+// state as it is.
 template <int HD>
 __device__ __forceinline__ void stage_update(Lines<HD>& L, float (&s)[kStageTiles][4][4],
                                              const bf16* v0, int v_stride, int t_stage, int w_first,
@@ -105,36 +78,13 @@ __device__ __forceinline__ void stage_update(Lines<HD>& L, float (&s)[kStageTile
                                              float* const (&tot)[2]) {
   float m_new[kStageTiles][2], sum[kStageTiles][2];
   bool ends[kStageTiles][2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float m = L.m[h];
-#pragma unroll
-    for (int i = 0; i < kStageTiles; ++i) {
-      const int t0 = t_stage + i * kTile;
-      // A left-out tile is masked for every line: its maximum is -inf and m_new = m.
-      m_new[i][h] = fmaxf(m, tile_max(s[i], h));
-      ends[i][h] = ends_split(L, h, t0, split_end[h]);
-      m = ends[i][h] ? -INFINITY : m_new[i][h];
-    }
-    // A split is at least 128 positions long, so a stage crosses at most one end.
-    if (split_end[h] <= t_stage + kStageTiles * kTile) split_end[h] += L.split[h];
-  }
-#pragma unroll
-  for (int i = 0; i < kStageTiles; ++i) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) sum[i][h] = tile_probs(s[i], h, m_new[i][h], L.c);
-  }
+  stage_softmax(L, s, t_stage, split_end, m_new, sum, ends);
 #pragma unroll
   for (int i = 0; i < kStageTiles; ++i) {
     const int t0 = t_stage + i * kTile;
     if (t0 > w_last || t0 + kTile <= w_first) continue;
     float alpha[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      alpha[h] = rescale(L.m[h], m_new[i][h], L.c);
-      L.l[h] = __fmaf_rn(L.l[h], alpha[h], sum[i][h]);
-      L.m[h] = m_new[i][h];
-    }
+    advance_state(L, m_new[i], sum[i], alpha);
     uint32_t pa[2][4];
     pack_probs(s[i], pa);
     tile_pv<HD>(L.o, alpha, pa, v0 + i * v_stride, 0, HD / 16);
@@ -154,22 +104,13 @@ __global__ void __launch_bounds__(kWarps * 32, 1)
                      bf16* __restrict__ out) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int group = p.n_heads / p.n_kv_heads, kv_head = blockIdx.y;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const int warp = threadIdx.x >> 5;
   // Last tile first: the decoder lists a chunk's tiles from its end, so the longest rows start
   // first and the short ones fill the tail of the launch.
   const AttentionTile tile = tiles[gridDim.x - 1 - blockIdx.x];
   const int row0 = tile.row0, lines = tile.rows * group;
-  int lo = INT_MAX, hi = -1;
-  for (int r = lane; r < tile.rows; r += 32) {
-    const int last = pos[row0 + r];
-    lo = min(lo, first_visible(p.window, last));
-    hi = max(hi, last);
-  }
-#pragma unroll
-  for (int sh = 16; sh > 0; sh >>= 1) {
-    lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, sh));
-    hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, sh));
-  }
+  int lo, hi;
+  tile_positions(tile, pos, p.window, lo, hi);
   const int32_t* table = tables + static_cast<int64_t>(row_seq[row0]) * p.max_blocks;
 
   constexpr int kTileElems = kTile * kLd<HD>;
@@ -187,34 +128,11 @@ __global__ void __launch_bounds__(kWarps * 32, 1)
   Lines<HD> L;
   L.init(q, pos, p, row0, lines, kv_head, warp * 16);
   float* tot[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    tot[h] = tot_base + (warp * 16 + g + 8 * h) * kTotLd<HD>;
-#pragma unroll
-    for (int j = 0; j < L.kDTiles; ++j) {
-      *reinterpret_cast<float2*>(tot[h] + 8 * j + 2 * t) = make_float2(0.0f, 0.0f);
-    }
-  }
-  // The warp's visible positions: a tile outside [w_first, w_last] is fully masked for its lines,
-  // one inside [w_in_first, w_in_last] fully visible to all of them (an empty line, last = -1,
-  // makes that range empty, so its state never sees an unmasked score).
-  int w_first = L.last[0] >= 0 ? L.first[0] : INT_MAX, w_last = max(L.last[0], L.last[1]);
-  if (L.last[1] >= 0) w_first = min(w_first, L.first[1]);
-  int w_in_first = max(L.first[0], L.first[1]), w_in_last = min(L.last[0], L.last[1]);
-#pragma unroll
-  for (int sh = 16; sh > 0; sh >>= 1) {
-    w_first = min(w_first, __shfl_xor_sync(0xffffffffu, w_first, sh));
-    w_last = max(w_last, __shfl_xor_sync(0xffffffffu, w_last, sh));
-    w_in_first = max(w_in_first, __shfl_xor_sync(0xffffffffu, w_in_first, sh));
-    w_in_last = min(w_in_last, __shfl_xor_sync(0xffffffffu, w_in_last, sh));
-  }
-  // The end of the split that holds each line's first tile (splits are multiples of 64 long), kept
-  // as the walk passes it; a stage before a line's first tile never reaches that end.
+  zero_totals<HD>(tot_base, warp * 16, tot);
+  const WarpRange wr = warp_range(L);
+  const int w_first = wr.first, w_last = wr.last, w_in_first = wr.in_first, w_in_last = wr.in_last;
   int split_end[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    split_end[h] = (L.first[h] / kTile * kTile / L.split[h] + 1) * L.split[h];
-  }
+  first_split_ends(L, split_end);
   __syncthreads();  // the zeroed padding before any copy lands in it
 
   const int t_begin = lo / kTile * kTile;
@@ -238,8 +156,8 @@ __global__ void __launch_bounds__(kWarps * 32, 1)
         bf16* kd = k_at(st % kStages, sub);
         if constexpr (kWholeBlockCopies<HD>) {
           if (blockDim.x == kWarps * 32) {
-            copy_tile<HD, kAllRows, kWarps * 32>(kd, kd + kTileElems, k_cache, v_cache, p,
-                                                 kv_head, t0, slots[sub], threadIdx.x, 0);
+            copy_tile<HD, kAllRows, kWarps * 32>(kd, kd + kTileElems, k_cache, v_cache, p, kv_head,
+                                                 t0, slots[sub], threadIdx.x, 0);
             continue;
           }
         }
@@ -284,23 +202,7 @@ __global__ void __launch_bounds__(kWarps * 32, 1)
                      split_end, tot);
   }
   asm volatile("cp.async.wait_group 0;\n");  // no copy outlives the block
-
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int line = warp * 16 + g + 8 * h;
-    if (line >= lines) continue;
-    const int row = row0 + line / group, head = kv_head * group + line % group;
-    bf16* o = out + (static_cast<int64_t>(row) * p.n_heads + head) * p.head_dim;
-#pragma unroll
-    for (int j = 0; j < L.kDTiles; ++j) {
-      const int d = 8 * j + 2 * t;
-      if (d < p.head_dim) {
-        const float2 v = *reinterpret_cast<const float2*>(tot[h] + d);
-        *reinterpret_cast<__nv_bfloat162*>(o + d) =
-            __floats2bfloat162_rn(finish(v.x, L.l_tot[h]), finish(v.y, L.l_tot[h]));
-      }
-    }
-  }
+  write_lines<HD>(L, tot, p, row0, lines, kv_head, warp * 16, out);
 }
 
 template <int HD>

@@ -29,6 +29,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "backend/cuda/attention_prefill.cuh"
 #include "backend/cuda/attention_tile.cuh"
 #include "backend/cuda/ops.h"
 #include "backend/cuda/wgmma.cuh"
@@ -40,12 +41,11 @@ constexpr int kHd = 128;
 constexpr int kWarps = kWideLines / 16, kGroupLines = 64;
 constexpr int kStageTiles = 2, kStages = 3;
 constexpr int kTileElems = kTile * kHd;  // a K or V tile, dense (core matrices)
-constexpr int kTotLd = kHd + 8;
 
 constexpr size_t smem_bytes() {
   return (static_cast<size_t>(kStages) * kStageTiles * 2 * kTileElems + kWideLines * kHd) *
              sizeof(bf16) +
-         static_cast<size_t>(kWideLines) * kTotLd * sizeof(float);
+         static_cast<size_t>(kWideLines) * kTotLd<kHd> * sizeof(float);
 }
 
 // Element offset of (row, chunk of 8 head dims) in an operand of `rows` rows kept as core
@@ -71,24 +71,6 @@ __device__ __forceinline__ void copy_tile_core(bf16* kd, bf16* vd, const bf16* k
   asm volatile("cp.async.commit_group;\n");
 }
 
-// fold_split of attention_prefill.cu: line h's split folded into its total, the next one started.
-__device__ __forceinline__ void fold_split(Lines<kHd>& L, int h, float* tot_h) {
-  const int t = threadIdx.x & 3;
-  const Merge mg(L.m_tot[h], L.l_tot[h], L.m[h], L.l[h], L.c);
-#pragma unroll
-  for (int j = 0; j < L.kDTiles; ++j) {
-    float2* at = reinterpret_cast<float2*>(tot_h + 8 * j + 2 * t);
-    const float2 v = *at;
-    *at = make_float2(mg(v.x, L.o[j][2 * h]), mg(v.y, L.o[j][2 * h + 1]));
-  }
-  L.reset(h);
-}
-
-__device__ __forceinline__ bool ends_split(const Lines<kHd>& L, int h, int t0, int split_end) {
-  const int end = t0 + kTile;
-  return (t0 <= L.last[h]) & (end > L.first[h]) & ((end == split_end) | (end > L.last[h]));
-}
-
 template <bool kMayCap>
 __global__ void __launch_bounds__(kWarps * 32, 1)
     wgmma_tile_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k_cache,
@@ -99,21 +81,12 @@ __global__ void __launch_bounds__(kWarps * 32, 1)
   namespace wg = wgmma;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   const int group = p.n_heads / p.n_kv_heads, kv_head = blockIdx.y;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int wgroup = warp / 4;
   const AttentionTile tile = tiles[gridDim.x - 1 - blockIdx.x];  // longest rows first
   const int row0 = tile.row0, lines = tile.rows * group;
-  int lo = INT_MAX, hi = -1;
-  for (int r = lane; r < tile.rows; r += 32) {
-    const int last = pos[row0 + r];
-    lo = min(lo, first_visible(p.window, last));
-    hi = max(hi, last);
-  }
-#pragma unroll
-  for (int sh = 16; sh > 0; sh >>= 1) {
-    lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, sh));
-    hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, sh));
-  }
+  int lo, hi;
+  tile_positions(tile, pos, p.window, lo, hi);
   const int32_t* table = tables + static_cast<int64_t>(row_seq[row0]) * p.max_blocks;
 
   bf16* ring = reinterpret_cast<bf16*>(smem_raw);                // [stage][sub][K, V][kTileElems]
@@ -140,16 +113,8 @@ __global__ void __launch_bounds__(kWarps * 32, 1)
   asm volatile("cp.async.commit_group;\n");
 
   // The warp's visible positions, and its warpgroup's union (a wgmma runs for all of its warps).
-  int w_first = L.last[0] >= 0 ? L.first[0] : INT_MAX, w_last = max(L.last[0], L.last[1]);
-  if (L.last[1] >= 0) w_first = min(w_first, L.first[1]);
-  int w_in_first = max(L.first[0], L.first[1]), w_in_last = min(L.last[0], L.last[1]);
-#pragma unroll
-  for (int sh = 16; sh > 0; sh >>= 1) {
-    w_first = min(w_first, __shfl_xor_sync(0xffffffffu, w_first, sh));
-    w_last = max(w_last, __shfl_xor_sync(0xffffffffu, w_last, sh));
-    w_in_first = max(w_in_first, __shfl_xor_sync(0xffffffffu, w_in_first, sh));
-    w_in_last = min(w_in_last, __shfl_xor_sync(0xffffffffu, w_in_last, sh));
-  }
+  const WarpRange wr = warp_range(L);
+  const int w_first = wr.first, w_last = wr.last, w_in_first = wr.in_first, w_in_last = wr.in_last;
   if (lane == 0) {
     group_range[2 * warp] = w_first;
     group_range[2 * warp + 1] = w_last;
@@ -163,19 +128,9 @@ __global__ void __launch_bounds__(kWarps * 32, 1)
   }
   __syncthreads();  // the ranges read before the totals overwrite them
   float* tot[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    tot[h] = tot_base + (warp * 16 + g + 8 * h) * kTotLd;
-#pragma unroll
-    for (int j = 0; j < L.kDTiles; ++j) {
-      *reinterpret_cast<float2*>(tot[h] + 8 * j + 2 * t) = make_float2(0.0f, 0.0f);
-    }
-  }
+  zero_totals<kHd>(tot_base, warp * 16, tot);
   int split_end[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    split_end[h] = (L.first[h] / kTile * kTile / L.split[h] + 1) * L.split[h];
-  }
+  first_split_ends(L, split_end);
 
   const int t_begin = lo / kTile * kTile;
   const int n_stages = (hi - t_begin) / (kTile * kStageTiles) + 1;
@@ -240,32 +195,12 @@ __global__ void __launch_bounds__(kWarps * 32, 1)
     }
     float m_new[kStageTiles][2], sum[kStageTiles][2];
     bool ends[kStageTiles][2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float m = L.m[h];
-#pragma unroll
-      for (int i = 0; i < kStageTiles; ++i) {
-        m_new[i][h] = fmaxf(m, tile_max(s[i], h));
-        ends[i][h] = ends_split(L, h, t_stage + i * kTile, split_end[h]);
-        m = ends[i][h] ? -INFINITY : m_new[i][h];
-      }
-      if (split_end[h] <= t_stage + kStageTiles * kTile) split_end[h] += L.split[h];
-    }
-#pragma unroll
-    for (int i = 0; i < kStageTiles; ++i) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) sum[i][h] = tile_probs(s[i], h, m_new[i][h], L.c);
-    }
+    stage_softmax(L, s, t_stage, split_end, m_new, sum, ends);
     const bf16* v0 = k_at(st % kStages, 0) + kTileElems;
 #pragma unroll
     for (int i = 0; i < kStageTiles; ++i) {
       float alpha[2];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        alpha[h] = rescale(L.m[h], m_new[i][h], L.c);
-        L.l[h] = __fmaf_rn(L.l[h], alpha[h], sum[i][h]);
-        L.m[h] = m_new[i][h];
-      }
+      advance_state(L, m_new[i], sum[i], alpha);
       uint32_t pa[2][4];
       pack_probs(s[i], pa);
 #pragma unroll
@@ -319,21 +254,7 @@ __global__ void __launch_bounds__(kWarps * 32, 1)
     wait_all();
   }
   asm volatile("cp.async.wait_group 0;\n");  // no copy outlives the block
-
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int line = warp * 16 + g + 8 * h;
-    if (line >= lines) continue;
-    const int row = row0 + line / group, head = kv_head * group + line % group;
-    bf16* o = out + (static_cast<int64_t>(row) * p.n_heads + head) * kHd;
-#pragma unroll
-    for (int j = 0; j < L.kDTiles; ++j) {
-      const int d = 8 * j + 2 * t;
-      const float2 v = *reinterpret_cast<const float2*>(tot[h] + d);
-      *reinterpret_cast<__nv_bfloat162*>(o + d) =
-          __floats2bfloat162_rn(finish(v.x, L.l_tot[h]), finish(v.y, L.l_tot[h]));
-    }
-  }
+  write_lines<kHd, true>(L, tot, p, row0, lines, kv_head, warp * 16, out);
 }
 
 }  // namespace
