@@ -52,13 +52,9 @@
 namespace tf::backend::cuda::attn {
 namespace {
 
-constexpr int kWarps = kWideLines / 16;
-constexpr int kStageTiles = 2;  // canonical tiles per pipeline stage
-constexpr int kStages = 3;
-
 // Whether a tile's copies divide evenly over a full block (copy_tile's unrolled form).
 template <int HD>
-constexpr bool kWholeBlockCopies = kTile*(HD / 8) % (kWarps * 32) == 0;
+constexpr bool kWholeBlockCopies = (kTile * (HD / 8)) % (kWarps * 32) == 0;
 
 template <int HD>
 constexpr size_t wide_smem_bytes() {

@@ -10,6 +10,12 @@
 
 namespace tf::backend::cuda::attn {
 
+// The walk both kernels share: 8 warps of 16 lines, K/V staged two canonical tiles at a time
+// through a ring of 3 cp.async stages.
+constexpr int kWarps = kWideLines / 16;
+constexpr int kStageTiles = 2;
+constexpr int kStages = 3;
+
 template <int HD>
 constexpr int kTotLd = HD + 8;  // a line's split total: float2 accesses in two wavefronts
 
@@ -100,7 +106,7 @@ __device__ __forceinline__ void stage_softmax(const Lines<HD>& L, float (&s)[kN]
 }
 
 // A tile's step of the warp's running state after stage_softmax: each line's factor alpha for O,
-// its sum l and maximum m.
+// its sum l and maximum m (tile_update's, attention_tile.cuh, in the kernels' stage order).
 template <int HD>
 __device__ __forceinline__ void advance_state(Lines<HD>& L, const float (&m_new)[2],
                                               const float (&sum)[2], float (&alpha)[2]) {

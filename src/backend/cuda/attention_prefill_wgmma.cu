@@ -38,8 +38,7 @@ namespace tf::backend::cuda::attn {
 namespace {
 
 constexpr int kHd = 128;
-constexpr int kWarps = kWideLines / 16, kGroupLines = 64;
-constexpr int kStageTiles = 2, kStages = 3;
+constexpr int kGroupLines = 64;          // the lines of a warpgroup (4 warps)
 constexpr int kTileElems = kTile * kHd;  // a K or V tile, dense (core matrices)
 
 constexpr size_t smem_bytes() {
