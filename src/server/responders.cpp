@@ -77,9 +77,12 @@ bool ThreadResponder::write(std::string bytes) {
   return ok_;
 }
 
+// The request is counted (its route and status, its summary and log line) before its last bytes
+// go out: a client that reads the reply and then scrapes /metrics finds it there.
 void ThreadResponder::send(int status, std::string_view content_type, std::string body) {
   sent_ = true;
   status_ = status;
+  if (scope_) scope_->complete(status_);
   write(full_response(status, content_type, body, conn_->keep_alive(), conn_->extra_headers(),
                       conn_->head_request()));
 }
@@ -103,9 +106,9 @@ bool ThreadResponder::alive() { return ok_ && conn_->peer_connected(); }
 bool ThreadResponder::abandoned() { return conn_->context().abandon.load(); }
 
 void ThreadResponder::finish() {
+  if (streaming_ && scope_) scope_->complete(status_);
   if (streaming_ && ok_) write("0\r\n\r\n");
   if (!sent_) send(500, "application/json", error_body(500, "no response", "server_error"));
-  if (scope_) scope_->complete(status_);
   conn_->request_done(ok_ && conn_->keep_alive());
 }
 
