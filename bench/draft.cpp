@@ -2,7 +2,8 @@
 // ("draft": false) and drafted on fresh engines; prints decode tok/s of both, the speedup, the
 // acceptance rate, the mean accepted length per verify and whether the replies are identical
 // (they must be). Workloads: a copy-heavy code edit (a 300-line file with one identifier
-// renamed), a JSON echo with one field changed, and prose.
+// renamed), a JSON echo with one field changed (free, and under the object's JSON schema, as
+// `response_format` asks), and prose.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -18,6 +19,7 @@
 #include "engine/draft/context_copy.h"
 #include "engine/draft/verify_cost.h"
 #include "engine/engine.h"
+#include "engine/grammar_vocabulary.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
 #include "tokenizer/from_checkpoint.h"
@@ -58,6 +60,21 @@ std::string json_object() {
   return out + "}\n";
 }
 
+// The schema json_object() follows: every key a string, all of them required, no others.
+std::string json_schema() {
+  const char* keys[] = {"id", "name", "status", "owner", "priority", "region", "team", "score"};
+  std::string props, required;
+  for (int i = 0; i < 48; ++i) {
+    const std::string key = fmt::format("\"{}_{}\"", keys[i % 8], i);
+    props += fmt::format("{}{}: {{\"type\": \"string\"}}", i > 0 ? ", " : "", key);
+    required += (i > 0 ? ", " : "") + key;
+  }
+  return fmt::format(
+      "{{\"type\": \"object\", \"properties\": {{{}}}, \"required\": [{}], "
+      "\"additionalProperties\": false}}",
+      props, required);
+}
+
 std::string chat(const std::string& user, const std::string& reply_start) {
   return "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n" + user +
          "<|im_end|>\n<|im_start|>assistant\n" + reply_start;
@@ -66,6 +83,7 @@ std::string chat(const std::string& user, const std::string& reply_start) {
 struct Workload {
   std::string name;
   std::string prompt;
+  std::string schema = {};  // the reply's JSON schema, if any
 };
 
 std::vector<Workload> workloads() {
@@ -78,6 +96,7 @@ std::vector<Workload> workloads() {
       {"code edit (300 lines, one rename)",
        chat(code, "```python\n" + code_file("entry_total", 1))},
       {"JSON echo (one field changed)", chat(json, "```json\n{\n")},
+      {"JSON echo under its schema", chat(json, ""), json_schema()},
       {"prose", chat("Write a long story about a lighthouse keeper and a storm.", "")},
   };
 }
@@ -92,6 +111,7 @@ struct Run {
 tf::Result<Run> run(const std::shared_ptr<tf::model::Model>& model,
                     const std::vector<int32_t>& prompt, int streams, int gen, bool draft,
                     const std::vector<int32_t>& eog,
+                    const std::shared_ptr<const tf::grammar::CompiledGrammar>& grammar,
                     std::shared_ptr<tf::engine::draft::Proposer> proposer = nullptr) {
   tf::engine::EngineOptions opt;
   opt.draft.proposer = std::move(proposer);
@@ -110,6 +130,7 @@ tf::Result<Run> run(const std::shared_ptr<tf::model::Model>& model,
     r.prompt = prompt;
     r.max_tokens = gen;
     r.draft = draft;
+    r.output.grammar = grammar;
     auto ch = engine.submit(r);
     if (!ch) {
       for (auto& t : readers) t.join();
@@ -405,13 +426,23 @@ int main(int argc, char** argv) {
   for (const Workload& w : workloads()) {
     if (w.name.find(only) == std::string::npos) continue;
     const std::vector<int32_t> prompt = (*tok)->encode(w.prompt, true, true);
+    std::shared_ptr<const tf::grammar::CompiledGrammar> grammar;
+    if (!w.schema.empty()) {
+      auto g = tf::grammar::compile_grammar({tf::grammar::GrammarKind::kJsonSchema, w.schema, {}},
+                                            tf::engine::grammar_vocabulary(**tok));
+      if (!g) {
+        fmt::print(stderr, "error: {}\n", g.error().message);
+        return 1;
+      }
+      grammar = *g;
+    }
     for (int n : streams) {
       Run serial, drafted;
       std::shared_ptr<CountingProposer> counted;
       for (int r = 0; r < rounds; ++r) {
-        auto s = run(model, prompt, n, gen, false, eog);
+        auto s = run(model, prompt, n, gen, false, eog, grammar);
         auto counting = std::make_shared<CountingProposer>();
-        auto d = run(model, prompt, n, gen, true, eog, counting);
+        auto d = run(model, prompt, n, gen, true, eog, grammar, counting);
         if (!s || !d) {
           fmt::print(stderr, "error: {}\n", (!s ? s.error() : d.error()).message);
           return 1;

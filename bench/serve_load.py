@@ -122,7 +122,7 @@ def api_requester(host, port, prefix, model, api, ws, vocab, api_key):
 
 
 def run_load(url, concurrency, num_requests, prompt_len, gen_len, vocab, api_key, warmup,
-             api=None, ws=False):
+             api=None, ws=False, first_prompt=0):
     u = urlparse(url)
     host, port, prefix = u.hostname, u.port or 80, u.path.rstrip("/")
     model = model_info(host, port, prefix, api_key)
@@ -132,7 +132,7 @@ def run_load(url, concurrency, num_requests, prompt_len, gen_len, vocab, api_key
         prompt_of, send = api_requester(host, port, prefix, model, api, ws, vocab, api_key)
     if warmup:
         send(model, prompt_of(10_000, 8), 4, api_key, Result())
-    prompts = [prompt_of(i, prompt_len) for i in range(num_requests)]
+    prompts = [prompt_of(first_prompt + i, prompt_len) for i in range(num_requests)]
     results = [Result() for _ in range(num_requests)]
     next_i = [0]
     lock = threading.Lock()
@@ -257,6 +257,9 @@ def main():
     ap.add_argument("--prompt", type=int, default=128, help="prompt tokens per request")
     ap.add_argument("--gen", type=int, default=64, help="generated tokens per request")
     ap.add_argument("--vocab", type=int, default=49152, help="vocabulary size for prompt ids")
+    ap.add_argument("--first-prompt", type=int, default=0, metavar="K",
+                    help="request i sends synthetic prompt K + i, so runs against one server can "
+                         "miss its prompt cache (default 0: engine_throughput's stream i is i)")
     ap.add_argument("--api-key", default=os.environ.get("TENSORFOLD_API_KEY", ""))
     ap.add_argument("--no-warmup", action="store_true")
     ap.add_argument("--start-server", metavar="BINARY",
@@ -285,7 +288,7 @@ def main():
         scraper = Scraper(url, a.scrape, a.api_key) if a.scrape > 0 else None
         model, results, wall = run_load(url, a.concurrency, a.num_requests or a.concurrency,
                                         a.prompt, a.gen, a.vocab, a.api_key, not a.no_warmup,
-                                        a.api, a.ws)
+                                        a.api, a.ws, a.first_prompt)
         if a.api:
             print(f"api: {a.api}{' over WebSocket' if a.ws else ''}")
         rc = report(model, results, wall, a.concurrency, a.prompt, a.gen)

@@ -371,10 +371,10 @@ void Engine::step() {
     }
     rows += c.n_logits();
     // A drafted row with rules may need its logits at a later position even where its first
-    // is the model's value.
+    // is the model's value (unless the model picks every position itself).
     logits_needed = logits_needed || c.scores_prompt() ||
                     (c.wants_logits() && sampler_.needs_logits(*c.seq)) ||
-                    (c.drafts > 0 && c.seq->rules);
+                    (c.drafts > 0 && c.seq->rules && !sampler_.verifies_in_model(*c.seq));
   }
   int64_t step_rows = 0, prompt_tokens = 0;  // for the profile
   if (profile_.on()) {
@@ -486,9 +486,7 @@ void Engine::plan_drafts(StepPlan& plan) {
   // budget, below); rows with no room for one are not prepared either.
   auto room = [&](const ScheduledChunk& c) -> int64_t {
     const Sequence& s = *c.seq;
-    if (c.n != 1 || !c.wants_logits() || c.scores_prompt() || !sampler_.verifies_drafts(s)) {
-      return 0;
-    }
+    if (c.n != 1 || !c.wants_logits() || c.scores_prompt()) return 0;
     const auto len = static_cast<int64_t>(s.tokens.size());
     return std::min(s.req.max_tokens - s.generated() - 1, context_ - len - 1);
   };
@@ -609,8 +607,7 @@ void Engine::step_overlapped() {
   // A row with drafts to verify ends the chain: the plain step carries them (the chain's rows
   // are one token each).
   for (Sequence* s : inflight_) {
-    chain = chain && !(sampler_.verifies_drafts(*s) &&
-                       drafter_.would_draft(*s, static_cast<int>(inflight_.size())));
+    chain = chain && !drafter_.would_draft(*s, static_cast<int>(inflight_.size()));
   }
   defer = chain && defer;
   if (chain && !runner_.launch(inflight_, true, defer).ok()) {

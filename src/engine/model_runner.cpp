@@ -31,7 +31,7 @@ Status ModelRunner::forward(std::span<const ScheduledChunk> chunks, float* logit
     if (one_row && sampler_.draws_in_model(s)) {
       batch.back().draw = RowSampler::device_draw(s, static_cast<uint64_t>(s.tokens.size()));
     }
-    if (c.drafts > 0 && sampler_.draws_in_model(s)) {  // each position's draw, keyed by its index
+    if (c.drafts > 0 && sampler_.draws_drafts_in_model(s)) {  // each position's, keyed by its index
       row_draws_.resize(chunks.size());
       row_draws_[i].clear();
       for (int64_t j = 0; j <= c.drafts; ++j) {
@@ -43,6 +43,12 @@ Status ModelRunner::forward(std::span<const ScheduledChunk> chunks, float* logit
     if (one_row && sampler_.choice(s) == RowSampler::Choice::kMaskedModelValue) {
       sampler_.fill_mask(s, masks_[i]);
       batch.back().mask = masks_[i];
+    }
+    // Rows drawn on the host (logprobs, penalties) mask their logits there, as serially.
+    if (c.drafts > 0 && s.rules && s.req.output.grammar && sampler_.verifies_in_model(s)) {
+      row_masks_.resize(chunks.size());
+      sampler_.fill_draft_masks(s, masks_[i], row_masks_[i]);
+      batch.back().row_masks = row_masks_[i];
     }
   }
   TF_RETURN_IF_ERROR(check_fault(ids));

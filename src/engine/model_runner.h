@@ -51,6 +51,8 @@ class ModelRunner {
   std::vector<std::vector<uint32_t>> masks_;   // per chunk of the step being run: its mask
   std::vector<std::vector<int32_t>> drafted_;  // per drafted chunk: its token, then its drafts
   std::vector<std::vector<model::DeviceDraw>> row_draws_;  // per drafted chunk drawn on the device
+  // Per drafted chunk masked on the device: each position's mask (in masks_), or none.
+  std::vector<std::vector<std::span<const uint32_t>>> row_masks_;
 };
 
 }  // namespace tf::engine

@@ -71,27 +71,43 @@ void ReplyRules::accept(int32_t token) {
   if (matcher_) matcher_->accept(token);
 }
 
-int64_t ReplyRules::allowed_prefix(std::span<const int32_t> tokens) {
-  // accept() changes the phase, the counters, the forced tokens and the matcher: all are
-  // restored, the matcher by rolling back what it accepted here.
-  const Phase phase = phase_;
-  const int64_t reasoning = reasoning_tokens_, inside = inside_;
-  const size_t close_matched = close_matched_;
-  const std::deque<int32_t> forced = forced_;
+ReplyRules::Saved ReplyRules::save() const {
   const int matched = matcher_ ? matcher_->accepted_count() : 0;
+  return {phase_, reasoning_tokens_, inside_, close_matched_, forced_, matched};
+}
+
+void ReplyRules::restore(const Saved& s) {
+  if (matcher_) matcher_->rollback(matcher_->accepted_count() - s.matched);
+  phase_ = s.phase;
+  reasoning_tokens_ = s.reasoning;
+  inside_ = s.inside;
+  close_matched_ = s.close_matched;
+  forced_ = s.forced;
+}
+
+int64_t ReplyRules::allowed_prefix(std::span<const int32_t> tokens) {
+  const Saved saved = save();
   int64_t n = 0;
   for (int32_t t : tokens) {
     if (!allows(t)) break;
     accept(t);
     ++n;
   }
-  if (matcher_) matcher_->rollback(matcher_->accepted_count() - matched);
-  phase_ = phase;
-  reasoning_tokens_ = reasoning;
-  inside_ = inside;
-  close_matched_ = close_matched;
-  forced_ = forced;
+  restore(saved);
   return n;
+}
+
+void ReplyRules::position_masks(std::span<const int32_t> tokens, size_t words,
+                                std::vector<uint32_t>& out, std::vector<bool>& masked) {
+  const Saved saved = save();
+  out.assign((tokens.size() + 1) * words, 0);
+  masked.assign(tokens.size() + 1, false);
+  for (size_t j = 0; j <= tokens.size(); ++j) {
+    masked[j] = this->masked();
+    if (masked[j]) fill_mask(std::span(out).subspan(j * words, words));
+    if (j < tokens.size()) accept(tokens[j]);
+  }
+  restore(saved);
 }
 
 void ReplyRules::step_reasoning(int32_t token) {

@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "engine/grammar/grammar.h"
 #include "engine/request.h"
@@ -32,6 +33,12 @@ class ReplyRules {
   // masked one allowed by the grammar); the rules are left as they were. Drafts past the first
   // refused one are cut before they are verified.
   int64_t allowed_prefix(std::span<const int32_t> tokens);
+  // The masks of a verify chunk's positions: position j (the next token, then the one after each
+  // of `tokens`, an allowed prefix) under the rules advanced through tokens[0, j), fill_mask's
+  // bits in `words` words at out + j * words (sized here, all clear where the position is not
+  // masked: free or forced), `masked[j]` saying which. The rules are left as they were.
+  void position_masks(std::span<const int32_t> tokens, size_t words, std::vector<uint32_t>& out,
+                      std::vector<bool>& masked);
   // How many of the coming tokens are sure to be drawn freely (no mask, nothing forced), so that
   // steps may be queued ahead of reading them; 0 when the next one is not.
   int64_t free_ahead() const;
@@ -41,6 +48,16 @@ class ReplyRules {
  private:
   enum class Phase { kOpenable, kReasoning, kAnswer };
   void step_reasoning(int32_t token);
+  // What accept() changes, kept to be put back after a walk ahead (the matcher by rollback).
+  struct Saved {
+    Phase phase;
+    int64_t reasoning, inside;
+    size_t close_matched;
+    std::deque<int32_t> forced;
+    int matched;
+  };
+  Saved save() const;
+  void restore(const Saved& s);
 
   const OutputRules& rules_;
   std::optional<grammar::GrammarMatcher> matcher_;

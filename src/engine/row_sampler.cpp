@@ -26,11 +26,20 @@ bool RowSampler::model_may_pick(const Sequence& s) const {
 
 // Sampled rows the model draws itself: its value for the row is the token. The choice depends
 // on the request and the reply's phase alone, so a reply's draws are the same in any batch.
-bool RowSampler::draws_in_model(const Sequence& s) const {
+bool RowSampler::device_draws(const Sequence& s) const {
   const auto& sp = s.req.sampling;
   return model_.draws_on_device() && sp.temperature > 0.0f && sp.top_k != 1 &&
-         !sp.has_penalties() && s.req.logprobs < 0 && model_may_pick(s);
+         !sp.has_penalties() && s.req.logprobs < 0;
 }
+
+bool RowSampler::draws_in_model(const Sequence& s) const {
+  return device_draws(s) && model_may_pick(s);
+}
+
+// Drafted positions past the first may be free, masked or forced whatever the first one is, so
+// the draws go with the request, not with the row's next token: a forced position ignores its
+// draw, and one the host masks (no device masks) draws from its logits instead.
+bool RowSampler::draws_drafts_in_model(const Sequence& s) const { return device_draws(s); }
 
 RowSampler::Choice RowSampler::choice(const Sequence& s) const {
   if (s.rules && s.rules->forced()) return Choice::kForced;
@@ -41,10 +50,9 @@ RowSampler::Choice RowSampler::choice(const Sequence& s) const {
   return model_may_pick(s) ? Choice::kMaskedModelValue : Choice::kHost;
 }
 
-// A row the model draws itself draws each drafted position too (SeqChunk::row_draws); rows the
-// model masks itself take one mask a step, so they decode serially.
-bool RowSampler::verifies_drafts(const Sequence& s) const {
-  return !(model_.masks_on_device() && s.rules);
+bool RowSampler::verifies_in_model(const Sequence& s) const {
+  return (greedy_from_argmax(s) || device_draws(s)) &&
+         (!s.req.output.grammar || model_.masks_on_device());
 }
 
 bool RowSampler::needs_logits(const Sequence& s) const {
@@ -126,6 +134,19 @@ void RowSampler::fill_mask(Sequence& s, std::vector<uint32_t>& words) const {
   const size_t grammar_vocab = static_cast<size_t>(s.req.output.grammar->vocabulary().size());
   words.assign((std::max(vocab, grammar_vocab) + 31) / 32, 0);
   s.rules->fill_mask(words);
+}
+
+void RowSampler::fill_draft_masks(Sequence& s, std::vector<uint32_t>& words,
+                                  std::vector<std::span<const uint32_t>>& masks) const {
+  const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
+  const size_t grammar_vocab = static_cast<size_t>(s.req.output.grammar->vocabulary().size());
+  const size_t n = (std::max(vocab, grammar_vocab) + 31) / 32;
+  thread_local std::vector<bool> masked;
+  s.rules->position_masks(s.drafts, n, words, masked);
+  masks.assign(masked.size(), {});
+  for (size_t j = 0; j < masked.size(); ++j) {
+    if (masked[j]) masks[j] = std::span<const uint32_t>(words).subspan(j * n, n);
+  }
 }
 
 void RowSampler::size_mask(std::vector<uint32_t>& words) const {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "engine/sampler.h"
@@ -31,14 +32,22 @@ class RowSampler {
   Choice choice(const Sequence& s) const;
   // The step must bring this row's logits to the host.
   bool needs_logits(const Sequence& s) const;
-  // Each of the row's positions can be picked as verifying drafts does (from its argmax, its
-  // logits on the host, or the model's draw for that position): not where the model masks the
-  // row itself (one mask a step).
-  bool verifies_drafts(const Sequence& s) const;
   // The model draws the row itself: its chunk carries device_draw(s, index).
   bool draws_in_model(const Sequence& s) const;
+  // A verify chunk of the row carries the model's draw for each position (SeqChunk::row_draws):
+  // the request is drawn on the device wherever its next token is free or masked there.
+  bool draws_drafts_in_model(const Sequence& s) const;
+  // Every position of the row's verify chunk is picked from the model's value (its argmax or
+  // draw, under that position's mask where the model masks it) or forced: the step needs no
+  // logits on the host for it.
+  bool verifies_in_model(const Sequence& s) const;
   // A kMaskedModelValue row's allowed tokens, in words of 32 ids over the model's vocabulary.
   void fill_mask(Sequence& s, std::vector<uint32_t>& words) const;
+  // For a row the model masks itself: the masks of its verify chunk's positions (the row's token,
+  // then each of s.drafts), each under the rules advanced through the drafts before it, as
+  // fill_mask gives them serially; `masks[j]` empty where position j is not masked.
+  void fill_draft_masks(Sequence& s, std::vector<uint32_t>& words,
+                        std::vector<std::span<const uint32_t>>& masks) const;
   // Words of 32 ids for the model's vocabulary, all clear.
   void size_mask(std::vector<uint32_t>& words) const;
   static model::DeviceDraw device_draw(const Sequence& s, uint64_t index);
@@ -54,6 +63,8 @@ class RowSampler {
  private:
   static bool greedy_from_argmax(const Sequence& s);
   static bool free_next(const Sequence& s);
+  // The request is one the model may draw (sampled; no penalties or logprobs asked of the host).
+  bool device_draws(const Sequence& s) const;
   // The next token is free, or masked where the model applies the mask.
   bool model_may_pick(const Sequence& s) const;
   bool apply_mask(Sequence& s, std::vector<float>& logits) const;

@@ -45,6 +45,10 @@ struct SeqChunk {
   // With n_logits == 1 on a model that masks on the device: the allowed tokens (bit id % 32 of
   // word id / 32); the others weigh 0 in the draw and never win the argmax. Empty: all allowed.
   std::span<const uint32_t> mask = {};
+  // With n_logits > 1 on a model that masks on the device: a mask for each logits row, in order
+  // (a verify step's token and drafts, each under the rules advanced through the drafts before
+  // it), as `mask` is for one row; an empty mask leaves its row unmasked. Empty: none masked.
+  std::span<const std::span<const uint32_t>> row_masks = {};
 };
 
 // Where forward steps run. kAuto: the GPU when this build has CUDA, a device is present and the

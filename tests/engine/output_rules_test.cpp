@@ -13,6 +13,7 @@
 #include "engine/grammar_vocabulary.h"
 #include "support/engine_reply.h"
 #include "support/paths.h"
+#include "support/replay_proposer.h"
 #include "tokenizer/from_checkpoint.h"
 
 namespace tf::engine {
@@ -198,7 +199,9 @@ TEST_F(OutputRulesTest, FirstTokenMayOpenTheBlockOrStartTheAnswer) {
 }
 
 // The CPU model as a model that overlaps its steps and masks them on the device would: the
-// default queued steps (Model::launch_decode, select_queued), argmaxes under the chunks' masks.
+// default queued steps (Model::launch_decode, select_queued), argmaxes under the chunks' masks
+// (a verify chunk's per position). Logits the step says it does not need are NaN, so a host
+// draw from them would show.
 class DeviceMaskingModel final : public model::Model {
  public:
   explicit DeviceMaskingModel(std::shared_ptr<model::Model> inner) : inner_(std::move(inner)) {}
@@ -208,19 +211,25 @@ class DeviceMaskingModel final : public model::Model {
     return inner_->forward(batch, kv, logits);
   }
   Status forward_argmax(std::span<const model::SeqChunk> batch, model::KvCache& kv, float* logits,
-                        int32_t* argmax, bool /*logits_needed*/) override {
+                        int32_t* argmax, bool logits_needed) override {
     TF_RETURN_IF_ERROR(inner_->forward(batch, kv, logits));
     const int64_t vocab = config().vocab_size;
     int64_t row = 0;
     for (const model::SeqChunk& c : batch) {
       for (int64_t k = 0; k < c.n_logits; ++k, ++row) {
         float* x = logits + row * vocab;
-        for (int64_t id = 0; !c.mask.empty() && id < vocab; ++id) {
-          if (!((c.mask[id / 32] >> (id % 32)) & 1)) x[id] = -std::numeric_limits<float>::infinity();
+        std::span<const uint32_t> mask = c.mask;
+        if (static_cast<size_t>(k) < c.row_masks.size()) {
+          mask = c.row_masks[k];
+          stats.masked_drafted += mask.empty() ? 0 : 1;
+        }
+        for (int64_t id = 0; !mask.empty() && id < vocab; ++id) {
+          if (!((mask[id / 32] >> (id % 32)) & 1)) x[id] = -std::numeric_limits<float>::infinity();
         }
         argmax[row] = static_cast<int32_t>(std::max_element(x, x + vocab) - x);
+        if (!logits_needed) std::fill(x, x + vocab, std::numeric_limits<float>::quiet_NaN());
         ++stats.argmaxes;
-        stats.masked += c.mask.empty() ? 0 : 1;
+        stats.masked += mask.empty() ? 0 : 1;
       }
     }
     return {};
@@ -230,7 +239,7 @@ class DeviceMaskingModel final : public model::Model {
   size_t weight_bytes() const override { return inner_->weight_bytes(); }
 
   struct {
-    int64_t argmaxes = 0, masked = 0;
+    int64_t argmaxes = 0, masked = 0, masked_drafted = 0;
   } stats;
 
  private:
@@ -278,6 +287,64 @@ TEST_F(OutputRulesTest, OverlappedStepsUnderDeviceMasksReplyAsPlainSteps) {
     if (reqs[i].output.grammar && !reqs[i].output.tracks_reasoning()) {
       EXPECT_FALSE(nlohmann::json::parse(text(chained[i].ids), nullptr, false).is_discarded())
           << text(chained[i].ids);
+    }
+  }
+}
+
+// The same rows drafted (every draft right, then every draft wrong) on the device-masking model:
+// each verify position under its own mask, the rules advanced through the drafts before it, and
+// the replies the host's serial masked draws (a row with logprobs drafts on the host's masks).
+TEST_F(OutputRulesTest, DraftedRowsUnderDeviceMasksReplyAsSerialOnes) {
+  auto g = compile({grammar::GrammarKind::kJsonSchema, kSchema, {}});
+  ASSERT_TRUE(g);
+  std::vector<Request> reqs;
+  for (int i = 0; i < 6; ++i) {
+    reqs.push_back(make_request(80 + i, 0.0f, 1, 48));
+    reqs.back().output.grammar = g;
+    if (i == 2) reqs.back().logprobs = 0;  // drawn on the host, its logits unmasked there
+    if (i % 2 == 1) {
+      reqs.back().output.reasoning_close = {kClose};
+      reqs.back().output.starts_in_reasoning = true;
+      reqs.back().output.max_reasoning_tokens = 3 + i;
+    }
+  }
+  auto run = [&](std::shared_ptr<model::Model> m, std::shared_ptr<draft::Proposer> p,
+                 EngineStats* stats) {
+    EngineOptions o = options();
+    o.draft.proposer = std::move(p);
+    o.draft.fixed_depth = 4;
+    o.draft.cost = draft::VerifyCost{};
+    Engine e(std::move(m), o);
+    std::vector<std::shared_ptr<Channel>> chans;
+    for (auto r : reqs) {
+      r.draft = o.draft.proposer != nullptr;
+      chans.push_back(*e.submit(r));
+    }
+    std::vector<Reply> out;
+    for (auto& ch : chans) out.push_back(collect(*ch));
+    if (stats) *stats = e.stats();
+    return out;
+  };
+  const std::vector<Reply> want = run(model_, nullptr, nullptr);
+  const int vocab = model_->config().vocab_size;
+  for (int offset : {0, 1}) {
+    SCOPED_TRACE(offset == 0 ? "right drafts" : "wrong drafts");
+    auto proposer = std::make_shared<test::ReplayProposer>(offset, vocab);
+    for (size_t i = 0; i < reqs.size(); ++i) proposer->set(reqs[i].id, want[i].ids);
+    auto device = std::make_shared<DeviceMaskingModel>(model_);
+    EngineStats st;
+    const std::vector<Reply> got = run(device, proposer, &st);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      EXPECT_EQ(got[i].ids, want[i].ids) << "request " << i;
+      EXPECT_EQ(got[i].logprobs, want[i].logprobs) << "request " << i;
+      EXPECT_EQ(got[i].reason, want[i].reason) << "request " << i;
+    }
+    if (offset == 0) {
+      EXPECT_GT(device->stats.masked_drafted, 40);  // drafted positions masked on the device
+      EXPECT_EQ(st.accepted_tokens, st.draft_tokens);
+      EXPECT_GT(st.accepted_tokens, 60);
+    } else {
+      EXPECT_EQ(st.accepted_tokens, 0);  // wrong ids the grammar allows were verified and refused
     }
   }
 }

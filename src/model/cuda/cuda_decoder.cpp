@@ -667,8 +667,9 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   const int n = static_cast<int>(tokens.size()), n_out = static_cast<int>(out_rows.size());
   q.n_out = n_out;
   if (n == 0) return {};
-  // The rows drawn here (SeqChunk::draw): their tokens replace their argmaxes. The rows masked
-  // here (SeqChunk::mask): their disallowed logits become -inf before the argmax and the draws.
+  // The rows drawn here (SeqChunk::draw, row_draws): their tokens replace their argmaxes. The
+  // rows masked here (SeqChunk::mask, row_masks): their disallowed logits become -inf before the
+  // argmax and the draws.
   std::vector<cuda::SampleRow> draws;
   std::vector<int32_t> mask_rows;
   std::vector<uint32_t> masks;
@@ -685,10 +686,16 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
       draws.push_back(
           {d.temperature, d.top_k, d.top_p, d.min_p, d.u, out_row + static_cast<int>(i)});
     }
-    if (argmax && device_masks_ && !c.mask.empty() && c.n_logits == 1) {
-      mask_rows.push_back(out_row);
+    auto add_mask = [&](std::span<const uint32_t> mask, int row) {
+      mask_rows.push_back(row);
       masks.resize(masks.size() + words, 0);
-      std::copy_n(c.mask.begin(), std::min(c.mask.size(), words), masks.end() - words);
+      std::copy_n(mask.begin(), std::min(mask.size(), words), masks.end() - words);
+    };
+    if (argmax && device_masks_ && !c.mask.empty() && c.n_logits == 1) add_mask(c.mask, out_row);
+    for (size_t i = 0;
+         argmax && device_masks_ && i < c.row_masks.size() && i < static_cast<size_t>(c.n_logits);
+         ++i) {
+      if (!c.row_masks[i].empty()) add_mask(c.row_masks[i], out_row + static_cast<int>(i));
     }
     out_row += static_cast<int>(c.n_logits);
   }
