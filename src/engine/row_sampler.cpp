@@ -129,18 +129,21 @@ bool RowSampler::apply_mask(Sequence& s, std::vector<float>& logits) const {
   return any;
 }
 
-void RowSampler::fill_mask(Sequence& s, std::vector<uint32_t>& words) const {
+// Words of 32 ids covering the model's vocabulary and the grammar's.
+size_t RowSampler::mask_words(const Sequence& s) const {
   const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
   const size_t grammar_vocab = static_cast<size_t>(s.req.output.grammar->vocabulary().size());
-  words.assign((std::max(vocab, grammar_vocab) + 31) / 32, 0);
+  return (std::max(vocab, grammar_vocab) + 31) / 32;
+}
+
+void RowSampler::fill_mask(Sequence& s, std::vector<uint32_t>& words) const {
+  words.assign(mask_words(s), 0);
   s.rules->fill_mask(words);
 }
 
 void RowSampler::fill_draft_masks(Sequence& s, std::vector<uint32_t>& words,
                                   std::vector<std::span<const uint32_t>>& masks) const {
-  const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
-  const size_t grammar_vocab = static_cast<size_t>(s.req.output.grammar->vocabulary().size());
-  const size_t n = (std::max(vocab, grammar_vocab) + 31) / 32;
+  const size_t n = mask_words(s);
   thread_local std::vector<bool> masked;
   s.rules->position_masks(s.drafts, n, words, masked);
   masks.assign(masked.size(), {});
