@@ -24,14 +24,14 @@ bool RowSampler::model_may_pick(const Sequence& s) const {
          (model_.masks_on_device() && s.rules && s.rules->masked() && !s.rules->forced());
 }
 
-// Sampled rows the model draws itself: its value for the row is the token. The choice depends
-// on the request and the reply's phase alone, so a reply's draws are the same in any batch.
 bool RowSampler::device_draws(const Sequence& s) const {
   const auto& sp = s.req.sampling;
   return model_.draws_on_device() && sp.temperature > 0.0f && sp.top_k != 1 &&
          !sp.has_penalties() && s.req.logprobs < 0;
 }
 
+// Sampled rows the model draws itself: its value for the row is the token. The choice depends
+// on the request and the reply's phase alone, so a reply's draws are the same in any batch.
 bool RowSampler::draws_in_model(const Sequence& s) const {
   return device_draws(s) && model_may_pick(s);
 }
