@@ -12,6 +12,11 @@ void add_draft_options(CLI::App& cmd, DraftArgs& a) {
                  "copied from the context)");
   cmd.add_option("--draft-kv-gib", a.kv_gib, "The draft model's KV pool in GiB")
       ->check(CLI::Range(0.001, 1024.0));
+  cmd.add_option("--draft-depth", a.depth,
+                 "Draft this many tokens a step for every row that can, whatever they cost or "
+                 "keep (default: each stream's depth from the measured verify cost and its "
+                 "acceptance)")
+      ->check(CLI::Range(1, 16));
 }
 
 namespace {

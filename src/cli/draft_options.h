@@ -1,5 +1,6 @@
-// The serve command's draft model (`--draft-model PATH`, `--draft-kv-gib G`): loaded beside the
-// served model on its backend, refused unless its tokenizer is the served model's.
+// The serve command's drafting options: the draft model (`--draft-model PATH`, `--draft-kv-gib G`),
+// loaded beside the served model on its backend and refused unless its tokenizer is the served
+// model's, and a fixed depth (`--draft-depth N`) in place of the measured-cost policy.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -16,6 +17,7 @@ namespace tf::cli {
 struct DraftArgs {
   std::string model;   // empty: drafts are context copies
   double kv_gib = 1.0;  // the draft model's own KV pool
+  int depth = 0;        // drafts a row every step; 0: the depth the verify cost and acceptance pick
 };
 
 void add_draft_options(CLI::App& cmd, DraftArgs& a);

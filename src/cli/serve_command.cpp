@@ -97,6 +97,7 @@ int serve(ServeArgs a) {
         load_draft_model(a.draft, draft_load, *opened->tokenizer, (*loaded)->config().vocab_size);
     if (!proposer) return fail(proposer.error());
     eo.draft.proposer = std::move(*proposer);
+    if (a.draft.depth > 0) eo.draft.fixed_depth = a.draft.depth;
   }
   if (auto s = apply_cache_options(a.cache, (*loaded)->kv_in_host_memory(), *ckpt, eo); !s.ok()) {
     return fail(s.error());
