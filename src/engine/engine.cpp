@@ -66,9 +66,9 @@ ModelFingerprint fingerprint(const model::Model& m, const model::KvCache& kv,
 }
 
 // The drafter's cost table: the one given, or measured on the model now (before the engine holds
-// any block); none without drafting.
+// any block); none without drafting or with a fixed depth, which never reads it.
 draft::VerifyCost verify_cost(model::Model& m, model::KvCache& kv, const draft::DraftOptions& o) {
-  if (!o.enabled) return {};
+  if (!o.enabled || o.fixed_depth) return {};
   if (o.cost) return *o.cost;
   draft::VerifyCostOptions vo;
   vo.max_k = o.max_k;
