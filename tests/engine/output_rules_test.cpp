@@ -73,6 +73,13 @@ class OutputRulesTest : public ::testing::Test {
     return r;
   }
 
+  // The reply starts inside a reasoning block that the engine closes after `budget` tokens.
+  static void start_in_reasoning(Request& r, int budget) {
+    r.output.reasoning_close = {kClose};
+    r.output.starts_in_reasoning = true;
+    r.output.max_reasoning_tokens = budget;
+  }
+
   static Reply solo(const Request& r) {
     Engine e(model_, options());
     auto ch = e.submit(r);
@@ -140,9 +147,7 @@ TEST_F(OutputRulesTest, UnmaskedRepliesAreNotJson) {  // the mask is what made t
 TEST_F(OutputRulesTest, BudgetClosesTheReasoningBlock) {
   Request r = make_request(20, 0.0f, 1, 12);
   r.ignore_eos = true;
-  r.output.reasoning_close = {kClose};
-  r.output.starts_in_reasoning = true;
-  r.output.max_reasoning_tokens = 5;
+  start_in_reasoning(r, 5);
   Reply got = solo(r);
   ASSERT_EQ(got.ids.size(), 12u);
   EXPECT_EQ(got.ids[5], kClose);  // written by the engine: the model's own sixth token differs
@@ -159,9 +164,7 @@ TEST_F(OutputRulesTest, GrammarStartsAfterTheReasoningBlock) {
   for (float temperature : {0.0f, 1.0f}) {
     Request r = make_request(30, temperature, 9, 40);
     r.output.grammar = g;
-    r.output.reasoning_close = {kClose};
-    r.output.starts_in_reasoning = true;
-    r.output.max_reasoning_tokens = 4;
+    start_in_reasoning(r, 4);
     Reply got = solo(r);
     ASSERT_EQ(got.reason, FinishReason::kStop);
     ASSERT_GE(got.ids.size(), 6u);
@@ -256,11 +259,7 @@ TEST_F(OutputRulesTest, OverlappedStepsUnderDeviceMasksReplyAsPlainSteps) {
   for (int i = 0; i < 6; ++i) {
     reqs.push_back(make_request(60 + i, 0.0f, 1, 48));
     if (i % 3 != 2) reqs.back().output.grammar = g;
-    if (i % 3 == 1) {
-      reqs.back().output.reasoning_close = {kClose};
-      reqs.back().output.starts_in_reasoning = true;
-      reqs.back().output.max_reasoning_tokens = 3 + i;
-    }
+    if (i % 3 == 1) start_in_reasoning(reqs.back(), 3 + i);
   }
   auto run = [&](std::shared_ptr<model::Model> m, bool overlap, int64_t* overlapped) {
     EngineOptions o = options();
@@ -302,11 +301,7 @@ TEST_F(OutputRulesTest, DraftedRowsUnderDeviceMasksReplyAsSerialOnes) {
     reqs.push_back(make_request(80 + i, 0.0f, 1, 48));
     reqs.back().output.grammar = g;
     if (i == 2) reqs.back().logprobs = 0;  // drawn on the host, its logits unmasked there
-    if (i % 2 == 1) {
-      reqs.back().output.reasoning_close = {kClose};
-      reqs.back().output.starts_in_reasoning = true;
-      reqs.back().output.max_reasoning_tokens = 3 + i;
-    }
+    if (i % 2 == 1) start_in_reasoning(reqs.back(), 3 + i);
   }
   auto run = [&](std::shared_ptr<model::Model> m, std::shared_ptr<draft::Proposer> p,
                  EngineStats* stats) {
