@@ -396,8 +396,8 @@ TEST(Matmul, ManyEqualsOneByOne) {
 }
 
 // Every instruction set of the int8-activation kernels against the portable one, bit for bit, at
-// every batch path (one row, groups of 8 with a partial group), with odd N so that rows fall to
-// the per-row tail.
+// every batch path (few rows in one pass, groups of 8 with a partial group or with the rows left
+// over in a few-row pass), with odd N so that rows fall to the per-row tail.
 // Rows 2 and 5 hold blocks so small that 1 / d overflows (normal and subnormal).
 TEST(Q8Activations, EveryInstructionSetGivesTheSameBits) {
   if (q8_best_isa() == Q8Isa::kGeneric) GTEST_SKIP() << "this CPU has only the portable kernels";
@@ -414,7 +414,7 @@ TEST(Q8Activations, EveryInstructionSetGivesTheSameBits) {
   for (DType t : {DType::kQ4_0, DType::kQ4_1, DType::kQ8_0}) {
     const auto data = random_rows(t, n, k, rng);
     Tensor w{t, {n, k}, data.data()};
-    for (int64_t m : {1, 3, 8, 17}) {
+    for (int64_t m : {1, 2, 3, 5, 6, 8, 13, 14, 17}) {
       std::vector<float> want(m * n), got(m * n);
       q8_use_isa(Q8Isa::kGeneric);
       matmul(w, x.data(), m, want.data(), nullptr);
@@ -464,7 +464,7 @@ TEST(Q8Activations, NeverReadsPastTheWeights) {
     Tensor w{t, {n, k}, w_data};
     for (int isa = 0; isa <= static_cast<int>(q8_best_isa()); ++isa) {
       q8_use_isa(static_cast<Q8Isa>(isa));
-      for (int64_t m : {1, 2, 9, 19}) {
+      for (int64_t m : {1, 2, 5, 9, 14, 19}) {
         std::vector<float> y(m * n);
         matmul(w, x.data(), m, y.data(), nullptr);
         if (!uses_q8_activations(t)) continue;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "backend/cpu/quant_blocks.h"
 #include "base/half.h"
@@ -125,6 +126,18 @@ std::atomic<Q8Isa>& isa() {
   return chosen;
 }
 
+// Whether the kernels take m rows (all or some) in groups of 8, the layout they then need; the
+// portable path runs row by row.
+bool uses_groups(Q8Isa isa, int64_t m) {
+#if defined(__x86_64__)
+  if (isa == Q8Isa::kAvx512Vnni) return m > q8_vnni::kFewUpTo;
+  if (isa == Q8Isa::kAvx2) return m > q8_avx2::kFewUpTo;
+#endif
+  (void)isa;
+  (void)m;
+  return false;
+}
+
 }  // namespace
 
 Q8Isa q8_best_isa() {
@@ -164,7 +177,7 @@ void quantize_activations(const float* x, int64_t m, int64_t k, Q8Activations* o
     default:
       q8_generic::quantize_rows(x, m, k, q, out->d.data(), out->s.data(), out->qsum.data());
   }
-  if (m == 1 || out->isa == Q8Isa::kGeneric) return;  // the portable path runs row by row
+  if (!uses_groups(out->isa, m)) return;
   // Groups of 8 rows, blocks in pairs: element 4 g + j of block 2 p + h of row 8 gi + r at
   // [gi][p][g][r][h][j] and d, s, qsum at [gi][p][r][h] for the AVX-512 kernel (interleaved
   // lanes); [gi][p][g][h][r][j] and [gi][p][h][r] for AVX2's two ymm.
