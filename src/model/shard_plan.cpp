@@ -1,0 +1,84 @@
+// plan_shards: the shape checks, and each role's part of a rank (shard_plan.h).
+#include "model/shard_plan.h"
+
+#include <fmt/format.h>
+
+#include <string_view>
+
+namespace tf::model {
+namespace {
+
+// The matmul kernels take K in 32-wide chunks: down's input columns per rank must be whole chunks.
+constexpr int64_t kChunk = 32;
+
+bool has_dense_layer(const checkpoint::ModelConfig& c) {
+  for (int l = 0; l < c.num_layers; ++l) {
+    if (!c.is_moe_layer(l)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<ShardPlan> plan_shards(const checkpoint::ModelConfig& c, int world) {
+  auto refuse = [&](std::string_view field, int64_t value, std::string_view why) -> Error {
+    return make_error(ErrorCode::kInvalidArgument, "--tp {}: {} = {} {}", world, field, value, why);
+  };
+  if (world < 1) return refuse("world size", world, "must be at least 1");
+  if (const Status valid = c.validate(); !valid.ok()) {
+    return valid.error().with_context(fmt::format("--tp {}", world));
+  }
+  auto divides = [&](std::string_view field, int64_t value) -> Status {
+    if (value % world != 0) return refuse(field, value, "is not a multiple of the ranks");
+    return {};
+  };
+  TF_RETURN_IF_ERROR(divides("num_kv_heads", c.num_kv_heads));
+  TF_RETURN_IF_ERROR(divides("vocab_size", c.vocab_size));
+  ShardPlan p;
+  p.world = world;
+  p.kv_heads = c.num_kv_heads / world;
+  p.heads = c.num_heads / world;
+  p.head_dim = c.head_dim;
+  p.vocab = c.vocab_size / world;
+  if (has_dense_layer(c)) {
+    TF_RETURN_IF_ERROR(divides("intermediate_size", c.intermediate_size));
+    p.ffn = c.intermediate_size / world;
+    if (p.ffn % kChunk != 0) {
+      return refuse("intermediate_size", c.intermediate_size,
+                    "leaves each rank a part that is not a multiple of 32");
+    }
+  }
+  if (c.num_experts > 0) {
+    TF_RETURN_IF_ERROR(divides("num_experts", c.num_experts));
+    p.experts = c.num_experts / world;
+  }
+  return p;
+}
+
+ShardPart ShardPlan::part(WeightRole role, int rank) const {
+  const int64_t q_rows = int64_t{heads} * head_dim, kv_rows = int64_t{kv_heads} * head_dim;
+  switch (role) {
+    case WeightRole::kQ:
+      return {0, rank * q_rows, q_rows};
+    case WeightRole::kK:
+    case WeightRole::kV:
+      return {0, rank * kv_rows, kv_rows};
+    case WeightRole::kO:
+      return {1, rank * q_rows, q_rows};
+    case WeightRole::kGate:
+    case WeightRole::kUp:
+      return {0, rank * ffn, ffn};
+    case WeightRole::kDown:
+      return {1, rank * ffn, ffn};
+    case WeightRole::kEmbedding:
+    case WeightRole::kLmHead:
+      return {0, rank * vocab, vocab};
+    case WeightRole::kExpert:
+      return {0, int64_t{rank} * experts, experts};
+    case WeightRole::kReplicated:
+      break;
+  }
+  return {};
+}
+
+}  // namespace tf::model

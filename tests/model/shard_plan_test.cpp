@@ -1,0 +1,144 @@
+// The tensor-parallel split: per-rank sizes, parts that tile every weight, heads kept with their
+// KV heads, and shapes refused by the field that does not divide.
+#include "model/shard_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace tf::model {
+namespace {
+
+using checkpoint::ModelConfig;
+
+ModelConfig dense(int vocab, int hidden, int ffn, int layers, int heads, int kv, int hd) {
+  ModelConfig c;
+  c.family = "llama";
+  c.vocab_size = vocab;
+  c.hidden_size = hidden;
+  c.intermediate_size = ffn;
+  c.num_layers = layers;
+  c.num_heads = heads;
+  c.num_kv_heads = kv;
+  c.head_dim = c.rope_dim = hd;
+  return c;
+}
+ModelConfig llama31_8b() { return dense(128256, 4096, 14336, 32, 32, 8, 128); }
+ModelConfig smollm2_135m() { return dense(49152, 576, 1536, 30, 9, 3, 64); }
+ModelConfig qwen3_30b_a3b() {
+  ModelConfig c = dense(151936, 2048, 6144, 48, 32, 4, 128);
+  c.num_experts = 128;
+  c.num_experts_per_tok = 8;
+  c.moe_intermediate_size = 768;
+  return c;
+}
+
+// Each role's parts over the ranks, in rank order, cover [0, total) once.
+void expect_tiles(const ShardPlan& p, WeightRole role, int64_t total, int dim) {
+  int64_t next = 0;
+  for (int r = 0; r < p.world; ++r) {
+    const ShardPart part = p.part(role, r);
+    EXPECT_EQ(part.dim, dim) << "rank " << r;
+    EXPECT_EQ(part.begin, next) << "rank " << r;
+    EXPECT_GT(part.count, 0) << "rank " << r;
+    next = part.begin + part.count;
+  }
+  EXPECT_EQ(next, total);
+}
+
+TEST(ShardPlan, DenseModelSplitsEveryWeightAcrossTheRanks) {
+  const ModelConfig c = llama31_8b();
+  for (int world : {1, 2, 4, 8}) {
+    SCOPED_TRACE("world " + std::to_string(world));
+    auto plan = plan_shards(c, world);
+    ASSERT_TRUE(plan.ok()) << plan.error().message;
+    const ShardPlan& p = *plan;
+    EXPECT_EQ(p.kv_heads * world, 8);
+    EXPECT_EQ(p.heads * world, 32);
+    EXPECT_EQ(p.ffn * world, 14336);
+    EXPECT_EQ(p.vocab * world, 128256);
+    EXPECT_EQ(p.experts, 0);
+    expect_tiles(p, WeightRole::kQ, 32 * 128, 0);
+    expect_tiles(p, WeightRole::kK, 8 * 128, 0);
+    expect_tiles(p, WeightRole::kV, 8 * 128, 0);
+    expect_tiles(p, WeightRole::kO, 32 * 128, 1);
+    expect_tiles(p, WeightRole::kGate, 14336, 0);
+    expect_tiles(p, WeightRole::kUp, 14336, 0);
+    expect_tiles(p, WeightRole::kDown, 14336, 1);
+    expect_tiles(p, WeightRole::kEmbedding, 128256, 0);
+    expect_tiles(p, WeightRole::kLmHead, 128256, 0);
+    EXPECT_EQ(p.part(WeightRole::kReplicated, world - 1).dim, -1);
+    EXPECT_EQ(p.rank_of_token(128255), world - 1);
+  }
+}
+
+// A query head lives on the rank of its KV head, inside that rank's q rows, and its o columns
+// are the same range: attention never crosses ranks.
+TEST(ShardPlan, QueryHeadsStayWithTheirKvHeads) {
+  const ModelConfig c = smollm2_135m();  // 9 heads in 3 groups of 3
+  auto plan = plan_shards(c, 3);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  const ShardPlan& p = *plan;
+  const int group = c.num_heads / c.num_kv_heads;
+  for (int h = 0; h < c.num_heads; ++h) {
+    const int rank = p.rank_of_head(h), kv = h / group;
+    EXPECT_EQ(rank, kv / p.kv_heads) << "head " << h;
+    const ShardPart q = p.part(WeightRole::kQ, rank), k = p.part(WeightRole::kK, rank);
+    EXPECT_GE(int64_t{h} * c.head_dim, q.begin) << "head " << h;
+    EXPECT_LE(int64_t{h + 1} * c.head_dim, q.begin + q.count) << "head " << h;
+    EXPECT_GE(int64_t{kv} * c.head_dim, k.begin) << "head " << h;
+    EXPECT_LE(int64_t{kv + 1} * c.head_dim, k.begin + k.count) << "head " << h;
+    const ShardPart o = p.part(WeightRole::kO, rank);
+    EXPECT_EQ(o.begin, q.begin);
+    EXPECT_EQ(o.count, q.count);
+  }
+}
+
+TEST(ShardPlan, ExpertsSplitWholeAndTheRouterIsReplicated) {
+  const ModelConfig c = qwen3_30b_a3b();
+  auto plan = plan_shards(c, 4);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  EXPECT_EQ(plan->experts, 32);
+  EXPECT_EQ(plan->ffn, 0);  // every layer is an MoE layer: no dense MLP to split
+  expect_tiles(*plan, WeightRole::kExpert, 128, 0);
+  EXPECT_EQ(plan->rank_of_expert(127), 3);
+  EXPECT_EQ(plan->rank_of_expert(31), 0);
+  // A dense layer among the MoE ones splits intermediate_size too.
+  ModelConfig mixed = c;
+  mixed.mlp_only_layers = {0};
+  auto with_dense = plan_shards(mixed, 4);
+  ASSERT_TRUE(with_dense.ok()) << with_dense.error().message;
+  EXPECT_EQ(with_dense->ffn, 6144 / 4);
+}
+
+// Each refusal names the field and its value, before anything loads.
+TEST(ShardPlan, ShapesThatDoNotDivideAreRefusedByName) {
+  auto expect_refused = [](const ModelConfig& c, int world, const std::string& field) {
+    auto plan = plan_shards(c, world);
+    ASSERT_FALSE(plan.ok()) << "world " << world << " should be refused for " << field;
+    EXPECT_NE(plan.error().message.find(field), std::string::npos) << plan.error().message;
+    EXPECT_NE(plan.error().message.find("--tp " + std::to_string(world)), std::string::npos)
+        << plan.error().message;
+  };
+  expect_refused(llama31_8b(), 3, "num_kv_heads = 8");
+  expect_refused(smollm2_135m(), 2, "num_kv_heads = 3");
+  expect_refused(qwen3_30b_a3b(), 8, "num_kv_heads = 4");
+  expect_refused(llama31_8b(), 0, "world size");
+  ModelConfig odd_vocab = llama31_8b();
+  odd_vocab.vocab_size = 128257;
+  expect_refused(odd_vocab, 2, "vocab_size = 128257");
+  ModelConfig narrow_ffn = llama31_8b();
+  narrow_ffn.intermediate_size = 1000;  // 500 a rank: not whole 32-wide chunks
+  expect_refused(narrow_ffn, 2, "intermediate_size = 1000");
+  ModelConfig experts = qwen3_30b_a3b();
+  experts.num_experts = 6;
+  experts.num_experts_per_tok = 2;
+  expect_refused(experts, 4, "num_experts = 6");
+  ModelConfig broken = llama31_8b();
+  broken.num_heads = 30;  // the model itself is invalid: its own check speaks first
+  expect_refused(broken, 2, "num_kv_heads");
+  EXPECT_TRUE(plan_shards(smollm2_135m(), 3).ok());  // 3 KV heads, 49,152 tokens, 512 ffn a rank
+}
+
+}  // namespace
+}  // namespace tf::model
