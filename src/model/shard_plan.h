@@ -22,16 +22,16 @@
 namespace tf::model {
 
 enum class WeightRole {
-  kQ,
-  kK,
-  kV,  // rows (and their biases) by KV-head groups
-  kO,  // columns: the rank's query heads
-  kGate,
-  kUp,    // rows: the rank's ffn features
-  kDown,  // columns: the same features
-  kEmbedding,
-  kLmHead,      // rows: the rank's vocabulary
-  kExpert,      // whole experts (index range, not a slice of one matrix)
+  kQ,           // rows (and their biases) by KV-head groups: the rank's query heads
+  kK,           // rows (and biases): the rank's KV heads
+  kV,           // likewise
+  kO,           // columns: the rank's query heads
+  kGate,        // rows: the rank's ffn features
+  kUp,          // likewise
+  kDown,        // columns: the same features
+  kEmbedding,   // rows: the rank's vocabulary
+  kLmHead,      // likewise
+  kExpert,      // whole experts (a range of experts, not a slice of one matrix)
   kReplicated,  // norms, the router, q/k norms
 };
 
