@@ -436,6 +436,46 @@ TEST(Q8Activations, EveryInstructionSetGivesTheSameBits) {
   }
 }
 
+// The largest block sums the kernels can meet: every q4 integer 15 (q8_0: -127 or 127) against x
+// blocks whose quantized values are all +-127, at the batch paths that sum in 16-bit lanes (the
+// AVX2 kernels keep q4's quad sums there, within +-30,720) and the others, on every instruction
+// set: exact, as the written reference gives them.
+TEST(Q8Activations, LargestBlockSumsStayExact) {
+  struct Restore {
+    ~Restore() { q8_use_isa(q8_best_isa()); }
+  } restore;
+  std::mt19937 rng(14);
+  const int64_t n = 16, k = 32 * 6;
+  std::vector<float> x(17 * k);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (i / k) % 3 == 1 ? -1.0f : 1.0f;
+  for (DType t : {DType::kQ4_0, DType::kQ4_1, DType::kQ8_0}) {
+    auto data = random_rows(t, n, k, rng);
+    const auto bytes = static_cast<size_t>(dtype_info(t).block_bytes);
+    const size_t first = t == DType::kQ4_1 ? 4 : 2;  // past the fp16 scale(s)
+    for (size_t off = 0; off < data.size(); off += bytes) {
+      for (size_t b = first; b < bytes; ++b) {
+        data[off + b] = t == DType::kQ8_0 ? ((off / bytes) % 2 ? 0x81 : 0x7F) : 0xFF;
+      }
+    }
+    Tensor w{t, {n, k}, data.data()};
+    for (int isa = 0; isa <= static_cast<int>(q8_best_isa()); ++isa) {
+      q8_use_isa(static_cast<Q8Isa>(isa));
+      for (int64_t m : {1, 3, 8, 17}) {
+        std::vector<float> y(m * n);
+        matmul(w, x.data(), m, y.data(), nullptr);
+        if (!uses_q8_activations(t)) continue;
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < n; ++j) {
+            ASSERT_EQ(std::bit_cast<uint32_t>(y[i * n + j]),
+                      std::bit_cast<uint32_t>(ref_q8_dot(t, data, j, x.data() + i * k, k)))
+                << dtype_name(t) << " isa " << isa << " m=" << m << " row " << i << " col " << j;
+          }
+        }
+      }
+    }
+  }
+}
+
 // Weights that end exactly where an unreadable page begins: no kernel may read past the last row
 // (an odd block count makes the batched kernel's last pair a single block), on every instruction
 // set and batch path, and the results stay those of the written reference. (Checked: pointing the
