@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <utility>
 #include <vector>
@@ -436,6 +437,29 @@ TEST(Q8Activations, EveryInstructionSetGivesTheSameBits) {
   }
 }
 
+// matmul of w (its bytes `data`) with the first m rows of x, for each m and on every instruction
+// set, bit for bit the written reference's (where the dtype takes int8 activations).
+void expect_reference_on_every_path(const Tensor& w, const std::vector<uint8_t>& data,
+                                    const float* x, std::initializer_list<int64_t> ms) {
+  const DType t = w.dtype;
+  const int64_t n = w.rows(), k = w.cols();
+  for (int isa = 0; isa <= static_cast<int>(q8_best_isa()); ++isa) {
+    q8_use_isa(static_cast<Q8Isa>(isa));
+    for (int64_t m : ms) {
+      std::vector<float> y(m * n);
+      matmul(w, x, m, y.data(), nullptr);
+      if (!uses_q8_activations(t)) continue;
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(y[i * n + j]),
+                    std::bit_cast<uint32_t>(ref_q8_dot(t, data, j, x + i * k, k)))
+              << dtype_name(t) << " isa " << isa << " m=" << m << " row " << i << " col " << j;
+        }
+      }
+    }
+  }
+}
+
 // The largest block sums the kernels can meet: every q4 integer 15 (q8_0: -127 or 127) against x
 // blocks whose quantized values are all +-127, at the batch paths that sum in 16-bit lanes (the
 // AVX2 kernels keep q4's quad sums there, within +-30,720) and the others, on every instruction
@@ -458,21 +482,7 @@ TEST(Q8Activations, LargestBlockSumsStayExact) {
       }
     }
     Tensor w{t, {n, k}, data.data()};
-    for (int isa = 0; isa <= static_cast<int>(q8_best_isa()); ++isa) {
-      q8_use_isa(static_cast<Q8Isa>(isa));
-      for (int64_t m : {1, 3, 8, 17}) {
-        std::vector<float> y(m * n);
-        matmul(w, x.data(), m, y.data(), nullptr);
-        if (!uses_q8_activations(t)) continue;
-        for (int64_t i = 0; i < m; ++i) {
-          for (int64_t j = 0; j < n; ++j) {
-            ASSERT_EQ(std::bit_cast<uint32_t>(y[i * n + j]),
-                      std::bit_cast<uint32_t>(ref_q8_dot(t, data, j, x.data() + i * k, k)))
-                << dtype_name(t) << " isa " << isa << " m=" << m << " row " << i << " col " << j;
-          }
-        }
-      }
-    }
+    expect_reference_on_every_path(w, data, x.data(), {1, 3, 8, 17});
   }
 }
 
@@ -502,21 +512,7 @@ TEST(Q8Activations, NeverReadsPastTheWeights) {
     uint8_t* w_data = guard - data.size();
     std::memcpy(w_data, data.data(), data.size());
     Tensor w{t, {n, k}, w_data};
-    for (int isa = 0; isa <= static_cast<int>(q8_best_isa()); ++isa) {
-      q8_use_isa(static_cast<Q8Isa>(isa));
-      for (int64_t m : {1, 2, 5, 9, 14, 19}) {
-        std::vector<float> y(m * n);
-        matmul(w, x.data(), m, y.data(), nullptr);
-        if (!uses_q8_activations(t)) continue;
-        for (int64_t i = 0; i < m; ++i) {
-          for (int64_t j = 0; j < n; ++j) {
-            ASSERT_EQ(std::bit_cast<uint32_t>(y[i * n + j]),
-                      std::bit_cast<uint32_t>(ref_q8_dot(t, data, j, x.data() + i * k, k)))
-                << dtype_name(t) << " isa " << isa << " m=" << m << " row " << i << " col " << j;
-          }
-        }
-      }
-    }
+    expect_reference_on_every_path(w, data, x.data(), {1, 2, 5, 9, 14, 19});
     munmap(map, pages * page);
   }
 }
