@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
   }
   // Batched decode: what one more stream costs in a decode step.
   const Shape decode_shapes[] = {{1536, 576}, {576, 1536}, {49152, 576}};
-  const int64_t decode_ms[] = {2, 3, 4, 5, 8, 9, 16};
+  const int64_t decode_ms[] = {2, 3, 4, 5, 6, 7, 8, 9, 16};
   std::printf("\n%-6s %-12s %10s", "dtype", "N x K", "M=1 us");
   for (int64_t m : decode_ms) std::printf("   M=%-2ld/M=1", static_cast<long>(m));
   std::printf("\n");

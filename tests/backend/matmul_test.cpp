@@ -415,7 +415,7 @@ TEST(Q8Activations, EveryInstructionSetGivesTheSameBits) {
   for (DType t : {DType::kQ4_0, DType::kQ4_1, DType::kQ8_0}) {
     const auto data = random_rows(t, n, k, rng);
     Tensor w{t, {n, k}, data.data()};
-    for (int64_t m : {1, 2, 3, 5, 6, 8, 13, 14, 17}) {
+    for (int64_t m : {1, 2, 3, 5, 6, 7, 8, 13, 14, 15, 17}) {
       std::vector<float> want(m * n), got(m * n);
       q8_use_isa(Q8Isa::kGeneric);
       matmul(w, x.data(), m, want.data(), nullptr);
@@ -512,7 +512,7 @@ TEST(Q8Activations, NeverReadsPastTheWeights) {
     uint8_t* w_data = guard - data.size();
     std::memcpy(w_data, data.data(), data.size());
     Tensor w{t, {n, k}, w_data};
-    expect_reference_on_every_path(w, data, x.data(), {1, 2, 5, 9, 14, 19});
+    expect_reference_on_every_path(w, data, x.data(), {1, 2, 5, 7, 9, 14, 19});
     munmap(map, pages * page);
   }
 }

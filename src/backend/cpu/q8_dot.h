@@ -27,9 +27,9 @@ bool uses_q8_activations(DType t);
 // The instruction sets, each giving the same bits; tests run every one the CPU has.
 enum class Q8Isa { kGeneric, kAvx2, kAvx512Vnni };
 
-// x's m rows of k elements (k a multiple of 32), quantized as above: per row, and also
-// in groups of 8 rows laid out for the batched kernel of the instruction set chosen (isa), where
-// that kernel takes them (batches of more than 5 rows on AVX2, of more than 1 with VNNI).
+// x's m rows of k elements (k a multiple of 32), quantized as above: per row, and also in groups
+// of 8 rows laid out for the batched kernel of the instruction set chosen (isa) where it takes
+// them (batches of more than 5 rows on AVX2, of more than 1 with VNNI).
 struct Q8Activations {
   Q8Isa isa = Q8Isa::kGeneric;
   int64_t m = 0, k = 0, nb = 0;
