@@ -29,7 +29,9 @@ Result<ShardPlan> plan_shards(const checkpoint::ModelConfig& c, int world) {
     return valid.error().with_context(fmt::format("--tp {}", world));
   }
   auto divides = [&](std::string_view field, int64_t value) -> Status {
-    if (value % world != 0) return refuse(field, value, "is not a multiple of the ranks");
+    if (value % world != 0) {
+      return refuse(field, value, fmt::format("is not a multiple of {} (the ranks)", world));
+    }
     return {};
   };
   TF_RETURN_IF_ERROR(divides("num_kv_heads", c.num_kv_heads));
@@ -43,7 +45,7 @@ Result<ShardPlan> plan_shards(const checkpoint::ModelConfig& c, int world) {
   if (has_dense_layer(c)) {
     TF_RETURN_IF_ERROR(divides("intermediate_size", c.intermediate_size));
     p.ffn = c.intermediate_size / world;
-    if (p.ffn % kChunk != 0) {
+    if (world > 1 && p.ffn % kChunk != 0) {  // one rank: the model as it is
       return refuse("intermediate_size", c.intermediate_size,
                     "leaves each rank a part that is not a multiple of 32");
     }

@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include "support/model_fixtures.h"
+
 namespace tf::model {
 namespace {
 
@@ -130,6 +132,7 @@ TEST(ShardPlan, ShapesThatDoNotDivideAreRefusedByName) {
   ModelConfig narrow_ffn = llama31_8b();
   narrow_ffn.intermediate_size = 1000;  // 500 a rank: not whole 32-wide chunks
   expect_refused(narrow_ffn, 2, "intermediate_size = 1000");
+  EXPECT_TRUE(plan_shards(narrow_ffn, 1).ok());  // one rank takes any shape the model has
   ModelConfig experts = qwen3_30b_a3b();
   experts.num_experts = 6;
   experts.num_experts_per_tok = 2;
@@ -138,6 +141,28 @@ TEST(ShardPlan, ShapesThatDoNotDivideAreRefusedByName) {
   broken.num_heads = 30;  // the model itself is invalid: its own check speaks first
   expect_refused(broken, 2, "num_kv_heads");
   EXPECT_TRUE(plan_shards(smollm2_135m(), 3).ok());  // 3 KV heads, 49,152 tokens, 512 ffn a rank
+}
+
+// Every committed fixture splits over the worlds its 2 KV heads allow, the parts tiling its
+// weights (the one-GPU sharded check runs these), and refuses 4 ranks by the KV heads.
+TEST(ShardPlan, EveryFixturePlansAtOneAndTwoRanks) {
+  for (const char* name : test::kModelFixtures) {
+    SCOPED_TRACE(name);
+    const auto dir = test::fixtures_dir() / name;
+    auto c = checkpoint::config_from_hf_json(test::read_text(dir / "config.json"), "config.json");
+    ASSERT_TRUE(c.ok()) << c.error().message;
+    for (int world : {1, 2}) {
+      auto plan = plan_shards(*c, world);
+      ASSERT_TRUE(plan.ok()) << plan.error().message;
+      expect_tiles(*plan, WeightRole::kQ, int64_t{c->num_heads} * c->head_dim, 0);
+      expect_tiles(*plan, WeightRole::kEmbedding, c->vocab_size, 0);
+      if (c->num_experts > 0) expect_tiles(*plan, WeightRole::kExpert, c->num_experts, 0);
+    }
+    auto four = plan_shards(*c, 4);
+    ASSERT_FALSE(four.ok());
+    EXPECT_NE(four.error().message.find("num_kv_heads = 2"), std::string::npos)
+        << four.error().message;
+  }
 }
 
 }  // namespace
