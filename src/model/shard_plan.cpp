@@ -34,11 +34,20 @@ Result<ShardPlan> plan_shards(const checkpoint::ModelConfig& c, int world) {
     }
     return {};
   };
-  TF_RETURN_IF_ERROR(divides("num_kv_heads", c.num_kv_heads));
-  TF_RETURN_IF_ERROR(divides("vocab_size", c.vocab_size));
   ShardPlan p;
   p.world = world;
-  p.kv_heads = c.num_kv_heads / world;
+  if (c.num_kv_heads % world == 0) {
+    p.kv_heads = c.num_kv_heads / world;
+  } else if (world % c.num_kv_heads == 0 && c.num_heads % world == 0) {
+    p.kv_heads = 1;
+    p.kv_copies = world / c.num_kv_heads;
+  } else {
+    return refuse("num_kv_heads", c.num_kv_heads,
+                  fmt::format("is not a multiple of {} (the ranks), nor {} a multiple of it with "
+                              "num_heads {} split evenly",
+                              world, world, c.num_heads));
+  }
+  TF_RETURN_IF_ERROR(divides("vocab_size", c.vocab_size));
   p.heads = c.num_heads / world;
   p.head_dim = c.head_dim;
   p.vocab = c.vocab_size / world;
@@ -64,7 +73,7 @@ ShardPart ShardPlan::part(WeightRole role, int rank) const {
       return {0, rank * q_rows, q_rows};
     case WeightRole::kK:
     case WeightRole::kV:
-      return {0, rank * kv_rows, kv_rows};
+      return {0, rank / kv_copies * kv_rows, kv_rows};
     case WeightRole::kO:
       return {1, rank * q_rows, q_rows};
     case WeightRole::kGate:

@@ -6,7 +6,9 @@
 //   - attention by KV-head groups: rank r holds KV heads [r kv, (r + 1) kv) and the query heads of
 //     their groups, which are contiguous ([r heads, (r + 1) heads)); q, k and v (and their biases)
 //     are column-parallel (rows of the weight), o row-parallel (its input columns), so attention
-//     and the KV cache of a rank never need another rank's heads;
+//     and the KV cache of a rank never need another rank's heads. With more ranks than KV heads
+//     (world a multiple of them), each KV head is replicated on world / num_kv_heads consecutive
+//     ranks, which split its group's query heads;
 //   - the MLP's gate and up column-parallel, down row-parallel over the same ffn columns;
 //   - embedding and lm_head vocabulary-parallel (rows): a token's embedding comes from the one
 //     rank holding it, and sampling reads the ranks' logits in rank order;
@@ -46,6 +48,7 @@ struct ShardPlan {
   int world = 1;
   // Per rank.
   int kv_heads = 0, heads = 0, head_dim = 0;
+  int kv_copies = 1;  // ranks that hold each KV head (replicated when world > num_kv_heads)
   int64_t ffn = 0, vocab = 0;
   int experts = 0;  // 0: a dense model
 
@@ -57,7 +60,8 @@ struct ShardPlan {
 };
 
 // The plan for `world` ranks (1 is the unsharded model), or an error naming the field of c that
-// `world` does not divide, or whose per-rank part the kernels cannot take.
+// `world` does not divide (for num_kv_heads: nor is a multiple of, with whole query heads a
+// rank), or whose per-rank part the kernels cannot take.
 Result<ShardPlan> plan_shards(const checkpoint::ModelConfig& c, int world);
 
 }  // namespace tf::model

@@ -124,7 +124,7 @@ TEST(ShardPlan, ShapesThatDoNotDivideAreRefusedByName) {
   };
   expect_refused(llama31_8b(), 3, "num_kv_heads = 8");
   expect_refused(smollm2_135m(), 2, "num_kv_heads = 3");
-  expect_refused(qwen3_30b_a3b(), 8, "num_kv_heads = 4");
+  expect_refused(llama31_8b(), 64, "num_kv_heads = 8");  // 32 query heads: half a head a rank
   expect_refused(llama31_8b(), 0, "world size");
   ModelConfig odd_vocab = llama31_8b();
   odd_vocab.vocab_size = 128257;
@@ -143,25 +143,51 @@ TEST(ShardPlan, ShapesThatDoNotDivideAreRefusedByName) {
   EXPECT_TRUE(plan_shards(smollm2_135m(), 3).ok());  // 3 KV heads, 49,152 tokens, 512 ffn a rank
 }
 
-// Every committed fixture splits over the worlds its 2 KV heads allow, the parts tiling its
-// weights (the one-GPU sharded check runs these), and refuses 4 ranks by the KV heads.
-TEST(ShardPlan, EveryFixturePlansAtOneAndTwoRanks) {
+// More ranks than KV heads: each KV head on consecutive ranks that split its query heads.
+TEST(ShardPlan, KvHeadsAreReplicatedPastTheirCount) {
+  const ModelConfig c = qwen3_30b_a3b();  // 4 KV heads, 32 query heads
+  auto plan = plan_shards(c, 8);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  const ShardPlan& p = *plan;
+  EXPECT_EQ(p.kv_copies, 2);
+  EXPECT_EQ(p.kv_heads, 1);
+  EXPECT_EQ(p.heads, 4);
+  expect_tiles(p, WeightRole::kQ, 32 * 128, 0);
+  const int group = c.num_heads / c.num_kv_heads;
+  for (int r = 0; r < 8; ++r) {
+    const ShardPart k = p.part(WeightRole::kK, r), v = p.part(WeightRole::kV, r);
+    EXPECT_EQ(k.begin, (r / 2) * 128) << "rank " << r;
+    EXPECT_EQ(k.count, 128);
+    EXPECT_EQ(v.begin, k.begin);
+    // The rank's query heads all belong to the KV head it holds.
+    const ShardPart q = p.part(WeightRole::kQ, r);
+    for (int64_t h = q.begin / 128; h < (q.begin + q.count) / 128; ++h) {
+      EXPECT_EQ(h / group, k.begin / 128) << "rank " << r << " head " << h;
+      EXPECT_EQ(p.rank_of_head(static_cast<int>(h)), r);
+    }
+  }
+}
+
+// Every committed fixture splits over 1, 2 and 4 ranks (its 2 KV heads replicated at 4), the
+// parts tiling its weights: the worlds the one-GPU sharded check runs.
+TEST(ShardPlan, EveryFixturePlansAtOneTwoAndFourRanks) {
   for (const char* name : test::kModelFixtures) {
     SCOPED_TRACE(name);
     const auto dir = test::fixtures_dir() / name;
     auto c = checkpoint::config_from_hf_json(test::read_text(dir / "config.json"), "config.json");
     ASSERT_TRUE(c.ok()) << c.error().message;
-    for (int world : {1, 2}) {
+    for (int world : {1, 2, 4}) {
       auto plan = plan_shards(*c, world);
       ASSERT_TRUE(plan.ok()) << plan.error().message;
       expect_tiles(*plan, WeightRole::kQ, int64_t{c->num_heads} * c->head_dim, 0);
       expect_tiles(*plan, WeightRole::kEmbedding, c->vocab_size, 0);
       if (c->num_experts > 0) expect_tiles(*plan, WeightRole::kExpert, c->num_experts, 0);
+      EXPECT_EQ(plan->kv_copies, world > c->num_kv_heads ? world / c->num_kv_heads : 1);
     }
-    auto four = plan_shards(*c, 4);
-    ASSERT_FALSE(four.ok());
-    EXPECT_NE(four.error().message.find("num_kv_heads = 2"), std::string::npos)
-        << four.error().message;
+    auto eight = plan_shards(*c, 8);  // 4 query heads: half a head a rank
+    ASSERT_FALSE(eight.ok());
+    EXPECT_NE(eight.error().message.find("num_kv_heads = 2"), std::string::npos)
+        << eight.error().message;
   }
 }
 
