@@ -1,6 +1,7 @@
 // Tensor parallelism's split of one model over `world` ranks: which part of each weight a rank
-// holds, and so where the ranks' partial results must meet. Checked against the model's shape
-// before any weight loads; a shape that does not divide is refused, naming the field.
+// holds, and so where the ranks' partial results must meet. plan_shards needs the model's config
+// alone, so a launcher can refuse a shape that does not divide, by the field's name, before any
+// weight loads.
 //
 // The split (Megatron-style; one all-reduce after each row-parallel projection):
 //   - attention by KV-head groups: rank r holds KV heads [r kv, (r + 1) kv) and the query heads of
