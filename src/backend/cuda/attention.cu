@@ -47,6 +47,7 @@ using namespace attn;  // NOLINT(google-build-using-namespace): the shared tile 
 constexpr int kMaxBlockLines = 64;     // fold mode: 4 warps of 16 lines
 constexpr int kDimSplitMaxPairs = 64;  // split mode: up to this many (row, kv head) pairs
 constexpr int kTileMaxPairs = 16;      // split_tiles_kernel up to this many pairs
+constexpr int kOneStageUnits = 32;     // split mode's walk: one K/V stage from this many rows
 
 struct Smem {
   bf16* k[2];  // [kTile][HD + 8], two stages
@@ -78,7 +79,9 @@ __device__ __forceinline__ float* split_parts(const Work& work, const AttentionP
 // each takes its own share of the head dims for O += P V and the output; the copies are shared
 // too. A template flag, so the other launches keep PV loops free of the share's bounds checks
 // (prefill's fold mode ran 5 % slower with them as run-time values).
-template <int HD, bool kDimSplit>
+// kOneStage: one K/V stage instead of two (the next tile's copy issued after this tile's update):
+// half the shared memory, so twice the blocks an SM for split rows of one warp each.
+template <int HD, bool kDimSplit, bool kOneStage = false>
 __global__ void __launch_bounds__(128)
     attention_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k_cache,
                      const bf16* __restrict__ v_cache, const int32_t* __restrict__ tables,
@@ -133,7 +136,7 @@ __global__ void __launch_bounds__(128)
   sm.o_tot = reinterpret_cast<float*>(sm.v[1] + kTile * kLd<HD>);
   // Head dims past head_dim (padding up to HD) stay zero: cp.async never writes them.
   if (p.head_dim < HD) {
-    for (int i = threadIdx.x; i < 4 * kTile * kLd<HD>; i += blockDim.x) {
+    for (int i = threadIdx.x; i < (kOneStage ? 2 : 4) * kTile * kLd<HD>; i += blockDim.x) {
       sm.k[0][i] = __float2bfloat16(0.0f);
     }
   }
@@ -150,8 +153,8 @@ __global__ void __launch_bounds__(128)
   stage_tile<HD>(sm.k[0], sm.v[0], k_cache, v_cache, table, p, kv_head, t_begin, lo, hi,
                  threadIdx.x, blockDim.x);
   int buf = 0;
-  for (int t0 = t_begin; t0 <= hi; t0 += kTile, buf ^= 1) {
-    if (t0 + kTile <= hi) {
+  for (int t0 = t_begin; t0 <= hi; t0 += kTile, buf ^= kOneStage ? 0 : 1) {
+    if (!kOneStage && t0 + kTile <= hi) {
       stage_tile<HD>(sm.k[buf ^ 1], sm.v[buf ^ 1], k_cache, v_cache, table, p, kv_head, t0 + kTile,
                      lo, hi, threadIdx.x, blockDim.x);
       asm volatile("cp.async.wait_group 1;\n");
@@ -178,6 +181,10 @@ __global__ void __launch_bounds__(128)
       }
     }
     __syncthreads();  // every warp is done with this buffer before it is refilled
+    if (kOneStage && t0 + kTile <= hi) {
+      stage_tile<HD>(sm.k[0], sm.v[0], k_cache, v_cache, table, p, kv_head, t0 + kTile, lo, hi,
+                     threadIdx.x, blockDim.x);
+    }
   }
 
 #pragma unroll
@@ -490,6 +497,13 @@ cudaError_t launch(const bf16* q, const bf16* k_cache, const bf16* v_cache, cons
     const bool dim_split = lines <= 16 && pairs <= kDimSplitMaxPairs;
     if (dim_split) {
       attention_kernel<HD, true><<<grid, (HD / 16 < 4 ? HD / 16 : 4) * 32, stages, s>>>(
+          q, k_cache, v_cache, tables, row_seq, pos, p, work);
+    } else if (units >= kOneStageUnits) {
+      // Many rows: one stage (half the shared memory, twice the blocks an SM) lets the other
+      // blocks hide each one's copy. batch_step, attention alone at 512-639 positions: 32 / 64 /
+      // 128 rows 1.06 / 1.87 / 3.38 -> 0.98 / 1.67 / 3.15 ms, 64 rows at 4,096 9.72 -> 9.30; with
+      // fewer the second stage is what hides it (16 rows: 0.54 -> 0.62 ms, at 4,096 2.72 -> 2.80).
+      attention_kernel<HD, false, true><<<grid, (lines + 15) / 16 * 32, stages / 2, s>>>(
           q, k_cache, v_cache, tables, row_seq, pos, p, work);
     } else {
       attention_kernel<HD, false><<<grid, (lines + 15) / 16 * 32, stages, s>>>(
