@@ -129,7 +129,6 @@ bool RowSampler::apply_mask(Sequence& s, std::vector<float>& logits) const {
   return any;
 }
 
-// Words of 32 ids covering the model's vocabulary and the grammar's.
 size_t RowSampler::mask_words(const Sequence& s) const {
   const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
   const size_t grammar_vocab = static_cast<size_t>(s.req.output.grammar->vocabulary().size());

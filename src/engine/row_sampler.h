@@ -65,6 +65,7 @@ class RowSampler {
   static bool free_next(const Sequence& s);
   // The request is one the model may draw (sampled; no penalties or logprobs asked of the host).
   bool device_draws(const Sequence& s) const;
+  // Words of 32 ids a mask of s takes: the model's vocabulary and the grammar's.
   size_t mask_words(const Sequence& s) const;
   // The next token is free, or masked where the model applies the mask.
   bool model_may_pick(const Sequence& s) const;

@@ -25,8 +25,8 @@ def counter(server, name):
 
 @pytest.fixture(scope="module")
 def drafted():
-    # A fixed depth: whether drafting pays depends on the machine's verify cost (a CPU without
-    # AVX-512 steps 2 rows at about 3x one), and this test is about exactness and the counters.
+    # A fixed depth: whether drafting pays depends on the machine's measured verify cost, and
+    # this test is about exactness and the counters, on every machine.
     s = Server(["--draft-model", str(MODEL), "--draft-kv-gib", "0.1", "--parallel", "2",
                 "--draft-depth", "4"])
     yield s
