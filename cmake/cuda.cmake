@@ -23,7 +23,8 @@ if(TF_BUILD_TESTS)
                  ${PROJECT_SOURCE_DIR}/tests/gpu/cuda_moe_test.cpp
                  ${PROJECT_SOURCE_DIR}/tests/gpu/cuda_mask_test.cpp
                  ${PROJECT_SOURCE_DIR}/tests/gpu/cuda_kv_tiers_test.cpp
-                 ${PROJECT_SOURCE_DIR}/tests/gpu/cuda_draft_test.cpp)
+                 ${PROJECT_SOURCE_DIR}/tests/gpu/cuda_draft_test.cpp
+                 ${PROJECT_SOURCE_DIR}/tests/gpu/cuda_shard_test.cpp)
   target_link_libraries(cuda_model_test PRIVATE tf_engine GTest::gtest_main)
   target_compile_definitions(cuda_model_test PRIVATE TF_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   target_include_directories(cuda_model_test PRIVATE ${PROJECT_SOURCE_DIR}/tests)

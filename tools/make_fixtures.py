@@ -50,6 +50,8 @@ def rope(kind, theta=10000.0, **kw):
 def families(T):
     return {
         "llama": (T.LlamaConfig, T.LlamaForCausalLM, base_dims(), True, False),
+        # 32-wide heads: one head a rank at 4 tensor-parallel ranks is a whole matmul chunk of o.
+        "llama_wide": (T.LlamaConfig, T.LlamaForCausalLM, base_dims(head_dim=32), False, False),
         "llama31": (T.LlamaConfig, T.LlamaForCausalLM,
                     base_dims(tie_word_embeddings=True,
                               rope_parameters=rope("llama3", 500000.0, factor=8.0,

@@ -8,7 +8,8 @@
 namespace tf::model {
 namespace {
 
-// The matmul kernels take K in 32-wide chunks: down's input columns per rank must be whole chunks.
+// The matmul kernels take K in 32-wide chunks: o's and down's input columns per rank must be
+// whole chunks.
 constexpr int64_t kChunk = 32;
 
 bool has_dense_layer(const checkpoint::ModelConfig& c) {
@@ -50,6 +51,13 @@ Result<ShardPlan> plan_shards(const checkpoint::ModelConfig& c, int world) {
   TF_RETURN_IF_ERROR(divides("vocab_size", c.vocab_size));
   p.heads = c.num_heads / world;
   p.head_dim = c.head_dim;
+  // o's input columns per rank are the matmul's K: whole 32-wide chunks too.
+  if (world > 1 && int64_t{p.heads} * p.head_dim % kChunk != 0) {
+    return refuse("num_heads", c.num_heads,
+                  fmt::format("of head_dim {} leaves each rank {} columns of o, not a multiple "
+                              "of 32",
+                              c.head_dim, int64_t{p.heads} * p.head_dim));
+  }
   p.vocab = c.vocab_size / world;
   if (has_dense_layer(c)) {
     TF_RETURN_IF_ERROR(divides("intermediate_size", c.intermediate_size));

@@ -14,7 +14,11 @@
 //   - embedding and lm_head vocabulary-parallel (rows): a token's embedding comes from the one
 //     rank holding it, and sampling reads the ranks' logits in rank order;
 //   - MoE experts whole, by expert parallelism: rank r holds experts [r e, (r + 1) e); the router
-//     and every norm are replicated.
+//     and every norm are replicated, so every rank routes each row alike, runs the picks it holds
+//     and sums their terms; the all-reduce adds the ranks'. Whole experts rather than a slice of
+//     each: an expert keeps its matmul shapes, and narrow ones (the fixture's 32) would not split
+//     into 32-wide chunks.
+// Every part a matmul reads as K (o's and down's input columns) is whole 32-wide chunks.
 #pragma once
 
 #include <cstdint>

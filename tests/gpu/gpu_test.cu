@@ -706,7 +706,8 @@ void test_gemma_moe_ops() {
     }
   expect(bad == 0, "scaled embedding + softcap: " + std::to_string(bad) + " bad elements");
 
-  // Gathered bf16 rows, and a weighted sum of rows picked by position, in list order.
+  // Gathered bf16 rows, and a weighted sum of rows picked by position, in list order (a -1
+  // position left out).
   std::vector<int32_t> src = {2, 0, 2, 1};
   auto ds = upload(src);
   cu::DeviceBuffer g(src.size() * hidden * 2);
@@ -720,7 +721,7 @@ void test_gemma_moe_ops() {
   const int k = 2, out_rows = 2;
   std::vector<float> y(4 * size_t(hidden));
   for (auto& v : y) v = nd(rng);
-  std::vector<int32_t> pos = {3, 0, 1, 2};
+  std::vector<int32_t> pos = {3, -1, 1, 2};  // -1: another rank's expert, left out
   std::vector<float> wts = {0.7f, 0.3f, 0.55f, 0.45f};
   auto dy = upload(y), dp = upload(pos), dwt = upload(wts);
   cu::DeviceBuffer dsum(size_t(out_rows) * hidden * 4);
@@ -732,6 +733,7 @@ void test_gemma_moe_ops() {
     for (int j = 0; j < hidden; ++j) {
       float want = 0.0f;
       for (int t = 0; t < k; ++t) {
+        if (pos[i * k + t] < 0) continue;
         volatile float term = y[size_t(pos[i * k + t]) * hidden + j] * wts[i * k + t];
         want = want + term;
       }
@@ -911,6 +913,35 @@ void test_moe_route_group(int n_experts, int top_k) {
     if (count[e] > 0) bad += hit[h++] != e;
   for (; h < n_experts; ++h) bad += hit[h] != -1;
   expect(bad == 0, "moe_group: " + std::to_string(bad) + " entries wrong");
+  // An expert-parallel rank's grouping: experts [begin, begin + held) at indices 0 .., the other
+  // slots at pos -1, the positions past the placed ones gathering row 0.
+  const int begin = n_experts / 2, held = n_experts / 4;
+  CHECK_CUDA(cudaMemset(dsrc.get(), 0x7f, slots * 4));
+  CHECK_CUDA(cu::moe_group(dc.get<int32_t>(), slots, top_k, held, df.get<int32_t>(),
+                           dsrc.get<int32_t>(), dpos.get<int32_t>(), dhit.get<int32_t>(), 0,
+                           begin));
+  CHECK_CUDA(cudaDeviceSynchronize());
+  const auto lfirst = download<int32_t>(df, held + 1);
+  const auto lsrc = download<int32_t>(dsrc, slots), lpos = download<int32_t>(dpos, slots);
+  int placed = 0;
+  bad = lfirst[0] != 0;
+  for (int e = 0; e < held; ++e) {
+    bad += lfirst[e + 1] - lfirst[e] != count[begin + e];
+    placed += count[begin + e];
+  }
+  bad += lfirst[held] != placed;
+  for (int i = 0; i < slots; ++i) {
+    const int e = chosen[i] - begin, p = lpos[i];
+    if (e < 0 || e >= held) {
+      bad += p != -1;
+      continue;
+    }
+    bad += p < lfirst[e] || p >= lfirst[e + 1] || lsrc[p] != i / top_k;
+  }
+  for (int p = placed; p < slots; ++p) bad += lsrc[p] != 0;
+  expect(bad == 0, "moe_group, experts " + std::to_string(begin) + ".." +
+                       std::to_string(begin + held) + ": " + std::to_string(bad) +
+                       " entries wrong");
 }
 
 int main() {

@@ -132,6 +132,10 @@ TEST(ShardPlan, ShapesThatDoNotDivideAreRefusedByName) {
   ModelConfig narrow_ffn = llama31_8b();
   narrow_ffn.intermediate_size = 1000;  // 500 a rank: not whole 32-wide chunks
   expect_refused(narrow_ffn, 2, "intermediate_size = 1000");
+  ModelConfig narrow_heads = llama31_8b();
+  narrow_heads.head_dim = narrow_heads.rope_dim = 8;  // 4 heads a rank: 32 columns of o
+  EXPECT_TRUE(plan_shards(narrow_heads, 8).ok());
+  expect_refused(narrow_heads, 16, "num_heads = 32 of head_dim 8");  // 2 heads: 16 columns
   EXPECT_TRUE(plan_shards(narrow_ffn, 1).ok());  // one rank takes any shape the model has
   ModelConfig experts = qwen3_30b_a3b();
   experts.num_experts = 6;
@@ -169,8 +173,10 @@ TEST(ShardPlan, KvHeadsAreReplicatedPastTheirCount) {
 }
 
 // Every committed fixture splits over 1, 2 and 4 ranks (its 2 KV heads replicated at 4), the
-// parts tiling its weights: the worlds the one-GPU sharded check runs.
+// parts tiling its weights: the worlds the one-GPU sharded check runs. At 4 ranks the fixtures of
+// 16-wide heads are refused: one head a rank is 16 columns of o, half a matmul chunk.
 TEST(ShardPlan, EveryFixturePlansAtOneTwoAndFourRanks) {
+  std::string wide;
   for (const char* name : test::kModelFixtures) {
     SCOPED_TRACE(name);
     const auto dir = test::fixtures_dir() / name;
@@ -178,6 +184,13 @@ TEST(ShardPlan, EveryFixturePlansAtOneTwoAndFourRanks) {
     ASSERT_TRUE(c.ok()) << c.error().message;
     for (int world : {1, 2, 4}) {
       auto plan = plan_shards(*c, world);
+      if (world == 4 && c->head_dim < 32) {
+        ASSERT_FALSE(plan.ok());
+        EXPECT_NE(plan.error().message.find("num_heads = 4 of head_dim 16"), std::string::npos)
+            << plan.error().message;
+        continue;
+      }
+      if (world == 4) wide += std::string(name) + " ";
       ASSERT_TRUE(plan.ok()) << plan.error().message;
       expect_tiles(*plan, WeightRole::kQ, int64_t{c->num_heads} * c->head_dim, 0);
       expect_tiles(*plan, WeightRole::kEmbedding, c->vocab_size, 0);
@@ -189,6 +202,7 @@ TEST(ShardPlan, EveryFixturePlansAtOneTwoAndFourRanks) {
     EXPECT_NE(eight.error().message.find("num_kv_heads = 2"), std::string::npos)
         << eight.error().message;
   }
+  EXPECT_EQ(wide, "llama_wide qwen3 qwen3_moe qwen3_bf16 ");  // each family the GPU check runs
 }
 
 }  // namespace

@@ -17,8 +17,8 @@ namespace tf::test {
 
 // Every committed fixture, one per family and variant.
 inline constexpr const char* kModelFixtures[] = {
-    "llama", "llama31",   "llama_linear", "llama_yarn", "mistral",    "qwen2",
-    "qwen3", "qwen3_moe", "gemma3",       "phi3",       "llama_bf16", "qwen3_bf16"};
+    "llama", "llama_wide", "llama31", "llama_linear", "llama_yarn", "mistral",   "qwen2",
+    "qwen3", "qwen3_moe",  "gemma3",  "phi3",         "llama_bf16", "qwen3_bf16"};
 
 // TF_SOURCE_DIR in the environment overrides the build's (GPU runs copy the tree elsewhere).
 inline std::filesystem::path fixtures_dir() {

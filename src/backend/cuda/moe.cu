@@ -95,15 +95,22 @@ constexpr int kGroupThreads = 1024;
 
 __global__ void __launch_bounds__(kGroupThreads)
     moe_group_kernel(const int32_t* __restrict__ chosen, int slots, int top_k, int n_experts,
-                     int32_t* __restrict__ first, int32_t* __restrict__ src_row,
+                     int expert_begin, int32_t* __restrict__ first, int32_t* __restrict__ src_row,
                      int32_t* __restrict__ pos, int32_t* __restrict__ hit) {
   __shared__ int count[kMaxExperts], fill[kMaxExperts];
   for (int e = threadIdx.x; e < n_experts; e += blockDim.x) count[e] = 0;
   __syncthreads();
-  // Picks are in range (moe_route's guarantee); clamped anyway, so a bad one stays in its row.
-  auto expert = [&](int i) { return min(max(chosen[i], 0), n_experts - 1); };
-  for (int i = threadIdx.x; i < slots; i += blockDim.x) atomicAdd(&count[expert(i)], 1);
+  // The slot's expert among the n held here, or -1 for another rank's (or an out-of-range pick,
+  // which moe_route never makes: it then drops out of its row alone).
+  auto expert = [&](int i) {
+    const int e = chosen[i] - expert_begin;
+    return e >= 0 && e < n_experts ? e : -1;
+  };
+  for (int i = threadIdx.x; i < slots; i += blockDim.x) {
+    if (const int e = expert(i); e >= 0) atomicAdd(&count[e], 1);
+  }
   __syncthreads();
+  __shared__ int placed;
   if (threadIdx.x == 0) {
     int at = 0, hits = 0;
     for (int e = 0; e < n_experts; ++e) {
@@ -111,15 +118,22 @@ __global__ void __launch_bounds__(kGroupThreads)
       at += count[e];
       if (count[e] > 0) hit[hits++] = e;
     }
-    first[n_experts] = at;
+    first[n_experts] = placed = at;
     while (hits < n_experts) hit[hits++] = -1;
   }
   __syncthreads();
   for (int i = threadIdx.x; i < slots; i += blockDim.x) {
-    const int p = atomicAdd(&fill[expert(i)], 1);
+    const int e = expert(i);
+    if (e < 0) {
+      pos[i] = -1;
+      continue;
+    }
+    const int p = atomicAdd(&fill[e], 1);
     src_row[p] = i / top_k;
     pos[i] = p;
   }
+  // Positions no slot took (other ranks' picks) gather row 0: read, never used.
+  for (int p = placed + threadIdx.x; p < slots; p += blockDim.x) src_row[p] = 0;
 }
 
 }  // namespace
@@ -135,10 +149,11 @@ cudaError_t moe_route(const float* logits, int rows, int n_experts, int top_k, b
 }
 
 cudaError_t moe_group(const int32_t* chosen, int slots, int top_k, int n_experts, int32_t* first,
-                      int32_t* src_row, int32_t* pos, int32_t* hit, cudaStream_t s) {
-  if (n_experts > kMaxExperts || top_k < 1) return cudaErrorInvalidValue;
-  moe_group_kernel<<<1, kGroupThreads, 0, s>>>(chosen, slots, top_k, n_experts, first, src_row, pos,
-                                               hit);
+                      int32_t* src_row, int32_t* pos, int32_t* hit, cudaStream_t s,
+                      int expert_begin) {
+  if (n_experts > kMaxExperts || n_experts < 1 || top_k < 1) return cudaErrorInvalidValue;
+  moe_group_kernel<<<1, kGroupThreads, 0, s>>>(chosen, slots, top_k, n_experts, expert_begin, first,
+                                               src_row, pos, hit);
   return cudaGetLastError();
 }
 

@@ -130,11 +130,26 @@ __global__ void swiglu_kernel(const In* __restrict__ gu, bf16* __restrict__ out,
 }
 
 __global__ void embedding_kernel(const bf16* __restrict__ table, const int32_t* __restrict__ ids,
-                                 float* __restrict__ out, int hidden, float scale) {
+                                 float* __restrict__ out, int hidden, float scale, int first_id,
+                                 int table_rows) {
   pdl_release();  // the first qkv projection, launched early, copies its weights meanwhile
-  const bf16* src = table + static_cast<size_t>(ids[blockIdx.x]) * hidden;
+  const int id = ids[blockIdx.x] - first_id;
   float* dst = out + static_cast<size_t>(blockIdx.x) * hidden;
+  if (id < 0 || id >= table_rows) {
+    for (int i = threadIdx.x; i < hidden; i += blockDim.x) dst[i] = 0.0f;
+    return;
+  }
+  const bf16* src = table + static_cast<size_t>(id) * hidden;
   for (int i = threadIdx.x; i < hidden; i += blockDim.x) dst[i] = __bfloat162float(src[i]) * scale;
+}
+
+__global__ void sum_rank_parts_kernel(RankParts parts, float* __restrict__ out, size_t count) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    float acc = parts.p[0][i];
+    for (int r = 1; r < parts.n; ++r) acc += parts.p[r][i];
+    out[i] = acc;
+  }
 }
 
 // One warp per (row, head): bias and RMSNorm over the head (fixed shuffle tree), the bf16
@@ -304,8 +319,9 @@ __global__ void weighted_row_sum_kernel(const float* __restrict__ y,
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   float acc = 0.0f;
-  for (int j = 0; j < k; ++j)
-    acc = __fadd_rn(acc, __fmul_rn(y[static_cast<int64_t>(p[j]) * n + i], wr[j]));
+  for (int j = 0; j < k; ++j) {
+    if (p[j] >= 0) acc = __fadd_rn(acc, __fmul_rn(y[static_cast<int64_t>(p[j]) * n + i], wr[j]));
+  }
   o[i] = acc;
 }
 
@@ -436,9 +452,18 @@ cudaError_t glu_interleaved(const float* gate_up, bf16* out, int rows, int ffn, 
 }
 
 cudaError_t embedding(const bf16* table, const int32_t* ids, float* out, int rows, int hidden,
-                      cudaStream_t s, float scale) {
+                      cudaStream_t s, float scale, int first_id, int table_rows) {
   if (rows <= 0) return cudaSuccess;
-  embedding_kernel<<<rows, 256, 0, s>>>(table, ids, out, hidden, scale);
+  embedding_kernel<<<rows, 256, 0, s>>>(table, ids, out, hidden, scale, first_id, table_rows);
+  return cudaGetLastError();
+}
+
+cudaError_t sum_rank_parts(const RankParts& parts, float* out, size_t count, cudaStream_t s) {
+  if (count == 0 || parts.n < 1 || parts.n > kMaxRanks) {
+    return count == 0 ? cudaSuccess : cudaErrorInvalidValue;
+  }
+  const size_t blocks = std::min<size_t>((count + 255) / 256, 4096);
+  sum_rank_parts_kernel<<<static_cast<unsigned>(blocks), 256, 0, s>>>(parts, out, count);
   return cudaGetLastError();
 }
 

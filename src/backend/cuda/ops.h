@@ -128,9 +128,20 @@ cudaError_t glu_interleaved(const float* gate_up, bf16* out, int rows, int ffn, 
 // interleaved [gate; up] (2 ffn rows, ffn % 4 == 0) is input row interleave_gate_up(r, ffn).
 inline int interleave_gate_up(int r, int ffn) { return (r % 8 < 4 ? 0 : ffn) + r / 8 * 4 + r % 4; }
 
-// out[r] = f32(table[ids[r]]) * scale, hidden columns (Gemma scales by sqrt(hidden)).
+// out[r] = f32(table[ids[r] - first_id]) * scale, hidden columns (Gemma scales by sqrt(hidden));
+// zeros for ids outside [first_id, first_id + table_rows) (a tensor-parallel rank's rows).
 cudaError_t embedding(const bf16* table, const int32_t* ids, float* out, int rows, int hidden,
-                      cudaStream_t s, float scale = 1.0f);
+                      cudaStream_t s, float scale = 1.0f, int first_id = 0,
+                      int table_rows = 1 << 30);
+
+// Tensor parallelism's all-reduce on one device: out[i] = p[0][i] + p[1][i] + ... in rank order,
+// in f32, so the sum is the same whatever the ranks' timing.
+constexpr int kMaxRanks = 8;
+struct RankParts {
+  const float* p[kMaxRanks] = {};
+  int n = 0;
+};
+cudaError_t sum_rank_parts(const RankParts& parts, float* out, size_t count, cudaStream_t s);
 
 // The fused qkv projection's f32 output [rows, (n_heads + 2 n_kv_heads) * head_dim], to the
 // attention inputs. Per (row, head): add the bias (per column; may be null), RMSNorm each q and k
@@ -194,7 +205,8 @@ cudaError_t gather_rows(const float* src, const int32_t* idx, float* dst, int ro
 cudaError_t gather_rows(const bf16* src, const int32_t* idx, bf16* dst, int rows, int n,
                         cudaStream_t s);
 // out[r] = sum over j < k, in j order, of y[pos[r k + j]] * w[r k + j] (rows of n floats; f32,
-// each product rounded, then added): a mixture of experts' weighted sum of its experts' outputs.
+// each product rounded, then added, from 0): a mixture of experts' weighted sum of its experts'
+// outputs. Terms of pos -1 (another rank's experts) are left out.
 cudaError_t weighted_row_sum(const float* y, const int32_t* pos, const float* w, int k, float* out,
                              int rows, int n, cudaStream_t s);
 // The most experts and picks per row moe_route takes.
@@ -209,9 +221,12 @@ cudaError_t moe_route(const float* logits, int rows, int n_experts, int top_k, b
 // entries) where expert e's rows start, src_row[p] the row whose slot sits at grouped position p,
 // and pos[slot] that position; hit[0 .. n_experts) the experts some slot chose, ascending, then
 // -1s (grouped_matmul's order). The order within a group is unspecified (grouped_matmul's bits do
-// not depend on it).
+// not depend on it). An expert-parallel rank holds experts [expert_begin, expert_begin +
+// n_experts), its e-th at index e: other experts' slots get pos -1 (weighted_row_sum skips them)
+// and positions past the placed ones src_row 0.
 cudaError_t moe_group(const int32_t* chosen, int slots, int top_k, int n_experts, int32_t* first,
-                      int32_t* src_row, int32_t* pos, int32_t* hit, cudaStream_t s);
+                      int32_t* src_row, int32_t* pos, int32_t* hit, cudaStream_t s,
+                      int expert_begin = 0);
 // x[i] = tanh(x[i] / cap) * cap over n floats (final logit soft-capping).
 cudaError_t softcap(float* x, size_t n, float cap, cudaStream_t s);
 

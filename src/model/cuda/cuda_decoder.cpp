@@ -30,7 +30,9 @@
 #include "model/cuda/cuda_kv_transfer.h"
 #include "model/cuda/cuda_moe.h"
 #include "model/cuda/cuda_status.h"
+#include "model/cuda/rank_exchange.h"
 #include "model/cuda/uploader.h"
+#include "model/rank_weights.h"
 #include "model/rope.h"
 
 namespace tf::model {
@@ -145,22 +147,36 @@ struct DeviceLayer {
   DeviceBuffer wqkv, wo, w_gate_up, w_down;  // w_gate_up and w_down empty on MoE layers
 };
 
+// With a rank part (rank_weights.h) the decoder is one tensor-parallel rank: its config has the
+// rank's heads, KV heads and ffn columns (the whole vocabulary), its weights are the rank's, and
+// `exchange` sums the ranks' embeddings, o and down projections and gathers their logits. Such a
+// rank steps eagerly: its exchanges wait on the other ranks' streams, which a graph of its own
+// stream cannot capture.
 class CudaDecoder final : public Model {
  public:
-  explicit CudaDecoder(std::unique_ptr<DecoderModel> cpu)
+  CudaDecoder(std::shared_ptr<DecoderModel> cpu, std::shared_ptr<const RankWeights> part,
+              RankExchange* exchange)
       : cpu_(std::move(cpu)),
-        cfg_(cpu_->config()),
+        part_(std::move(part)),
+        exchange_(exchange),
+        cfg_(part_ ? part_->config : cpu_->config()),
         spec_(cpu_->spec()),
-        moe_(cfg_, spec_.act),
+        moe_(cfg_, spec_.act, part_ ? part_->expert_begin : 0, part_ ? part_->expert_count : 0),
         has_moe_(std::find(spec_.moe.begin(), spec_.moe.end(), true) != spec_.moe.end()),
         has_dense_(std::find(spec_.moe.begin(), spec_.moe.end(), false) != spec_.moe.end()),
-        has_sandwich_(std::any_of(cpu_->weights().layers.begin(), cpu_->weights().layers.end(),
+        has_sandwich_(std::any_of(weights().layers.begin(), weights().layers.end(),
                                   [](const LayerWeights& L) {
                                     return !L.attn_out_norm.empty() || !L.ffn_out_norm.empty();
                                   })),
         norms_f32_(spec_.norm_offset),
-        windowless_(std::all_of(spec_.window.begin(), spec_.window.end(),
-                                [](int w) { return w == 0; })) {}
+        windowless_(
+            std::all_of(spec_.window.begin(), spec_.window.end(), [](int w) { return w == 0; })),
+        vocab_begin_(part_ ? static_cast<int>(part_->vocab_begin) : 0),
+        vocab_rows_(part_ ? static_cast<int>(part_->vocab_count) : cfg_.vocab_size) {
+    if (exchange_ != nullptr) graphs_enabled_ = false;
+  }
+
+  const DecoderWeights& weights() const { return part_ ? part_->weights : cpu_->weights(); }
 
   Status check() const {
     auto unsupported = [&](const char* what) {
@@ -176,7 +192,7 @@ class CudaDecoder final : public Model {
     // matmul needs K % 32 and N % 8: K is hidden, q_dim or ffn; N is every output width, all
     // multiples of 8 once these hold (head_dim % 8 above).
     if (cfg_.hidden_size % 32 != 0 || q_dim % 32 != 0 ||
-        (has_dense_ && cfg_.intermediate_size % 32 != 0) || cfg_.vocab_size % 8 != 0) {
+        (has_dense_ && cfg_.intermediate_size % 32 != 0) || vocab_rows_ % 8 != 0) {
       return unsupported("dimensions that are not multiples of 32 (K) and 8 (N)");
     }
     return {};
@@ -185,7 +201,7 @@ class CudaDecoder final : public Model {
   Status upload_all() {
     if (!cuda_device_present()) return make_error(ErrorCode::kUnsupported, "no CUDA device");
     TF_CUDA_TRY(cuda::tune_device());
-    const DecoderWeights& w = cpu_->weights();
+    const DecoderWeights& w = weights();
     tied_ = w.output.data == w.embed.data;
     size_t total = Uploader::bytes({&w.embed}) + (tied_ ? 0 : Uploader::bytes({&w.output}));
     for (size_t i = 0; i < w.layers.size(); ++i) {
@@ -402,7 +418,9 @@ class CudaDecoder final : public Model {
     return cudaSuccess;
   }
 
-  std::unique_ptr<DecoderModel> cpu_;  // the checkpoint mapping, spec and host weight views
+  std::shared_ptr<DecoderModel> cpu_;        // the checkpoint mapping, spec and host weight views
+  std::shared_ptr<const RankWeights> part_;  // a tensor-parallel rank's part, or null
+  RankExchange* exchange_;                   // where a rank meets the others, or null
   checkpoint::ModelConfig cfg_;
   DecoderSpec spec_;
   CudaMoe moe_;               // the MoE layers' weights and step buffers
@@ -411,6 +429,7 @@ class CudaDecoder final : public Model {
   bool capturing_ = false;    // enqueue() is being captured into a graph: nothing may wait
   bool norms_f32_;  // the norm weights are f32 (Gemma), so the fused one-row kernels are off
   bool windowless_;  // no layer has a sliding window: a chunk's split rows can share K/V copies
+  int vocab_begin_, vocab_rows_;  // the embedding's and lm_head's rows (a rank's part)
   cuda::Stream stream_;
   cuda::LtGemm gemm_;  // every matmul: decode kernels for few rows, cuBLASLt for many
   PhaseTimer timer_;
@@ -476,6 +495,7 @@ class CudaDecoder final : public Model {
   DeviceBuffer draw_scratch_;    // the device draws' masses
   DeviceBuffer argmax_scratch_;  // likewise, for the argmax's blocks per row
   DeviceBuffer x_, x2_, h_, qkv_f32_, q_, att_, o_, gu_, act_, down_, xg_, hg_, logits_;
+  DeviceBuffer rank_logits_;  // a rank's logits columns, before the ranks' gather
   DeviceBuffer normed_;  // a sandwich norm's output (Gemma)
   // The dense matmuls' K parts, computed at once for steps of few rows (LtGemm::kBatchedMaxRows);
   // TF_CUDA_BATCHED_PARTS=0 chains them instead (the same bits), for side-by-side runs.
@@ -956,9 +976,13 @@ Status CudaDecoder::size_buffers(int n, int n_out, int max_splits) {
   }
   TF_RETURN_IF_ERROR(grow(down_, rows * d * 4));
   if (batched_parts_) {
-    TF_RETURN_IF_ERROR(grow(parts_, std::max({cuda::LtGemm::part_scratch_bytes(n, qkv_dim, d),
-                                              cuda::LtGemm::part_scratch_bytes(n, d, q_dim),
-                                              cuda::LtGemm::part_scratch_bytes(n, d, f)})));
+    // Every matmul given parts_: qkv, o, down and gate_up (in parts where 2 ffn < kWideN, as on
+    // a tensor-parallel rank of Llama-3.1-8B).
+    const size_t gate_up = has_dense_ ? cuda::LtGemm::part_scratch_bytes(n, 2 * f, d) : 0;
+    TF_RETURN_IF_ERROR(
+        grow(parts_, std::max({cuda::LtGemm::part_scratch_bytes(n, qkv_dim, d),
+                               cuda::LtGemm::part_scratch_bytes(n, d, q_dim),
+                               cuda::LtGemm::part_scratch_bytes(n, d, f), gate_up})));
   }
   if (has_moe_) {
     TF_ASSIGN_OR_RETURN(const bool moved, moe_.reserve(n, stream_));
@@ -976,6 +1000,7 @@ Status CudaDecoder::size_buffers(int n, int n_out, int max_splits) {
   TF_RETURN_IF_ERROR(grow(xg_, outs * d * 4));
   TF_RETURN_IF_ERROR(grow(hg_, outs * d * 2));
   TF_RETURN_IF_ERROR(grow(logits_, outs * cfg_.vocab_size * 4));
+  if (exchange_ != nullptr) TF_RETURN_IF_ERROR(grow(rank_logits_, outs * vocab_rows_ * 4));
   for (Slot& sl : slots_) TF_RETURN_IF_ERROR(grow(sl.argmax, outs * sizeof(int32_t)));
   if (argmax_scratch_.bytes() == 0) {
     TF_RETURN_IF_ERROR(grow(argmax_scratch_, cuda::argmax_scratch_bytes()));
@@ -996,7 +1021,14 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
   // null until a step of few enough rows grew it: the matmuls then chain their parts.
   float* parts = parts_.bytes() > 0 ? parts_.get<float>() : nullptr;
   timer_.mark("start", s);
-  TF_CUDA_TRY(cuda::embedding(embed_.get<bf16>(), in_.tokens, x, n, d, s, spec_.embed_scale));
+  TF_CUDA_TRY(cuda::embedding(embed_.get<bf16>(), in_.tokens, x, n, d, s, spec_.embed_scale,
+                              vocab_begin_, vocab_rows_));
+  // A rank's embedding has its vocabulary's rows and zeros elsewhere: the sum is each token's.
+  auto all_reduce = [&](float* buf) -> Status {
+    if (exchange_ == nullptr) return {};
+    return exchange_->all_reduce(part_->rank, buf, static_cast<size_t>(n) * d, s);
+  };
+  TF_RETURN_IF_ERROR(all_reduce(x));
   timer_.mark("embed", s);
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
   const float scale =
@@ -1047,7 +1079,8 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
   // released it at entry or 8, 12 or 16 16ths through its weights; only the first layer's qkv,
   // after the embedding, is early. Not for more rows: rope's rows x heads blocks
   // would sit through a prefill GEMM.
-  const bool early = n == 1;
+  // (Not on a rank: its exchanges sit between the kernels.)
+  const bool early = n == 1 && exchange_ == nullptr;
   // resid (+ delta) -> RMSNorm into `out` (rows of the residual `resid`), with either weights.
   // delta_parts > 1: delta is a matmul's K parts, unsummed (in parts_), which the norm adds.
   auto add_norm = [&](float* resid, const float* delta, const DeviceBuffer& norm_w, bf16* out,
@@ -1082,8 +1115,9 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
   int mlp_parts = 1;               // mlp_out's unsummed K parts (its norm adds them)
   // The o and down projections leave their parts for the norm after them to add (one launch
   // fewer each), unless a sandwich norm reads the projection first.
+  // Not on a rank, whose projections are summed with the other ranks' first.
   auto unsummed = [&](const DeviceBuffer& out_norm, int* count) {
-    return parts != nullptr && out_norm.bytes() == 0 ? count : nullptr;
+    return parts != nullptr && out_norm.bytes() == 0 && exchange_ == nullptr ? count : nullptr;
   };
   for (int l = 0; l < cfg_.num_layers; ++l) {
     const DeviceLayer& L = layers_[l];
@@ -1137,12 +1171,14 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
       TF_CUDA_TRY(gemm_.matmul(att_.get<bf16>(), L.wo.get<bf16>(), o_.get<float>(), n, d, q_dim, s,
                                parts, unsummed(L.attn_out_norm, &o_parts)));
     }
+    TF_RETURN_IF_ERROR(all_reduce(o_.get<float>()));
     timer_.mark("o_proj", s);
     TF_ASSIGN_OR_RETURN(const float* attn_out, out_normed(o_.get<float>(), L.attn_out_norm));
     if (o_parts > 1) attn_out = parts;
     if (spec_.moe[l]) {
       TF_CUDA_TRY(add_norm(x, attn_out, L.ffn_norm, h, n, o_parts));
       TF_RETURN_IF_ERROR(moe_.run(l, n, h, down, gemm_, stream_, !capturing_));
+      TF_RETURN_IF_ERROR(all_reduce(down));
       timer_.mark("moe", s);
     } else if (fuse_swiglu) {
       TF_CUDA_TRY(cuda::norm_matmul_swiglu(x, attn_out, L.ffn_norm.get<bf16>(), eps, x_other,
@@ -1164,6 +1200,7 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
         TF_CUDA_TRY(gemm_.matmul(act_.get<bf16>(), L.w_down.get<bf16>(), down, n, d, f, s, parts,
                                  unsummed(L.ffn_out_norm, &down_parts)));
       }
+      TF_RETURN_IF_ERROR(all_reduce(down));
       timer_.mark("down", s);
     }
     TF_ASSIGN_OR_RETURN(mlp_out, out_normed(down, L.ffn_out_norm));
@@ -1171,11 +1208,13 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     mlp_parts = down_parts;
   }
   const bf16* out_w = tied_ ? embed_.get<bf16>() : output_.get<bf16>();
-  if (n_out == 1 && fuse_norm(vocab)) {
+  // A rank's logits are its vocabulary's columns, gathered with the other ranks' below.
+  float* lm_out = exchange_ != nullptr ? rank_logits_.get<float>() : logits_.get<float>();
+  if (n_out == 1 && fuse_norm(vocab_rows_)) {
     // One row: the last MLP output joins the residual inside the lm_head matmul, with the final
     // norm (the same bits as the gather and norm below: the row's values are the same floats).
-    TF_CUDA_TRY(cuda::norm_matmul(x, mlp_out, out_norm_.get<bf16>(), eps, x_other, out_w,
-                                  logits_.get<float>(), vocab, d, s, early));
+    TF_CUDA_TRY(cuda::norm_matmul(x, mlp_out, out_norm_.get<bf16>(), eps, x_other, out_w, lm_out,
+                                  vocab_rows_, d, s, early));
     timer_.mark("final_norm_lm_head", s);
   } else if (n_out > 0) {
     // The last MLP output joins the residual with the final norm into h. Where every row wants
@@ -1189,8 +1228,13 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
       normed = hg_.get<bf16>();
     }
     timer_.mark("final_norm", s);
-    TF_CUDA_TRY(gemm_.matmul(normed, out_w, logits_.get<float>(), n_out, vocab, d, s));
+    TF_CUDA_TRY(gemm_.matmul(normed, out_w, lm_out, n_out, vocab_rows_, d, s));
     timer_.mark("lm_head", s);
+  }
+  if (n_out > 0 && exchange_ != nullptr) {
+    TF_RETURN_IF_ERROR(exchange_->all_gather(part_->rank, lm_out, static_cast<size_t>(n_out),
+                                             static_cast<size_t>(vocab_rows_), logits_.get<float>(),
+                                             s));
   }
   if (n_out > 0 && spec_.final_softcap > 0) {
     TF_CUDA_TRY(cuda::softcap(logits_.get<float>(), static_cast<size_t>(n_out) * vocab,
@@ -1207,7 +1251,16 @@ bool cuda_device_present() {
 }
 
 Result<std::unique_ptr<Model>> make_cuda_decoder(std::unique_ptr<DecoderModel> cpu) {
-  auto m = std::make_unique<CudaDecoder>(std::move(cpu));
+  auto m = std::make_unique<CudaDecoder>(std::move(cpu), nullptr, nullptr);
+  TF_RETURN_IF_ERROR(m->check());
+  TF_RETURN_IF_ERROR(m->upload_all());
+  return std::unique_ptr<Model>(std::move(m));
+}
+
+Result<std::unique_ptr<Model>> make_cuda_rank_decoder(std::shared_ptr<DecoderModel> cpu,
+                                                      std::shared_ptr<const RankWeights> part,
+                                                      RankExchange& exchange) {
+  auto m = std::make_unique<CudaDecoder>(std::move(cpu), std::move(part), &exchange);
   TF_RETURN_IF_ERROR(m->check());
   TF_RETURN_IF_ERROR(m->upload_all());
   return std::unique_ptr<Model>(std::move(m));

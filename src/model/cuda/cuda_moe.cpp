@@ -24,11 +24,13 @@ constexpr int kHostPlanSlots = 1024;
 constexpr int kLtRows = 16;
 }  // namespace
 
-CudaMoe::CudaMoe(const checkpoint::ModelConfig& cfg, Activation act)
+CudaMoe::CudaMoe(const checkpoint::ModelConfig& cfg, Activation act, int expert_begin, int held)
     : d_(cfg.hidden_size),
       n_experts_(cfg.num_experts),
       top_k_(cfg.num_experts_per_tok),
       inter_(cfg.moe_intermediate_size),
+      expert_begin_(expert_begin),
+      held_(held > 0 ? held : cfg.num_experts),
       renorm_(cfg.norm_topk_prob),
       one_row_fits_(cuda::grouped_matmul_one_fits(2 * inter_, d_) &&
                     cuda::grouped_matmul_one_fits(d_, inter_)),
@@ -50,6 +52,10 @@ Status CudaMoe::check() const {
   if (top_k_ < 1 || top_k_ > n_experts_) {
     return make_error(ErrorCode::kInvalidArgument, "num_experts_per_tok {} of {} experts", top_k_,
                       n_experts_);
+  }
+  if (expert_begin_ < 0 || expert_begin_ + held_ > n_experts_) {
+    return make_error(ErrorCode::kInvalidArgument, "experts [{}, {}) of {}", expert_begin_,
+                      expert_begin_ + held_, n_experts_);
   }
   return {};
 }
@@ -86,8 +92,8 @@ Result<bool> CudaMoe::reserve(int n, const cuda::Stream& stream) {
   // Slots past rows x top_k: the spare rows the last group's rounded-up matmul may use.
   TF_CUDA_TRY(chosen_.allocate(slots * sizeof(int32_t)));
   TF_CUDA_TRY(weight_.allocate(slots * sizeof(float)));
-  TF_CUDA_TRY(first_.allocate((n_experts_ + 1) * sizeof(int32_t)));
-  TF_CUDA_TRY(hit_.allocate(n_experts_ * sizeof(int32_t)));
+  TF_CUDA_TRY(first_.allocate((held_ + 1) * sizeof(int32_t)));
+  TF_CUDA_TRY(hit_.allocate(held_ * sizeof(int32_t)));
   TF_CUDA_TRY(src_row_.allocate(slots * sizeof(int32_t)));
   TF_CUDA_TRY(pos_.allocate(slots * sizeof(int32_t)));
   TF_CUDA_TRY(x_.allocate(slots * d_ * sizeof(bf16)));
@@ -95,7 +101,7 @@ Result<bool> CudaMoe::reserve(int n, const cuda::Stream& stream) {
   TF_CUDA_TRY(act_rows_.allocate(slots * inter_ * sizeof(bf16)));
   TF_CUDA_TRY(y_.allocate(slots * d_ * sizeof(float)));
   if (host_first_.bytes() == 0) {
-    TF_CUDA_TRY(host_first_.allocate((n_experts_ + 1) * sizeof(int32_t)));
+    TF_CUDA_TRY(host_first_.allocate((held_ + 1) * sizeof(int32_t)));
   }
   rows_ = static_cast<int>(rows);
   return true;
@@ -108,33 +114,35 @@ Status CudaMoe::run(int layer, int n, const bf16* h, float* out, cuda::LtGemm& g
     return make_error(ErrorCode::kInternal, "MoE buffers hold {} rows, not {}", rows_, n);
   const Layer& L = layers_[static_cast<size_t>(layer)];
   cudaStream_t s = stream.get();
-  const int k = top_k_, slots = n * k, e_n = n_experts_, inter = inter_;
-  TF_CUDA_TRY(gemm.matmul(h, L.router.get<bf16>(), logits_.get<float>(), n, e_n, d_, s));
-  TF_CUDA_TRY(cuda::moe_route(logits_.get<float>(), n, e_n, k, renorm_, chosen_.get<int32_t>(),
-                              weight_.get<float>(), s));
+  // e_n: the experts held here, which the grouping and the expert matmuls index.
+  const int k = top_k_, slots = n * k, e_n = held_, inter = inter_;
+  TF_CUDA_TRY(gemm.matmul(h, L.router.get<bf16>(), logits_.get<float>(), n, n_experts_, d_, s));
+  TF_CUDA_TRY(cuda::moe_route(logits_.get<float>(), n, n_experts_, k, renorm_,
+                              chosen_.get<int32_t>(), weight_.get<float>(), s));
   TF_CUDA_TRY(cuda::moe_group(chosen_.get<int32_t>(), slots, k, e_n, first_.get<int32_t>(),
-                              src_row_.get<int32_t>(), pos_.get<int32_t>(), hit_.get<int32_t>(),
-                              s));
+                              src_row_.get<int32_t>(), pos_.get<int32_t>(), hit_.get<int32_t>(), s,
+                              expert_begin_));
   const bool host_plan = may_wait && slots >= kHostPlanSlots;
   // One token (batch-1 decode): each hit expert's group is the token's one row, which the
   // expert kernels read from h itself (no gather) and keep in shared memory; gate_up stores its
   // SwiGLU directly. The same bits as the grouped path below, which takes the shapes whose part
   // of a row would not fit. (h and act_rows_ are buffer bases, K % 32 == 0: 16-byte aligned rows.)
   if (n == 1 && one_row_fits_) {
+    const int launched = std::min(k, e_n);  // hit's entries: at most the held experts
     if (act_ == cuda::GluAct::kSilu) {
       TF_CUDA_TRY(cuda::grouped_matmul_one_swiglu(h, true, L.gate_up.get<bf16>(),
                                                   act_rows_.get<bf16>(), first_.get<int32_t>(),
-                                                  hit_.get<int32_t>(), k, inter, d_, s));
+                                                  hit_.get<int32_t>(), launched, inter, d_, s));
     } else {
       TF_CUDA_TRY(cuda::grouped_matmul_one(h, true, L.gate_up.get<bf16>(), gu_.get<float>(),
-                                           first_.get<int32_t>(), hit_.get<int32_t>(), k, 2 * inter,
-                                           d_, s));
+                                           first_.get<int32_t>(), hit_.get<int32_t>(), launched,
+                                           2 * inter, d_, s));
       TF_CUDA_TRY(
           cuda::glu_interleaved(gu_.get<float>(), act_rows_.get<bf16>(), k, inter, s, act_));
     }
     TF_CUDA_TRY(cuda::grouped_matmul_one(act_rows_.get<bf16>(), false, L.down.get<bf16>(),
                                          y_.get<float>(), first_.get<int32_t>(),
-                                         hit_.get<int32_t>(), k, d_, inter, s));
+                                         hit_.get<int32_t>(), launched, d_, inter, s));
     TF_CUDA_TRY(cuda::weighted_row_sum(y_.get<float>(), pos_.get<int32_t>(), weight_.get<float>(),
                                        k, out, n, d_, s));
     return {};

@@ -24,14 +24,18 @@ inline backend::cuda::GluAct glu_act(Activation a) {
 
 class CudaMoe {
  public:
-  CudaMoe(const checkpoint::ModelConfig& cfg, Activation act);
+  // Routes over cfg's num_experts; holds and runs experts [expert_begin, expert_begin + held)
+  // (held 0: all), an expert-parallel rank's, whose output is then the held experts' terms of
+  // each row's sum (zero for a row that picked none of them).
+  CudaMoe(const checkpoint::ModelConfig& cfg, Activation act, int expert_begin = 0, int held = 0);
 
   // Fails (kUnsupported) for expert shapes the kernels cannot take.
   Status check() const;
   // The bf16 bytes of a layer's router and experts.
   static size_t bytes(const MoeWeights& w);
-  // Uploads the router and experts of model layer `layer`: every expert's gate and up rows
-  // (interleaved in tiles of 8, for glu_interleaved) in one matrix, their down rows in another.
+  // Uploads the router and experts of model layer `layer` (w: the held experts): every expert's
+  // gate and up rows (interleaved in tiles of 8, for glu_interleaved) in one matrix, their down
+  // rows in another.
   Status upload(int layer, const MoeWeights& w, Uploader& up);
 
   // Buffers for steps of up to n rows; whether one moved (a captured graph that used it is then
@@ -53,6 +57,7 @@ class CudaMoe {
   };
 
   int d_, n_experts_, top_k_, inter_;
+  int expert_begin_, held_;  // the experts held here (all but on an expert-parallel rank)
   bool renorm_;
   bool one_row_fits_;  // grouped_matmul_one takes both expert matrices (one-token steps)
   backend::cuda::GluAct act_;
