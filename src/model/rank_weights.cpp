@@ -51,13 +51,7 @@ Result<RankWeights> rank_weights(const checkpoint::ModelConfig& c, const Decoder
   r.weights.out_norm = w.out_norm;
   for (size_t i = 0; i < w.layers.size(); ++i) {
     const LayerWeights& L = w.layers[i];
-    LayerWeights R;
-    R.attn_norm = L.attn_norm;
-    R.ffn_norm = L.ffn_norm;
-    R.attn_out_norm = L.attn_out_norm;
-    R.ffn_out_norm = L.ffn_out_norm;
-    R.q_norm = L.q_norm;
-    R.k_norm = L.k_norm;
+    LayerWeights R = L;  // the norms and the router as they are; the rest cut below
     R.q_bias = slice(L.q_bias, plan.part(WeightRole::kQ, rank));
     R.k_bias = slice(L.k_bias, plan.part(WeightRole::kK, rank));
     R.v_bias = slice(L.v_bias, plan.part(WeightRole::kV, rank));
@@ -71,12 +65,13 @@ Result<RankWeights> rank_weights(const checkpoint::ModelConfig& c, const Decoder
       TF_ASSIGN_OR_RETURN(R.w_up, part(L.w_up, WeightRole::kUp, layer + "up"));
       TF_ASSIGN_OR_RETURN(R.w_down, part(L.w_down, WeightRole::kDown, layer + "down"));
     } else {
-      R.moe.router = L.moe.router;
-      for (int e = r.expert_begin; e < r.expert_begin + r.expert_count; ++e) {
-        R.moe.gate.push_back(L.moe.gate[e]);
-        R.moe.up.push_back(L.moe.up[e]);
-        R.moe.down.push_back(L.moe.down[e]);
-      }
+      auto held = [&](const std::vector<Tensor>& experts) {
+        return std::vector<Tensor>(experts.begin() + r.expert_begin,
+                                   experts.begin() + r.expert_begin + r.expert_count);
+      };
+      R.moe.gate = held(L.moe.gate);
+      R.moe.up = held(L.moe.up);
+      R.moe.down = held(L.moe.down);
     }
     r.weights.layers.push_back(std::move(R));
   }

@@ -172,11 +172,16 @@ class CudaDecoder final : public Model {
         windowless_(
             std::all_of(spec_.window.begin(), spec_.window.end(), [](int w) { return w == 0; })),
         vocab_begin_(part_ ? static_cast<int>(part_->vocab_begin) : 0),
-        vocab_rows_(part_ ? static_cast<int>(part_->vocab_count) : cfg_.vocab_size) {
+        vocab_rows_(part_ ? static_cast<int>(part_->vocab_count) : cfg_.vocab_size),
+        rank_(part_ ? part_->rank : 0) {
     if (exchange_ != nullptr) graphs_enabled_ = false;
   }
 
+  // The weights to upload (a rank's part, until drop_host_part()).
   const DecoderWeights& weights() const { return part_ ? part_->weights : cpu_->weights(); }
+  // A rank's weights are on the device: its host copies of column parts (o and down, a few GB
+  // for an 8B model) go.
+  void drop_host_part() { part_.reset(); }
 
   Status check() const {
     auto unsupported = [&](const char* what) {
@@ -419,7 +424,9 @@ class CudaDecoder final : public Model {
   }
 
   std::shared_ptr<DecoderModel> cpu_;        // the checkpoint mapping, spec and host weight views
-  std::shared_ptr<const RankWeights> part_;  // a tensor-parallel rank's part, or null
+  // A tensor-parallel rank's part until its weights are uploaded (its column copies are then
+  // freed), or null.
+  std::shared_ptr<const RankWeights> part_;
   RankExchange* exchange_;                   // where a rank meets the others, or null
   checkpoint::ModelConfig cfg_;
   DecoderSpec spec_;
@@ -430,6 +437,7 @@ class CudaDecoder final : public Model {
   bool norms_f32_;  // the norm weights are f32 (Gemma), so the fused one-row kernels are off
   bool windowless_;  // no layer has a sliding window: a chunk's split rows can share K/V copies
   int vocab_begin_, vocab_rows_;  // the embedding's and lm_head's rows (a rank's part)
+  int rank_;                      // the tensor-parallel rank (0 unsharded)
   cuda::Stream stream_;
   cuda::LtGemm gemm_;  // every matmul: decode kernels for few rows, cuBLASLt for many
   PhaseTimer timer_;
@@ -1026,7 +1034,7 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
   // A rank's embedding has its vocabulary's rows and zeros elsewhere: the sum is each token's.
   auto all_reduce = [&](float* buf) -> Status {
     if (exchange_ == nullptr) return {};
-    return exchange_->all_reduce(part_->rank, buf, static_cast<size_t>(n) * d, s);
+    return exchange_->all_reduce(rank_, buf, static_cast<size_t>(n) * d, s);
   };
   TF_RETURN_IF_ERROR(all_reduce(x));
   timer_.mark("embed", s);
@@ -1232,7 +1240,7 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     timer_.mark("lm_head", s);
   }
   if (n_out > 0 && exchange_ != nullptr) {
-    TF_RETURN_IF_ERROR(exchange_->all_gather(part_->rank, lm_out, static_cast<size_t>(n_out),
+    TF_RETURN_IF_ERROR(exchange_->all_gather(rank_, lm_out, static_cast<size_t>(n_out),
                                              static_cast<size_t>(vocab_rows_), logits_.get<float>(),
                                              s));
   }
@@ -1263,6 +1271,7 @@ Result<std::unique_ptr<Model>> make_cuda_rank_decoder(std::shared_ptr<DecoderMod
   auto m = std::make_unique<CudaDecoder>(std::move(cpu), std::move(part), &exchange);
   TF_RETURN_IF_ERROR(m->check());
   TF_RETURN_IF_ERROR(m->upload_all());
+  m->drop_host_part();
   return std::unique_ptr<Model>(std::move(m));
 }
 
