@@ -268,6 +268,12 @@ int main(int argc, char** argv) {
     if (std::string(argv[i]) == "--rows") rows = parse_list(argv[i + 1]);
     if (std::string(argv[i]) == "--context") base = std::atoi(argv[i + 1]);
   }
+  for (int n : rows) {
+    if (n < 1 || n > kMaxRows) {
+      std::fprintf(stderr, "--rows: %d is outside 1..%d (the buffers' rows)\n", n, kMaxRows);
+      return 2;
+    }
+  }
   CHECK_CUDA(cu::tune_device());
   double copy_bw;
   {
@@ -320,7 +326,8 @@ int main(int argc, char** argv) {
     }
     std::printf("\n");
   }
-  // Each matrix alone at M rows, 32 layers in one graph: GB/s of weights, chained and batched.
+  // Each matrix alone at M rows, 32 layers in one graph: GB/s of weights, chained and batched
+  // (the batched parts left unsummed, as the step leaves them for their reader).
   std::printf("\nmatmuls alone, GB/s of weights (32 layers a graph): chained / batched parts\n");
   struct Mat {
     const char* name;
@@ -342,8 +349,10 @@ int main(int argc, char** argv) {
           for (int l = 0; l < kLayers; ++l) {
             const Layer& L = m.layers[l];
             const cu::DeviceBuffer* w[] = {&L.qkv, &L.o, &L.gate_up, &L.down};
+            int left = 1;
             CHECK_CUDA(gemm.matmul(m.act.get<bf16>(), w[mat.which]->get<bf16>(), m.gu.get<float>(),
-                                   n, mat.n, mat.k, s, b ? m.parts.get<float>() : nullptr));
+                                   n, mat.n, mat.k, s, b ? m.parts.get<float>() : nullptr,
+                                   b ? &left : nullptr));
           }
         });
         t[b] = time_ms([&] { g.launch(); }, 20);
