@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/open_model.h"
 #include "engine/engine.h"
+#include "engine/engine_sizing.h"
 #include "model/model.h"
 
 namespace tf::cli {
@@ -32,7 +33,7 @@ struct RunArgs {
   int threads = 0;
   std::string backend = "auto";
   int64_t context = 0;
-  int64_t max_batch_tokens = 256;
+  int64_t max_batch_tokens = 0;  // 0: by backend (engine/engine_sizing.h)
   bool raw = false;
   bool ignore_eos = false;
 };
@@ -100,10 +101,12 @@ int run(const RunArgs& a) {
   if (!loaded) return fail(loaded.error());
 
   engine::EngineOptions opt;
-  opt.max_parallel = a.parallel;
-  opt.max_batch_tokens = a.max_batch_tokens;
   opt.context = a.context;
   opt.eog_ids = eog_ids(*tok);
+  if (auto s = engine::apply_engine_sizes({a.max_batch_tokens, a.parallel, 0}, **loaded, 0, opt);
+      !s.ok()) {
+    return fail(s.error());
+  }
   engine::Engine eng(std::shared_ptr<model::Model>(std::move(*loaded)), opt);
 
   std::vector<std::vector<int32_t>> prompts;
@@ -185,8 +188,9 @@ std::function<int()> add_run_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--context", a->context, "Context length in tokens (default: the model's)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-batch-tokens", a->max_batch_tokens, "Rows per engine step")
-      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-batch-tokens", a->max_batch_tokens,
+                  "Tokens per engine step (0: 256 on the CPU, 8192 on a GPU)")
+      ->check(CLI::Range(0, 1 << 20));
   cmd->add_flag("--ignore-eos", a->ignore_eos, "Keep generating past end-of-generation tokens");
   cmd->add_flag("--raw", a->raw, "Treat special-token text in the prompt as plain text");
   return [a] { return run(*a); };

@@ -17,13 +17,14 @@
 #include "chat/output/output_parser.h"
 #include "checkpoint/checkpoint.h"
 #include "cli/cache_options.h"
-#include "cli/draft_options.h"
 #include "cli/commands.h"
+#include "cli/draft_options.h"
 #include "cli/http_options.h"
 #include "cli/open_model.h"
 #include "cli/ops_options.h"
 #include "cli/serve_setup.h"
 #include "engine/engine.h"
+#include "engine/engine_sizing.h"
 #include "model/model.h"
 #include "server/http_server.h"
 
@@ -40,9 +41,9 @@ struct ServeArgs {
   int max_tokens = 0;
   std::optional<float> temperature, top_p, min_p, repeat_penalty;
   std::optional<int> top_k;
-  int parallel = 16;
-  int64_t max_batch_tokens = 256;
-  double kv_gib = 1.0;
+  int parallel = 0;  // these three 0: by backend (engine/engine_sizing.h)
+  int64_t max_batch_tokens = 0;
+  double kv_gib = 0.0;
   int threads = 0;
   std::string backend = "auto";
   std::vector<std::string> api_keys;
@@ -82,9 +83,6 @@ int serve(ServeArgs a) {
   prefault_weights(*ckpt);
 
   engine::EngineOptions eo;
-  eo.max_parallel = a.parallel;
-  eo.max_batch_tokens = a.max_batch_tokens;
-  eo.kv_budget_bytes = static_cast<int64_t>(a.kv_gib * (1 << 30));
   eo.context = a.context;
   eo.seed_salt = std::random_device{}() | static_cast<uint64_t>(std::random_device{}()) << 32;
   eo.eog_ids = eog_ids(*opened->tokenizer);
@@ -100,6 +98,17 @@ int serve(ServeArgs a) {
     if (a.draft.depth > 0) eo.draft.fixed_depth = a.draft.depth;
   }
   if (auto s = apply_cache_options(a.cache, (*loaded)->kv_in_host_memory(), *ckpt, eo); !s.ok()) {
+    return fail(s.error());
+  }
+  // Sized after the draft model loaded, whose weights are then off the GPU's free memory; its
+  // pool, allocated at its first step, is set aside.
+  const bool draft_on_device = !a.draft.model.empty() && !(*loaded)->kv_in_host_memory();
+  const engine::EngineSizes sizes{a.max_batch_tokens, a.parallel,
+                                  static_cast<int64_t>(a.kv_gib * (1 << 30))};
+  if (auto s = engine::apply_engine_sizes(
+          sizes, **loaded, draft_on_device ? static_cast<int64_t>(a.draft.kv_gib * (1 << 30)) : 0,
+          eo);
+      !s.ok()) {
     return fail(s.error());
   }
   auto engine =
@@ -146,7 +155,12 @@ int serve(ServeArgs a) {
       "tensorfold: serving '{}' ({}, {} layers) on http://{}:{}/v1 | backend {}, {} "
       "threads | context {} | KV pool {:.0f} MiB ({} blocks) | {} streams{}\n",
       info.id, cfg.architecture, cfg.num_layers, a.host, http.port(), backend, threads,
-      engine->context(), a.kv_gib * 1024, st.total_blocks, a.parallel,
+      engine->context(),
+      static_cast<double>(st.total_blocks *
+                          model::KvCache::block_bytes(cfg, model::KvCache::kDefaultBlockSize,
+                                                      engine->model().kv_element_bytes())) /
+          (1 << 20),
+      st.total_blocks, eo.max_parallel,
       so.api_keys.empty() && so.api_key_file.empty() ? "" : " | API key required");
   std::fflush(stdout);
 
@@ -214,11 +228,15 @@ std::function<int()> add_serve_command(CLI::App& app) {
   cmd->add_option("--min-p", a->min_p, "Default min-p")->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--repeat-penalty", a->repeat_penalty, "Default repetition penalty")
       ->check(CLI::Range(0.01, 10.0));
-  cmd->add_option("--parallel", a->parallel, "Streams decoded at once")->check(CLI::Range(1, 4096));
-  cmd->add_option("--max-batch-tokens", a->max_batch_tokens, "Rows per engine step")
-      ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--kv-gib", a->kv_gib, "KV cache pool size in GiB")
-      ->check(CLI::Range(0.001, 4096.0));
+  cmd->add_option("--parallel", a->parallel,
+                  "Streams decoded at once (0: 16 on the CPU, 128 on a GPU)")
+      ->check(CLI::Range(0, 4096));
+  cmd->add_option("--max-batch-tokens", a->max_batch_tokens,
+                  "Tokens per engine step (0: 256 on the CPU, 8192 on a GPU)")
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--kv-gib", a->kv_gib,
+                  "KV cache pool size in GiB (0: 1 on the CPU; on a GPU, the memory it has left)")
+      ->check(CLI::Range(0.0, 4096.0));
   cmd->add_option("--backend", a->backend, "Where to run: cpu, cuda or auto (GPU when present)")
       ->check(CLI::IsMember(model::backend_names()));
   cmd->add_flag("--no-draft", a->no_draft,

@@ -38,7 +38,9 @@ uint64_t derive_seed(std::span<const int32_t> prompt, uint64_t salt) {
 
 namespace {
 int64_t pool_blocks(const model::Model& m, const EngineOptions& o) {
-  return std::max<int64_t>(1, o.kv_budget_bytes / model::KvCache::block_bytes(m.config()));
+  return std::max<int64_t>(1, o.kv_budget_bytes / model::KvCache::block_bytes(
+                                                      m.config(), model::KvCache::kDefaultBlockSize,
+                                                      m.kv_element_bytes()));
 }
 
 // The longest sequence: the model's context (or the option's), bounded by the pool.
@@ -108,7 +110,8 @@ Engine::Engine(std::shared_ptr<model::Model> model, EngineOptions options)
     : model_(std::move(model)),
       opt_(std::move(options)),
       context_(engine_context(*model_, opt_)),
-      kv_(model_->config(), pool_blocks(*model_, opt_)),
+      kv_(model_->config(), pool_blocks(*model_, opt_), model::KvCache::kDefaultBlockSize,
+          model_->kv_in_host_memory()),
       model_key_(fingerprint(*model_, kv_, opt_).key()),
       cache_(kv_.num_blocks(), kv_.block_size(), opt_.prefix_cache),
       scheduler_({opt_.max_batch_tokens, opt_.max_parallel, kv_.block_size()}, cache_),

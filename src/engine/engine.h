@@ -37,7 +37,7 @@ struct EngineOptions {
   int64_t max_batch_tokens = 256;
   int max_parallel = 16;
   int64_t max_queue = 1024;                    // waiting requests beyond which submit refuses
-  int64_t kv_budget_bytes = int64_t{1} << 30;  // sizes the KV pool
+  int64_t kv_budget_bytes = int64_t{1} << 30;  // sizes the KV pool (Model::kv_element_bytes)
   int64_t context = 0;                         // 0: the model's, bounded by the pool
   std::vector<int32_t> eog_ids;                // the model's end-of-generation tokens
   uint64_t seed_salt = 0;                      // mixes into seeds derived from prompts

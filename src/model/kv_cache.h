@@ -18,24 +18,29 @@ class KvCache {
  public:
   static constexpr int kDefaultBlockSize = 16;
 
+  // host_storage false: the blocks' storage is a device's (the model's own pool), and this holds
+  // the pool's shape only; k() and v() must not be called.
   KvCache(const checkpoint::ModelConfig& config, int64_t num_blocks,
-          int block_size = kDefaultBlockSize)
+          int block_size = kDefaultBlockSize, bool host_storage = true)
       : layers_(config.num_layers),
         row_(static_cast<int64_t>(config.num_kv_heads) * config.head_dim),
         block_size_(block_size),
         num_blocks_(num_blocks),
         // Left uninitialized: pages are touched only when a block is first written, so a large
         // pool costs nothing until it is used.
-        k_(allocate(num_blocks * layers_ * block_size * row_)),
-        v_(allocate(num_blocks * layers_ * block_size * row_)) {}
+        k_(host_storage ? allocate(num_blocks * layers_ * block_size * row_) : nullptr),
+        v_(host_storage ? allocate(num_blocks * layers_ * block_size * row_) : nullptr) {}
 
-  // Bytes one block takes (K and V, all layers), for sizing a pool from a memory budget.
+  // Bytes one block takes (K and V, all layers) at `element_bytes` an element
+  // (Model::kv_element_bytes), for sizing a pool from a memory budget.
   static int64_t block_bytes(const checkpoint::ModelConfig& config,
-                             int block_size = kDefaultBlockSize) {
+                             int block_size = kDefaultBlockSize,
+                             int element_bytes = sizeof(float)) {
     return 2 * int64_t{config.num_layers} * block_size * config.num_kv_heads * config.head_dim *
-           static_cast<int64_t>(sizeof(float));
+           element_bytes;
   }
 
+  bool host_storage() const { return k_ != nullptr; }
   int block_size() const { return block_size_; }
   int num_layers() const { return static_cast<int>(layers_); }
   int64_t num_blocks() const { return num_blocks_; }

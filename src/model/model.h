@@ -67,6 +67,14 @@ inline const std::map<std::string, Backend>& backend_names() {
   return names;
 }
 
+// The largest steps a model will be given (Model::reserve_steps).
+struct StepLimits {
+  int64_t rows = 0;        // tokens a step (the engine's max_batch_tokens)
+  int64_t logit_rows = 0;  // rows of logits a step
+  int64_t split_rows = 0;  // short chunks' rows a step (decode rows and their drafts)
+  int64_t context = 0;     // positions a sequence may reach
+};
+
 // Not reentrant: one caller steps a model at a time (the engine thread); its thread pool and
 // device buffers serve one batch at a time.
 class Model {
@@ -128,8 +136,15 @@ class Model {
   // false: they are ignored, and the engine draws masked rows from the logits on the host.
   virtual bool masks_on_device() const { return false; }
   // Whether the KV pool lives in host memory (the CPU backend), where the prompt cache's lower
-  // tiers copy blocks from and to.
+  // tiers copy blocks from and to. Where it does not, the engine's KvCache holds no storage.
   virtual bool kv_in_host_memory() const { return true; }
+  // Bytes of one K or V element in the pool (f32 on the host, bf16 on a GPU): what a pool's
+  // memory budget buys (KvCache::block_bytes).
+  virtual int kv_element_bytes() const { return 4; }
+  // Allocates now the step buffers that steps within `limits` need, and returns the device memory
+  // left for the KV pool beside them (free memory less a margin for what grows later: library
+  // workspaces, graphs). -1 where the pool is in host memory, whose size the caller picks.
+  virtual Result<int64_t> reserve_steps(const StepLimits& /*limits*/) { return int64_t{-1}; }
   // Block copies between `kv`'s pool (wherever this model keeps it) and host memory, for the
   // prompt cache's tiers below the pool; null where the model offers none.
   virtual std::unique_ptr<KvBlockTransfer> kv_transfer(KvCache& kv) {

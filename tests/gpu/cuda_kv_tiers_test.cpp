@@ -1,6 +1,8 @@
 // The prompt cache's tiers on the CUDA backend (run on the H200; CI only compiles it): a prompt
 // resumed from pinned host RAM (blocks copied on the copy stream) and, after a restart, from disk
-// gives the same tokens and bitwise the same logprobs as the prompt computed fresh.
+// gives the same tokens and bitwise the same logprobs as the prompt computed fresh; the engine's
+// default sizes on the GPU give the pool what the device has left.
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -10,6 +12,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "engine/engine.h"
+#include "engine/engine_sizing.h"
 #include "support/engine_reply.h"
 #include "support/model_fixtures.h"
 
@@ -56,7 +59,9 @@ class CudaKvTiers : public ::testing::Test {
   EngineOptions options(int64_t pool_blocks) const {
     EngineOptions o;
     o.eog_ids = {2};
-    o.kv_budget_bytes = pool_blocks * block_bytes();
+    o.kv_budget_bytes = pool_blocks * model::KvCache::block_bytes(model_->config(),
+                                                                  model::KvCache::kDefaultBlockSize,
+                                                                  model_->kv_element_bytes());
     return o;
   }
   static Reply run(Engine& e, const Request& r) { return collect(**e.submit(r)); }
@@ -121,6 +126,28 @@ TEST_F(CudaKvTiers, ResumesFromDiskAfterRestartExactly) {
   EXPECT_EQ(e.stats().cache.disk_loads, 3);
   EXPECT_EQ(e.stats().cache.read_failures, 0);
   EXPECT_TRUE(same(got, r2_));
+}
+
+// The backend's sizes on the GPU (engine_sizing.h): the step buffers reserved for 8,192 tokens a
+// step and 128 streams, a pool of what the device has left (most of it: the fixture's weights are
+// small), and an engine that serves from it with the replies of a pool of 64 blocks.
+TEST_F(CudaKvTiers, DefaultSizesGiveThePoolWhatTheGpuLeaves) {
+  fresh_replies();
+  size_t free_before = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_before, &total), cudaSuccess);
+  EngineOptions o = options(64);
+  ASSERT_TRUE(apply_engine_sizes({}, *model_, 0, o).ok());
+  EXPECT_EQ(o.max_batch_tokens, kDeviceBatchTokens);
+  EXPECT_EQ(o.max_parallel, kDeviceParallel);
+  EXPECT_LT(o.kv_budget_bytes, static_cast<int64_t>(free_before));
+  EXPECT_GT(o.kv_budget_bytes, static_cast<int64_t>(free_before) / 2);
+  {
+    Engine e(model_, o);
+    EXPECT_TRUE(same(run(e, first_), r1_));
+  }
+  size_t free_after = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
+  EXPECT_GT(free_after, size_t{1} << 30);  // the margin stayed free with the pool allocated
 }
 
 }  // namespace

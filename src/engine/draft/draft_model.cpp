@@ -17,7 +17,9 @@ Result<std::shared_ptr<DraftModelProposer>> DraftModelProposer::create(
                       "model must share the served model's tokenizer",
                       vocab, target_vocab);
   }
-  const int64_t blocks = kv_budget_bytes / model::KvCache::block_bytes(model->config());
+  const int64_t blocks = kv_budget_bytes / model::KvCache::block_bytes(
+                                               model->config(), model::KvCache::kDefaultBlockSize,
+                                               model->kv_element_bytes());
   if (blocks < 2) {
     return make_error(ErrorCode::kInvalidArgument, "--draft-kv-gib: too small for one sequence");
   }
@@ -26,7 +28,7 @@ Result<std::shared_ptr<DraftModelProposer>> DraftModelProposer::create(
 
 DraftModelProposer::DraftModelProposer(std::shared_ptr<model::Model> model, int64_t blocks)
     : model_(std::move(model)),
-      kv_(model_->config(), blocks),
+      kv_(model_->config(), blocks, model::KvCache::kDefaultBlockSize, model_->kv_in_host_memory()),
       context_(model_->config().max_position > 0 ? model_->config().max_position
                                                  : blocks * kv_.block_size()) {
   for (int64_t b = blocks - 1; b >= 0; --b) free_.push_back(static_cast<int32_t>(b));

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <string>
@@ -283,6 +284,24 @@ class CudaDecoder final : public Model {
   bool draws_on_device() const override { return true; }
   bool masks_on_device() const override { return device_masks_; }
   bool kv_in_host_memory() const override { return false; }
+  int kv_element_bytes() const override { return 2; }  // the pool is bf16
+  Result<int64_t> reserve_steps(const StepLimits& l) override {
+    // A graph step's rows are all split rows, its splits those its table's width (the context
+    // rounded up to a power of two of blocks) can hold.
+    const int64_t split_rows =
+        std::max(l.split_rows, std::min<int64_t>(l.rows, static_cast<int64_t>(kMaxGraphRows)));
+    const int max_splits = cuda::attention_max_splits(
+        static_cast<int>(std::min<int64_t>(2 * l.context, std::numeric_limits<int>::max() / 2)));
+    TF_RETURN_IF_ERROR(size_buffers(static_cast<int>(l.rows), static_cast<int>(l.logit_rows),
+                                    static_cast<int>(split_rows), max_splits));
+    TF_CUDA_TRY(stream_.sync());
+    size_t free = 0, total = 0;
+    TF_CUDA_TRY(cudaMemGetInfo(&free, &total));
+    // What grows after this: cuBLASLt's workspace and plans, captured graphs, the draws'
+    // scratch, the allocator's rounding.
+    const size_t margin = (size_t{1} << 30) + total / 32;
+    return static_cast<int64_t>(free > margin ? free - margin : 0);
+  }
   std::unique_ptr<KvBlockTransfer> kv_transfer(KvCache& kv) override {
     if (!ensure_kv(kv).ok()) return nullptr;
     return make_cuda_kv_transfer(copier_, kv, stream_.get());
@@ -382,7 +401,9 @@ class CudaDecoder final : public Model {
   // device already.
   Status queue_step(std::span<const SeqChunk> batch, KvCache& kv, bool follow, bool argmax,
                     Queued& q, bool defer_selection = false);
-  Status size_buffers(int n, int n_out, int max_splits);
+  // The step buffers for n rows, n_out logits rows and the split rows' partials (rows
+  // 0 .. scratch_rows - 1 of the step, max_splits each).
+  Status size_buffers(int n, int n_out, int scratch_rows, int max_splits);
   Status enqueue(int n, int n_out, int bs, int width, const AttentionPlan& plan);
 
   // Grows a device buffer to at least `bytes` (never shrinks: step shapes repeat); a move bumps
@@ -874,7 +895,10 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   in_.split_rows = reinterpret_cast<int32_t*>(base + at_split);
   in_.split_groups = reinterpret_cast<int32_t*>(base + at_groups);
   in_.tiles = reinterpret_cast<cuda::AttentionTile*>(base + at_tiles);
-  TF_RETURN_IF_ERROR(size_buffers(n_run, n_out_run, std::max(splits_bound, 1)));
+  // The split rows' partials are indexed by row: rows up to the last split row need them, not the
+  // prompt chunks after it (a step's decode rows come first).
+  const int scratch_rows = graph ? n_run : split_rows.empty() ? 0 : split_rows.back() + 1;
+  TF_RETURN_IF_ERROR(size_buffers(n_run, n_out_run, scratch_rows, std::max(splits_bound, 1)));
   // The draws' parameters came up with the inputs (from pinned staging: a pageable copy on the
   // compute stream could hold the host until the queued steps before it ran). Their masses'
   // scratch grows in powers of two of rows; no graph refers to it.
@@ -967,7 +991,7 @@ Status CudaDecoder::queue_selection(const Selection& sel, int n_masked, const in
   return {};
 }
 
-Status CudaDecoder::size_buffers(int n, int n_out, int max_splits) {
+Status CudaDecoder::size_buffers(int n, int n_out, int scratch_rows, int max_splits) {
   const int d = cfg_.hidden_size, hd = cfg_.head_dim, f = cfg_.intermediate_size;
   const int q_dim = cfg_.num_heads * hd, kv_dim = cfg_.num_kv_heads * hd;
   const size_t rows = static_cast<size_t>(n), qkv_dim = q_dim + 2 * kv_dim;
@@ -997,8 +1021,8 @@ Status CudaDecoder::size_buffers(int n, int n_out, int max_splits) {
     if (moved) ++gen_;  // reserve() waited for the stream; graphs that used them are stale
   }
   if (has_sandwich_) TF_RETURN_IF_ERROR(grow(normed_, rows * d * 4));
-  TF_RETURN_IF_ERROR(
-      grow(attn_scratch_, cuda::attention_scratch_bytes(n, cfg_.num_heads, hd, max_splits)));
+  TF_RETURN_IF_ERROR(grow(
+      attn_scratch_, cuda::attention_scratch_bytes(scratch_rows, cfg_.num_heads, hd, max_splits)));
   const size_t counter_bytes = cuda::attention_counter_bytes(n, cfg_.num_kv_heads);
   if (attn_counters_.bytes() < counter_bytes) {
     TF_RETURN_IF_ERROR(grow(attn_counters_, counter_bytes));

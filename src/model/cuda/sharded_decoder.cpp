@@ -37,6 +37,15 @@ class ShardedDecoder final : public Model {
   bool draws_on_device() const override { return true; }
   bool masks_on_device() const override { return ranks_[0]->masks_on_device(); }
   bool kv_in_host_memory() const override { return false; }
+  int kv_element_bytes() const override { return ranks_[0]->kv_element_bytes(); }
+  // Every rank's buffers; the room left is what the last leaves (one GPU holds them all).
+  Result<int64_t> reserve_steps(const StepLimits& limits) override {
+    int64_t room = -1;
+    for (auto& r : ranks_) {
+      TF_ASSIGN_OR_RETURN(room, r->reserve_steps(limits));
+    }
+    return room;
+  }
   // The ranks' pools are apart; the prompt cache keeps their blocks in the pool only.
   std::unique_ptr<KvBlockTransfer> kv_transfer(KvCache& /*kv*/) override { return nullptr; }
 

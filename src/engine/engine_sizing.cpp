@@ -1,0 +1,47 @@
+// apply_engine_sizes: the command line's sizes, else the backend's (engine_sizing.h).
+#include "engine/engine_sizing.h"
+
+#include <algorithm>
+
+#include "engine/scheduler.h"
+
+namespace tf::engine {
+
+Status apply_engine_sizes(const EngineSizes& given, model::Model& model, int64_t device_reserved,
+                          EngineOptions& o) {
+  const bool host = model.kv_in_host_memory();
+  o.max_batch_tokens = given.max_batch_tokens > 0 ? given.max_batch_tokens
+                       : host                     ? kHostBatchTokens
+                                                  : kDeviceBatchTokens;
+  o.max_parallel = given.parallel > 0 ? given.parallel : host ? kHostParallel : kDeviceParallel;
+  // Every step's buffers for these sizes, now, so that the pool may take the rest: a step's rows,
+  // its logits (each stream's token and drafts, and a prompt's scored rows) and its split rows.
+  const int64_t per_stream = 1 + (o.draft.enabled ? o.draft.max_k : 0);
+  model::StepLimits limits;
+  limits.rows = o.max_batch_tokens;
+  limits.split_rows = std::min(o.max_batch_tokens, o.max_parallel * per_stream);
+  limits.logit_rows = std::min(o.max_batch_tokens, limits.split_rows + kMaxScoredRows);
+  limits.context = o.context > 0 ? o.context : model.config().max_position;
+  TF_ASSIGN_OR_RETURN(const int64_t room, model.reserve_steps(limits));
+  if (given.kv_bytes > 0) {
+    o.kv_budget_bytes = given.kv_bytes;
+    return {};
+  }
+  if (room < 0) {  // the pool is in host memory
+    o.kv_budget_bytes = kHostKvBytes;
+    return {};
+  }
+  const int64_t pool = room - device_reserved;
+  const int64_t block = model::KvCache::block_bytes(
+      model.config(), model::KvCache::kDefaultBlockSize, model.kv_element_bytes());
+  if (pool < 64 * block) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "the GPU has {} MiB left for the KV pool beside the weights and the step "
+                      "buffers of {} tokens a step; give --kv-gib, or fewer --max-batch-tokens",
+                      std::max<int64_t>(pool, 0) >> 20, o.max_batch_tokens);
+  }
+  o.kv_budget_bytes = pool;
+  return {};
+}
+
+}  // namespace tf::engine
