@@ -286,12 +286,14 @@ class CudaDecoder final : public Model {
   bool kv_in_host_memory() const override { return false; }
   int kv_element_bytes() const override { return 2; }  // the pool is bf16
   Result<int64_t> reserve_steps(const StepLimits& l) override {
-    // A graph step's rows are all split rows, its splits those its table's width (the context
-    // rounded up to a power of two of blocks) can hold.
+    // A graph step's rows are all split rows, its splits those its table's width (the context's
+    // blocks rounded up to a power of two) can hold.
     const int64_t split_rows =
         std::max(l.split_rows, std::min<int64_t>(l.rows, static_cast<int64_t>(kMaxGraphRows)));
-    const int max_splits = cuda::attention_max_splits(
-        static_cast<int>(std::min<int64_t>(2 * l.context, std::numeric_limits<int>::max() / 2)));
+    const int64_t bs = KvCache::kDefaultBlockSize;
+    const auto blocks = static_cast<uint64_t>(std::max<int64_t>((l.context + bs - 1) / bs, 1));
+    const int max_splits = cuda::attention_max_splits(static_cast<int>(std::min<int64_t>(
+        static_cast<int64_t>(std::bit_ceil(blocks)) * bs, std::numeric_limits<int>::max())));
     TF_RETURN_IF_ERROR(size_buffers(static_cast<int>(l.rows), static_cast<int>(l.logit_rows),
                                     static_cast<int>(split_rows), max_splits));
     TF_CUDA_TRY(stream_.sync());
