@@ -111,13 +111,14 @@ def filler(server, tokens, tag):
     return head + [{"role": "user", "content": user_text(3, lo)}]
 
 
-def kv_bytes_per_token(bin_path, model):
+def kv_bytes_per_token(bin_path, model, backend):
     info = subprocess.run([bin_path, "info", str(model)], capture_output=True, text=True,
                           check=True).stdout
     layers = int(re.search(r"layers:\s+(\d+)", info).group(1))
     kv_heads, head_dim = map(int, re.search(r"(\d+) key/value, head dim (\d+)", info).groups())
     declared = int(re.search(r"context:\s+(\d+)", info).group(1))
-    return 2 * layers * kv_heads * head_dim * 4, declared  # the pool is sized in f32 rows
+    element = 2 if backend == "cuda" else 4  # the pool's rows: bf16 on a GPU, f32 on the CPU
+    return 2 * layers * kv_heads * head_dim * element, declared
 
 
 def main():
@@ -136,7 +137,7 @@ def main():
     ap.add_argument("--logs", help="a directory for each server's output (server-N.log)")
     a = ap.parse_args()
     os.environ["TF_BIN"] = a.bin
-    per_token, declared = kv_bytes_per_token(a.bin, a.model)
+    per_token, declared = kv_bytes_per_token(a.bin, a.model, a.backend)
     served = a.context + 256  # the last turn, its reply and the filler's margin
     if served > declared > 0:
         print(f"note: the model declares a context of {declared}; serving {served} positions "
