@@ -1,6 +1,8 @@
 // apply_engine_sizes: the command line's sizes, else the backend's (engine_sizing.h).
 #include "engine/engine_sizing.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "engine/scheduler.h"
@@ -22,7 +24,14 @@ Status apply_engine_sizes(const EngineSizes& given, model::Model& model, int64_t
   limits.split_rows = std::min(o.max_batch_tokens, o.max_parallel * per_stream);
   limits.logit_rows = std::min(o.max_batch_tokens, limits.split_rows + kMaxScoredRows);
   limits.context = o.context > 0 ? o.context : model.config().max_position;
-  TF_ASSIGN_OR_RETURN(const int64_t room, model.reserve_steps(limits));
+  auto reserved = model.reserve_steps(limits);
+  if (!reserved) {
+    return reserved.error().with_context(
+        fmt::format("the step buffers of {} tokens a step (--max-batch-tokens) and {} streams "
+                    "(--parallel)",
+                    o.max_batch_tokens, o.max_parallel));
+  }
+  const int64_t room = *reserved;
   if (given.kv_bytes > 0) {
     o.kv_budget_bytes = given.kv_bytes;
     return {};

@@ -27,11 +27,13 @@ class PoolModel final : public model::Model {
   Result<int64_t> reserve_steps(const model::StepLimits& l) override {
     asked = l;
     ++reserved;
+    if (out_of_memory) return make_error(ErrorCode::kInternal, "CUDA error: out of memory");
     return device_ ? room_ : int64_t{-1};
   }
 
   model::StepLimits asked;
   int reserved = 0;
+  bool out_of_memory = false;  // the step buffers do not fit
 
  private:
   std::shared_ptr<model::Model> inner_;
@@ -87,6 +89,19 @@ TEST_F(EngineSizingTest, TooLittleGpuMemoryIsRefusedByName) {
   const Status s = apply_engine_sizes({}, m, 0, o);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find("--kv-gib"), std::string::npos) << s.error().message;
+}
+
+// Step buffers that do not fit name the sizes that asked for them.
+TEST_F(EngineSizingTest, StepBuffersThatDoNotFitNameTheirFlags) {
+  PoolModel m(model_, true, 2, int64_t{1} << 30);
+  m.out_of_memory = true;
+  EngineOptions o;
+  const Status s = apply_engine_sizes({65536, 0, 0}, m, 0, o);
+  ASSERT_FALSE(s.ok());
+  for (const char* part :
+       {"65536 tokens a step (--max-batch-tokens)", "--parallel", "out of memory"}) {
+    EXPECT_NE(s.error().message.find(part), std::string::npos) << s.error().message;
+  }
 }
 
 // The same bytes buy twice the blocks at two bytes an element: the engine sizes its pool by the
