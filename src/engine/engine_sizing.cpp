@@ -23,7 +23,9 @@ Status apply_engine_sizes(const EngineSizes& given, model::Model& model, int64_t
   limits.rows = o.max_batch_tokens;
   limits.split_rows = std::min(o.max_batch_tokens, o.max_parallel * per_stream);
   limits.logit_rows = std::min(o.max_batch_tokens, limits.split_rows + kMaxScoredRows);
-  limits.context = o.context > 0 ? o.context : model.config().max_position;
+  // A model that declares no context: reserved as for 128K positions.
+  const int64_t declared = model.config().max_position;
+  limits.context = o.context > 0 ? o.context : declared > 0 ? declared : int64_t{1} << 17;
   auto reserved = model.reserve_steps(limits);
   if (!reserved) {
     return reserved.error().with_context(

@@ -286,16 +286,23 @@ class CudaDecoder final : public Model {
   bool kv_in_host_memory() const override { return false; }
   int kv_element_bytes() const override { return 2; }  // the pool is bf16
   Result<int64_t> reserve_steps(const StepLimits& l) override {
-    // A graph step's rows are all split rows, its splits those its table's width (the context's
-    // blocks rounded up to a power of two) can hold.
-    const int64_t split_rows =
-        std::max(l.split_rows, std::min<int64_t>(l.rows, static_cast<int64_t>(kMaxGraphRows)));
+    // A graph step pads its rows to a power of two (at most kMaxGraphRows), every one a split
+    // row with logits; its splits are those its table's width (the context's blocks rounded up
+    // to a power of two) can hold.
+    const int64_t graph_rows = std::min<int64_t>(
+        static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(std::max<int64_t>(l.rows, 1)))),
+        static_cast<int64_t>(kMaxGraphRows));
+    const int64_t rows = std::max(l.rows, graph_rows);
+    const int64_t split_rows = std::max(l.split_rows, graph_rows);
     const int64_t bs = KvCache::kDefaultBlockSize;
     const auto blocks = static_cast<uint64_t>(std::max<int64_t>((l.context + bs - 1) / bs, 1));
-    const int max_splits = cuda::attention_max_splits(static_cast<int>(std::min<int64_t>(
-        static_cast<int64_t>(std::bit_ceil(blocks)) * bs, std::numeric_limits<int>::max())));
-    TF_RETURN_IF_ERROR(size_buffers(static_cast<int>(l.rows), static_cast<int>(l.logit_rows),
+    const int max_splits = cuda::attention_max_splits(static_cast<int>(
+        std::min<int64_t>(static_cast<int64_t>(std::bit_ceil(blocks)) * bs, int64_t{1} << 30)));
+    TF_RETURN_IF_ERROR(size_buffers(static_cast<int>(rows),
+                                    static_cast<int>(std::max(l.logit_rows, graph_rows)),
                                     static_cast<int>(split_rows), max_splits));
+    // Later steps keep their split rows within these, so the partials never outgrow them.
+    split_row_limit_ = static_cast<int>(split_rows);
     TF_CUDA_TRY(stream_.sync());
     size_t free = 0, total = 0;
     TF_CUDA_TRY(cudaMemGetInfo(&free, &total));
@@ -491,6 +498,9 @@ class CudaDecoder final : public Model {
   // engine's KvCache block numbering.
   const KvCache* kv_owner_ = nullptr;
   int64_t kv_blocks_ = 0;
+  // Split rows an eager step may have: those reserve_steps sized the partials for (no bound
+  // until it runs).
+  int split_row_limit_ = std::numeric_limits<int>::max();
   size_t kv_layer_elems_ = 0;
   DeviceBuffer k_cache_, v_cache_;
   // The prompt cache's block copies to and from pinned host memory (kv_transfer); steps wait for
@@ -794,7 +804,9 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
     int row0 = 0;
     for (const SeqChunk& c : batch) {
       const int len = static_cast<int>(c.tokens.size());
-      const bool split = len <= kSplitChunkRows;
+      // A short chunk past the rows reserve_steps gave partials to runs as tiles (the same bits;
+      // a long context's walk then waits on one block).
+      const bool split = len <= kSplitChunkRows && row0 + len <= split_row_limit_;
       for (int r = row0; split && r < row0 + len; ++r) {
         split_rows.push_back(r);
         plan.split_pos.push_back(pos[r]);
