@@ -155,11 +155,7 @@ int serve(ServeArgs a) {
       "tensorfold: serving '{}' ({}, {} layers) on http://{}:{}/v1 | backend {}, {} "
       "threads | context {} | KV pool {:.0f} MiB ({} blocks) | {} streams{}\n",
       info.id, cfg.architecture, cfg.num_layers, a.host, http.port(), backend, threads,
-      engine->context(),
-      static_cast<double>(st.total_blocks *
-                          model::KvCache::block_bytes(cfg, model::KvCache::kDefaultBlockSize,
-                                                      engine->model().kv_element_bytes())) /
-          (1 << 20),
+      engine->context(), static_cast<double>(st.cache.pool.budget_bytes) / (1 << 20),
       st.total_blocks, eo.max_parallel,
       so.api_keys.empty() && so.api_key_file.empty() ? "" : " | API key required");
   std::fflush(stdout);

@@ -37,14 +37,8 @@ uint64_t derive_seed(std::span<const int32_t> prompt, uint64_t salt) {
 }
 
 namespace {
-// A pool block's bytes where the model keeps its pool (bf16 on a GPU, f32 on the host).
-int64_t pool_block_bytes(const model::Model& m) {
-  return model::KvCache::block_bytes(m.config(), model::KvCache::kDefaultBlockSize,
-                                     m.kv_element_bytes());
-}
-
 int64_t pool_blocks(const model::Model& m, const EngineOptions& o) {
-  return std::max<int64_t>(1, o.kv_budget_bytes / pool_block_bytes(m));
+  return std::max<int64_t>(1, o.kv_budget_bytes / model::kv_block_bytes(m));
 }
 
 // The longest sequence: the model's context (or the option's), bounded by the pool.
@@ -693,7 +687,7 @@ void Engine::update_stats_locked() {
   stats_.free_blocks = cache_.num_free();
   stats_.cached_blocks = cache_.cached_blocks();
   CacheStats& c = stats_.cache;
-  const int64_t block_bytes = pool_block_bytes(*model_);
+  const int64_t block_bytes = model::kv_block_bytes(*model_);
   c.pool = {cache_.cached_blocks(), cache_.cached_blocks() * block_bytes,
             kv_.num_blocks() * block_bytes};
   c.hits = cache_.hits();

@@ -43,9 +43,7 @@ Status apply_engine_sizes(const EngineSizes& given, model::Model& model, int64_t
     return {};
   }
   const int64_t pool = room - device_reserved;
-  const int64_t block = model::KvCache::block_bytes(
-      model.config(), model::KvCache::kDefaultBlockSize, model.kv_element_bytes());
-  if (pool < 64 * block) {
+  if (pool < 64 * model::kv_block_bytes(model)) {
     return make_error(ErrorCode::kInvalidArgument,
                       "the GPU has {} MiB left for the KV pool beside the weights and the step "
                       "buffers of {} tokens a step; give --kv-gib, or fewer --max-batch-tokens",

@@ -173,6 +173,12 @@ class Model {
   std::optional<Deferred> deferred_;
 };
 
+// One pool block's bytes where the model keeps its pool, at its KV element size: what a pool's
+// memory budget is divided by.
+inline int64_t kv_block_bytes(const Model& m) {
+  return KvCache::block_bytes(m.config(), KvCache::kDefaultBlockSize, m.kv_element_bytes());
+}
+
 // Refuses an architecture no family implements, naming it; reads nothing but the config.
 Status check_supported(const checkpoint::ModelConfig& config);
 

@@ -59,9 +59,7 @@ class CudaKvTiers : public ::testing::Test {
   EngineOptions options(int64_t pool_blocks) const {
     EngineOptions o;
     o.eog_ids = {2};
-    o.kv_budget_bytes = pool_blocks * model::KvCache::block_bytes(model_->config(),
-                                                                  model::KvCache::kDefaultBlockSize,
-                                                                  model_->kv_element_bytes());
+    o.kv_budget_bytes = pool_blocks * model::kv_block_bytes(*model_);
     return o;
   }
   static Reply run(Engine& e, const Request& r) { return collect(**e.submit(r)); }

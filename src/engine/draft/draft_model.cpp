@@ -17,9 +17,7 @@ Result<std::shared_ptr<DraftModelProposer>> DraftModelProposer::create(
                       "model must share the served model's tokenizer",
                       vocab, target_vocab);
   }
-  const int64_t blocks = kv_budget_bytes / model::KvCache::block_bytes(
-                                               model->config(), model::KvCache::kDefaultBlockSize,
-                                               model->kv_element_bytes());
+  const int64_t blocks = kv_budget_bytes / model::kv_block_bytes(*model);
   if (blocks < 2) {
     return make_error(ErrorCode::kInvalidArgument, "--draft-kv-gib: too small for one sequence");
   }
