@@ -61,22 +61,14 @@ constexpr double kDecay = 0.9;        // per verify: about the last ten verifies
 constexpr double kPriorWeight = 2.0;  // the prior counts as two tried positions
 }  // namespace
 
-void StreamAcceptance::record(int drafted, int kept) {
+void StreamAcceptance::record(int drafted, int kept, int64_t generated, bool probe) {
   if (drafted <= 0) return;
   drafted_ += drafted;
   kept_ += kept;
   kept_w_ = kDecay * kept_w_ + kept;
   tried_w_ = kDecay * tried_w_ + kept + (kept < drafted ? 1 : 0);
-  if (probing_) backoff_ = kept > 0 ? kFirstBackoff : std::min(2 * backoff_, kMaxBackoff);
-  probing_ = false;
-  idle_ = 0;
-}
-
-bool StreamAcceptance::idle() {
-  if (++idle_ < backoff_) return false;
-  idle_ = 0;
-  probing_ = true;
-  return true;
+  if (probe) backoff_ = kept > 0 ? kFirstBackoff : std::min(2 * backoff_, kMaxBackoff);
+  last_verify_ = generated;
 }
 
 double StreamAcceptance::rate() const {

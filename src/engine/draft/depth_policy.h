@@ -48,16 +48,21 @@ class VerifyCost {
 
 // One stream's acceptance: each draft position is kept with probability `rate`, estimated from
 // decayed counts of kept and tried positions (a position after the first rejection was never
-// tried). A stream whose drafts stopped paying tries one draft again (a probe) after a backoff
-// of idle steps that doubles with each failed probe, so what it costs where drafts keep failing
-// shrinks toward nothing, while a stream that starts copying again is found.
+// tried). A stream whose drafts stopped paying tries one draft again (a probe) once it has
+// generated `backoff` tokens since its last verify; the backoff doubles with each failed probe,
+// so what it costs where drafts keep failing shrinks toward nothing, while a stream that starts
+// copying again is found. The backoff counts the stream's own tokens, not calls or steps, so
+// asking whether a probe is due changes nothing, however often and on whichever path a step
+// asks.
 class StreamAcceptance {
  public:
   static constexpr double kPrior = 0.6;  // a fresh stream drafts: its first proposals decide
   static constexpr int kFirstBackoff = 8, kMaxBackoff = 512;
-  void record(int drafted, int kept);
-  // A step for which the policy asks no drafts; true when a probe is due instead.
-  bool idle();
+  // A verify of `drafted` drafts kept `kept`, after which the stream has `generated` tokens;
+  // `probe`: the drafts were a probe (the policy itself asked for none).
+  void record(int drafted, int kept, int64_t generated = 0, bool probe = false);
+  // Whether a stream that has generated `generated` tokens is due a probe.
+  bool probe_due(int64_t generated) const { return generated - last_verify_ >= backoff_; }
   double rate() const;
   int backoff() const { return backoff_; }
   int64_t drafted() const { return drafted_; }
@@ -66,8 +71,8 @@ class StreamAcceptance {
  private:
   double kept_w_ = 0, tried_w_ = 0;  // decayed counts
   int64_t drafted_ = 0, kept_ = 0;   // totals
-  int idle_ = 0, backoff_ = kFirstBackoff;
-  bool probing_ = false;
+  int64_t last_verify_ = 0;          // the stream's generated tokens after its last verify
+  int backoff_ = kFirstBackoff;
 };
 
 struct DepthOptions {

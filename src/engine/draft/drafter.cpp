@@ -19,12 +19,16 @@ Drafter::Stream& Drafter::stream(const Sequence& s) {
   return st;
 }
 
-int Drafter::depth(const Sequence& s, int rows) {
+int Drafter::depth(const Sequence& s, int rows, bool* probe) {
+  if (probe != nullptr) *probe = false;
   if (!enabled_ || !s.req.draft) return 0;
   if (fixed_depth_) return *fixed_depth_;
-  StreamAcceptance& a = stream(s).acceptance;
+  const StreamAcceptance& a = stream(s).acceptance;
   const int k = policy_.depth(a, rows, static_cast<int64_t>(s.tokens.size()));
-  return k > 0 ? k : (a.idle() ? 1 : 0);
+  if (k > 0) return k;
+  if (!a.probe_due(s.generated())) return 0;
+  if (probe != nullptr) *probe = true;
+  return 1;
 }
 
 void Drafter::prepare(std::span<Sequence* const> candidates, int rows) {
@@ -47,14 +51,18 @@ bool Drafter::would_draft(Sequence& s, int rows) {
 void Drafter::plan(Sequence& s, int rows, int64_t limit, std::vector<int32_t>& out) {
   out.clear();
   if (!enabled_ || !s.req.draft || limit <= 0) return;
-  const int k = depth(s, rows);
+  bool probe = false;
+  const int k = depth(s, rows, &probe);
   if (k <= 0) return;
   proposer_->propose(s, static_cast<int>(std::min<int64_t>(k, limit)), out);
   if (s.rules && !out.empty()) out.resize(static_cast<size_t>(s.rules->allowed_prefix(out)));
+  stream(s).probing = probe && !out.empty();
 }
 
 void Drafter::verified(const Sequence& s, int drafted, int kept) {
-  stream(s).acceptance.record(drafted, kept);
+  Stream& st = stream(s);
+  st.acceptance.record(drafted, kept, s.generated(), st.probing);
+  st.probing = false;
 }
 
 void Drafter::finished(const Sequence& s) {

@@ -51,9 +51,12 @@ class Drafter {
   struct Stream {
     const Sequence* seq = nullptr;
     StreamAcceptance acceptance;
+    bool probing = false;  // the drafts planned last are a probe
   };
   Stream& stream(const Sequence& s);
-  int depth(const Sequence& s, int rows);
+  // The drafts s's next row would ask for; probe (if given): whether they are a probe. Asking
+  // changes no state, so prepare(), would_draft() and plan() agree within a step.
+  int depth(const Sequence& s, int rows, bool* probe = nullptr);
 
   std::vector<const Sequence*> preparing_;
   bool enabled_;

@@ -58,21 +58,37 @@ TEST(StreamAcceptance, EstimatesFromKeptAndTriedPositions) {
 
 TEST(StreamAcceptance, ProbesAfterABackoffThatDoublesWhileProbesFail) {
   StreamAcceptance a;
-  auto idle_steps_to_probe = [&] {
-    int n = 1;
-    while (!a.idle()) ++n;
+  int64_t generated = 0;
+  // Tokens generated without drafts until a probe is due; asking twice a token (as a step's
+  // prepare, chain check and plan do) must not bring the probe closer.
+  auto tokens_to_probe = [&] {
+    int n = 0;
+    while (!a.probe_due(generated)) {
+      EXPECT_FALSE(a.probe_due(generated));
+      ++generated;
+      ++n;
+    }
     return n;
   };
-  EXPECT_EQ(idle_steps_to_probe(), StreamAcceptance::kFirstBackoff);
-  a.record(1, 0);  // the probe failed
-  EXPECT_EQ(idle_steps_to_probe(), 2 * StreamAcceptance::kFirstBackoff);
-  a.record(1, 0);
-  EXPECT_EQ(idle_steps_to_probe(), 4 * StreamAcceptance::kFirstBackoff);
-  a.record(1, 1);  // kept: back to the first backoff
-  EXPECT_EQ(idle_steps_to_probe(), StreamAcceptance::kFirstBackoff);
+  auto probe = [&](int kept) {
+    generated += 1 + kept;
+    a.record(1, kept, generated, true);
+  };
+  EXPECT_EQ(tokens_to_probe(), StreamAcceptance::kFirstBackoff);
+  probe(0);  // the probe failed
+  EXPECT_EQ(tokens_to_probe(), 2 * StreamAcceptance::kFirstBackoff);
+  probe(0);
+  EXPECT_EQ(tokens_to_probe(), 4 * StreamAcceptance::kFirstBackoff);
+  probe(1);  // kept: back to the first backoff
+  EXPECT_EQ(tokens_to_probe(), StreamAcceptance::kFirstBackoff);
+  // Drafts the policy asked for leave the backoff as it is, and count as the last verify.
+  generated += 3;
+  a.record(4, 2, generated, false);
+  EXPECT_EQ(a.backoff(), StreamAcceptance::kFirstBackoff);
+  EXPECT_EQ(tokens_to_probe(), StreamAcceptance::kFirstBackoff);
   for (int i = 0; i < 20; ++i) {
-    idle_steps_to_probe();
-    a.record(1, 0);
+    tokens_to_probe();
+    probe(0);
   }
   EXPECT_EQ(a.backoff(), StreamAcceptance::kMaxBackoff);
 }
