@@ -1,5 +1,7 @@
 // measure_verify_cost: each cell is the median of a few forward_argmax steps without logits on
 // the host, as greedy verify rows run; the rows sit at the same position with their own blocks.
+// A line's cells are timed in rounds over k (one untimed round first), so a machine whose speed
+// drifts while the line is measured moves every k alike rather than one k's cell.
 #include "engine/draft/verify_cost.h"
 
 #include <algorithm>
@@ -7,9 +9,17 @@
 #include <vector>
 
 namespace tf::engine::draft {
+namespace {
+
+double median(std::vector<double>& v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
 
 Result<double> time_verify_step(model::Model& model, model::KvCache& kv, int rows, int k, int reps,
-                                int64_t position) {
+                                int64_t position, bool warm_up) {
   const int64_t len = position + k + 1;
   const int64_t per_row = (len + kv.block_size() - 1) / kv.block_size();
   if (rows * per_row > kv.num_blocks()) {
@@ -35,14 +45,13 @@ Result<double> time_verify_step(model::Model& model, model::KvCache& kv, int row
   }
   std::vector<int32_t> argmax(outs);
   std::vector<double> times;
-  for (int rep = 0; rep <= reps; ++rep) {
+  for (int rep = warm_up ? 0 : 1; rep <= reps; ++rep) {
     const auto t0 = std::chrono::steady_clock::now();
     TF_RETURN_IF_ERROR(model.forward_argmax(batch, kv, logits, argmax.data(), false));
     const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
     if (rep > 0) times.push_back(dt.count());  // the first warms caches (and graphs)
   }
-  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
-  return times[times.size() / 2];
+  return median(times);
 }
 
 namespace {
@@ -54,23 +63,36 @@ void never_falling(std::vector<double>& line) {
   for (size_t k = 1; k < line.size(); ++k) line[k] = std::max(line[k], line[k - 1]);
 }
 
+// Step times for k = 0..max_k at `rows` rows and `position`: rounds of one step per k, the
+// first untimed, then the median of each k's; empty where the pool cannot hold the rows.
+Result<std::vector<double>> measure_line(model::Model& model, model::KvCache& kv, int rows,
+                                         int max_k, int reps, int64_t position) {
+  std::vector<std::vector<double>> samples(static_cast<size_t>(max_k) + 1);
+  for (int round = 0; round <= reps; ++round) {
+    for (int k = 0; k <= max_k; ++k) {
+      Result<double> t = time_verify_step(model, kv, rows, k, 1, position, false);
+      if (!t) return t.error();
+      if (round > 0) samples[k].push_back(*t);
+    }
+  }
+  std::vector<double> line;
+  for (auto& s : samples) line.push_back(median(s));
+  never_falling(line);
+  return line;
+}
+
 }  // namespace
 
 Result<VerifyCost> measure_verify_cost(model::Model& model, model::KvCache& kv,
                                        const VerifyCostOptions& o) {
   std::vector<int> rows;
   std::vector<double> seconds;
+  const int reps = std::max(o.reps, 1);
   for (int n : o.rows) {
-    std::vector<double> line;
-    for (int k = 0; k <= o.max_k; ++k) {
-      Result<double> t = time_verify_step(model, kv, n, k, std::max(o.reps, 1), o.position);
-      if (!t) break;
-      line.push_back(*t);
-    }
-    if (static_cast<int>(line.size()) != o.max_k + 1) break;  // the pool holds no more rows
-    never_falling(line);
+    auto line = measure_line(model, kv, n, o.max_k, reps, o.position);
+    if (!line) break;  // the pool holds no more rows
     rows.push_back(n);
-    seconds.insert(seconds.end(), line.begin(), line.end());
+    seconds.insert(seconds.end(), line->begin(), line->end());
   }
   if (rows.empty()) {
     return make_error(ErrorCode::kResourceExhausted, "the KV pool is too small to measure a step");
@@ -79,15 +101,9 @@ Result<VerifyCost> measure_verify_cost(model::Model& model, model::KvCache& kv,
   const int64_t max_pos = model.config().max_position;
   for (int64_t p : o.long_positions) {
     if (p <= o.position || (max_pos > 0 && p + o.max_k + 1 > max_pos)) continue;
-    std::vector<double> line;
-    for (int k = 0; k <= o.max_k; ++k) {
-      Result<double> t = time_verify_step(model, kv, 1, k, std::max(o.reps, 1), p);
-      if (!t) break;
-      line.push_back(*t);
-    }
-    if (static_cast<int>(line.size()) != o.max_k + 1) break;
-    never_falling(line);
-    cost.add_position(p, std::move(line));
+    auto line = measure_line(model, kv, 1, o.max_k, reps, p);
+    if (!line) break;
+    cost.add_position(p, std::move(*line));
   }
   return cost;
 }
