@@ -1,28 +1,30 @@
 // The wide prefill kernel's walk with its two products on Hopper's warpgroup mma, for head dims of
 // 128 and blocks of 128 lines: the same canonical computation per query line as every other
-// attention kernel (attention.cu's design note), bit for bit. Selected by TileKernel::kWgmma; the
-// decoder keeps the mma.sync wide kernel, which this one does not beat yet (below).
+// attention kernel (attention.cu's design note), bit for bit. Selected by TileKernel::kWgmma.
 //
-// Design note. The block and its walk are the mma.sync wide kernel's (attention_prefill.cu): 128
-// query lines (8 warps of 16), the union of their positions in canonical 32-position tiles, K/V
-// staged 64 positions at a time through a ring of 3 cp.async stages, each line's split folded into
-// its shared-memory total where the split ends. The products run on wgmma, which gives exactly
-// the mma.sync chain's bits (bench/gpu/mma_order_probe, question 4): each warpgroup of 4 warps
-// computes S = Q K^T of its 64 lines by 8 m64n32k16 steps over head dims in order (Q and K in
-// shared memory), and O = O alpha + P V by 2 m64n128k16 steps over positions in order (P from
-// registers, V in shared memory). The next stage's scores are issued before this stage's softmax
-// and run under it; the softmax reads a copy of them (with the accumulators themselves taking
-// turns, ptxas serialized every wgmma). K, V and Q sit in shared memory as core matrices (8 rows
-// of 16 bytes; a tile's chunk of 8 head dims is 32 positions x 16 bytes, contiguous), each lane
-// copying its own position's pieces. A stage runs or is skipped per warpgroup (a wgmma is issued,
-// and waited for, by all its warps alike); a tile fully masked for a warp's lines leaves that
-// warp's state exactly as it was (attention_tile.cuh), so running it changes no bit.
-// On one H200 (32K positions, chunks of 8,192) it took 53.2 ms a layer against the mma.sync
-// kernel's 47.9 (every test bitwise equal): each P V is waited for before the next tile's rescale
-// and fold, and the warpgroup's collective waits keep its warps in step, so the softmax chains of
-// a scheduler's two warps no longer interleave. Next: P V on mma.sync beside the asynchronous
-// scores, or a producer warp and two consumer warpgroups taking turns (the softmax of one under
-// the other's products).
+// Design note. The block's lines and walk are the mma.sync wide kernel's (attention_prefill.cu):
+// 128 query lines, the union of their positions in canonical 32-position tiles, stages of two
+// tiles, each line's split folded into its shared-memory total where the split ends. The products
+// run on wgmma, which gives exactly the mma.sync chain's bits (bench/gpu/mma_order_probe,
+// question 4): S = Q K^T of a warpgroup's 64 lines by 8 m64n32k16 steps a tile over head dims in
+// order (Q and K in shared memory), O = O alpha + P V by 2 m64n128k16 steps a tile over positions
+// in order (P from registers, V in shared memory). K, V and Q sit in shared memory as core
+// matrices (8 rows of 16 bytes; a tile's chunk of 8 head dims is 32 positions x 16 bytes).
+// The schedule is FlashAttention-3's, within the canonical order:
+//   - warp specialization: a ninth warp only copies K and V (cp.async, each lane one position)
+//     into rings of 3 stages, K and V apart, each stage signalled full when its copies have landed
+//     and empty when every consumer warp is done with it (mbarriers); the two warpgroups of 64
+//     lines each walk the stages on their own, so one's softmax runs while the other's products
+//     do (a shared barrier a stage had kept them in step, and their waits together);
+//   - within a warpgroup, stage st + 1's scores are issued before stage st's softmax, and
+//     stage st's last P V runs under stage st + 1's softmax: a split that ends at that tile is
+//     folded after it lands, and the softmax starts such a line from -inf, as the fold would have
+//     left it. Tile 1's rescale still waits for tile 0's P V (O alpha + P V is the canonical step);
+//   - K of a stage is given back once its scores have landed, V once its last P V has, so the
+//     copy warp refills K well ahead of the scores.
+// A stage runs or is skipped per warpgroup (a wgmma is issued, and waited for, by all its warps
+// alike); a tile fully masked for a warp's lines leaves that warp's state exactly as it was
+// (attention_tile.cuh), so running it changes no bit.
 #include <cuda_bf16.h>
 
 #include <climits>
@@ -31,6 +33,7 @@
 
 #include "backend/cuda/attention_prefill.cuh"
 #include "backend/cuda/attention_tile.cuh"
+#include "backend/cuda/mbarrier.cuh"
 #include "backend/cuda/ops.h"
 #include "backend/cuda/wgmma.cuh"
 
@@ -38,14 +41,23 @@ namespace tf::backend::cuda::attn {
 namespace {
 
 constexpr int kHd = 128;
-constexpr int kGroupLines = 64;          // the lines of a warpgroup (4 warps)
-constexpr int kTileElems = kTile * kHd;  // a K or V tile, dense (core matrices)
+constexpr int kGroupLines = 64;                // the lines of a warpgroup (4 warps)
+constexpr int kTileElems = kTile * kHd;        // a K or V tile, dense (core matrices)
+constexpr int kStageElems = kStageTiles * kTileElems;
+constexpr int kCopyWarp = kWarps;              // the warp after the consumers' 8
+constexpr int kThreads = (kWarps + 1) * 32;
 
-constexpr size_t smem_bytes() {
-  return (static_cast<size_t>(kStages) * kStageTiles * 2 * kTileElems + kWideLines * kHd) *
-             sizeof(bf16) +
-         static_cast<size_t>(kWideLines) * kTotLd<kHd> * sizeof(float);
-}
+// The block's barriers: a stage's K (or V) landed (the copy warp's 32 lanes arrive), and done with
+// (each consumer warp arrives); the consumer warps' visible ranges.
+struct Sync {
+  uint64_t k_full[kStages], k_empty[kStages], v_full[kStages], v_empty[kStages];
+  int range[kWarps][2];
+};
+
+constexpr size_t ring_bytes() { return 2 * static_cast<size_t>(kStages) * kStageElems * 2; }
+constexpr size_t q_bytes() { return static_cast<size_t>(kWideLines) * kHd * 2; }
+constexpr size_t tot_bytes() { return static_cast<size_t>(kWideLines) * kTotLd<kHd> * 4; }
+constexpr size_t smem_bytes() { return ring_bytes() + q_bytes() + tot_bytes() + sizeof(Sync); }
 
 // Element offset of (row, chunk of 8 head dims) in an operand of `rows` rows kept as core
 // matrices, chunk-major: a chunk is `rows` x 16 contiguous bytes.
@@ -53,104 +65,105 @@ __device__ __forceinline__ int core_at(int row, int chunk, int rows) {
   return chunk * rows * 8 + row * 8;
 }
 
-// Positions [t0, t0 + kTile) of the kv head into core matrices; lane r copies position t0 + r
-// (its slot from tile_slot; -1: zeros), warp w the chunks w and w + 8.
-__device__ __forceinline__ void copy_tile_core(bf16* kd, bf16* vd, const bf16* k_cache,
-                                               const bf16* v_cache, const AttentionParams& p,
-                                               int kv_head, int lane_slot) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t kv_width = static_cast<int64_t>(p.n_kv_heads) * kHd;
-  const int64_t off =
-      lane_slot >= 0 ? lane_slot * kv_width + static_cast<int64_t>(kv_head) * kHd : 0;
+// Position t0 + lane of the kv head's K (or V) rows into a core-matrix tile, from the lane's slot
+// (tile_slot; -1: zeros, so a tile past the walk's end holds no stale values).
+__device__ __forceinline__ void copy_rows(bf16* dst, const bf16* cache, const AttentionParams& p,
+                                          int kv_head, int lane_slot) {
+  const int lane = threadIdx.x & 31;
+  const int64_t off = lane_slot >= 0 ? lane_slot * (static_cast<int64_t>(p.n_kv_heads) * kHd) +
+                                           static_cast<int64_t>(kv_head) * kHd
+                                     : 0;
 #pragma unroll
-  for (int c = warp; c < kHd / 8; c += kWarps) {
-    cp_async16(kd + core_at(lane, c, kTile), k_cache + off + 8 * c, lane_slot >= 0);
-    cp_async16(vd + core_at(lane, c, kTile), v_cache + off + 8 * c, lane_slot >= 0);
+  for (int c = 0; c < kHd / 8; ++c) {
+    cp_async16(dst + core_at(lane, c, kTile), cache + off + 8 * c, lane_slot >= 0);
   }
-  asm volatile("cp.async.commit_group;\n");
 }
 
-template <bool kMayCap>
-__global__ void __launch_bounds__(kWarps * 32, 1)
-    wgmma_tile_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k_cache,
-                      const bf16* __restrict__ v_cache, const int32_t* __restrict__ tables,
-                      const int32_t* __restrict__ row_seq, const int32_t* __restrict__ pos,
-                      AttentionParams p, const AttentionTile* __restrict__ tiles,
-                      bf16* __restrict__ out) {
-  namespace wg = wgmma;
-  extern __shared__ __align__(128) unsigned char smem_raw[];
-  const int group = p.n_heads / p.n_kv_heads, kv_head = blockIdx.y;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int wgroup = warp / 4;
-  const AttentionTile tile = tiles[gridDim.x - 1 - blockIdx.x];  // longest rows first
-  const int row0 = tile.row0, lines = tile.rows * group;
-  int lo, hi;
-  tile_positions(tile, pos, p.window, lo, hi);
-  const int32_t* table = tables + static_cast<int64_t>(row_seq[row0]) * p.max_blocks;
-
-  bf16* ring = reinterpret_cast<bf16*>(smem_raw);                // [stage][sub][K, V][kTileElems]
-  bf16* q_smem = ring + kStages * kStageTiles * 2 * kTileElems;  // [warpgroup][64 lines] cores
-  float* tot_base = reinterpret_cast<float*>(q_smem + kWideLines * kHd);
-  int* group_range = reinterpret_cast<int*>(tot_base);  // before the totals are zeroed: [8][2]
-  auto k_at = [&](int stage, int sub) {
-    return ring + (stage * kStageTiles + sub) * 2 * kTileElems;
+// The copy warp: every stage of the walk, K then V, each into its ring once the consumers gave
+// that buffer back. The slots of a stage are read one stage ahead, off the copies' path.
+__device__ void copy_stages(bf16* k_ring, bf16* v_ring, Sync& sy, const bf16* k_cache,
+                            const bf16* v_cache, const int32_t* table, const AttentionParams& p,
+                            int kv_head, int t_begin, int n_stages, int lo, int hi) {
+  int slots[kStageTiles];
+  auto load_slots = [&](int st) {
+#pragma unroll
+    for (int sub = 0; sub < kStageTiles; ++sub) {
+      slots[sub] = st < n_stages
+                       ? tile_slot(table, p, t_begin + (st * kStageTiles + sub) * kTile, lo, hi)
+                       : -1;
+    }
   };
+  load_slots(0);
+  for (int st = 0; st < n_stages; ++st) {
+    const int buf = st % kStages;
+    const uint32_t parity = ((st / kStages) & 1) ^ 1;  // the consumers' release of st - kStages
+    int cur[kStageTiles];
+#pragma unroll
+    for (int sub = 0; sub < kStageTiles; ++sub) cur[sub] = slots[sub];
+    load_slots(st + 1);
+    if (st >= kStages) mbar::wait(&sy.k_empty[buf], parity);
+#pragma unroll
+    for (int sub = 0; sub < kStageTiles; ++sub) {
+      copy_rows(k_ring + buf * kStageElems + sub * kTileElems, k_cache, p, kv_head, cur[sub]);
+    }
+    mbar::arrive_on_copies(&sy.k_full[buf]);
+    if (st >= kStages) mbar::wait(&sy.v_empty[buf], parity);
+#pragma unroll
+    for (int sub = 0; sub < kStageTiles; ++sub) {
+      copy_rows(v_ring + buf * kStageElems + sub * kTileElems, v_cache, p, kv_head, cur[sub]);
+    }
+    mbar::arrive_on_copies(&sy.v_full[buf]);
+  }
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
+// One consumer warp's walk (its warpgroup's 64 lines in wgmma, its own 16 in the softmax).
+template <bool kMayCap>
+__device__ void consume_stages(const bf16* k_ring, const bf16* v_ring, bf16* q_smem, float* tot_base,
+                               Sync& sy, const bf16* q, const int32_t* pos,
+                               const AttentionParams& p, int row0, int lines, int kv_head,
+                               int t_begin, int n_stages, bf16* out) {
+  namespace wg = wgmma;
+  const int group = p.n_heads / p.n_kv_heads;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wgroup = warp / 4;
+  auto group_sync = [&] { asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wgroup) : "memory"); };
 
   Lines<kHd> L;
   L.init(q, pos, p, row0, lines, kv_head, warp * 16, false);
-  // Q of the block's lines into core matrices (a line past `lines` as zeros): 16 chunks a line.
+  // Q of the warpgroup's lines into core matrices (a line past `lines` as zeros), 16 chunks a line.
   bf16* q_group = q_smem + wgroup * kGroupLines * kHd;
-  for (int i = threadIdx.x; i < kWideLines * (kHd / 8); i += blockDim.x) {
-    const int line = i % kWideLines, c = i / kWideLines;
+  for (int i = threadIdx.x & 127; i < kGroupLines * (kHd / 8); i += 128) {
+    const int gl = i % kGroupLines, c = i / kGroupLines, line = wgroup * kGroupLines + gl;
     const int row = row0 + line / group, head = kv_head * group + line % group;
     const bool valid = line < lines;
     const bf16* src = q + (valid ? (static_cast<int64_t>(row) * p.n_heads + head) * kHd : 0);
-    cp_async16(q_smem + (line / kGroupLines) * kGroupLines * kHd +
-                   core_at(line % kGroupLines, c, kGroupLines),
-               src + 8 * c, valid);
+    cp_async16(q_group + core_at(gl, c, kGroupLines), src + 8 * c, valid);
   }
   asm volatile("cp.async.commit_group;\n");
+  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+  wg::fence_shared();
 
   // The warp's visible positions, and its warpgroup's union (a wgmma runs for all of its warps).
   const WarpRange wr = warp_range(L);
-  const int w_first = wr.first, w_last = wr.last, w_in_first = wr.in_first, w_in_last = wr.in_last;
   if (lane == 0) {
-    group_range[2 * warp] = w_first;
-    group_range[2 * warp + 1] = w_last;
+    sy.range[warp][0] = wr.first;
+    sy.range[warp][1] = wr.last;
   }
-  __syncthreads();
+  group_sync();  // Q landed and the ranges written, for the whole warpgroup
   int g_first = INT_MAX, g_last = -1;
 #pragma unroll
   for (int w = 0; w < 4; ++w) {
-    g_first = min(g_first, group_range[2 * (4 * wgroup + w)]);
-    g_last = max(g_last, group_range[2 * (4 * wgroup + w) + 1]);
+    g_first = min(g_first, sy.range[4 * wgroup + w][0]);
+    g_last = max(g_last, sy.range[4 * wgroup + w][1]);
   }
-  __syncthreads();  // the ranges read before the totals overwrite them
   float* tot[2];
   zero_totals<kHd>(tot_base, warp * 16, tot);
   int split_end[2];
   first_split_ends(L, split_end);
 
-  const int t_begin = lo / kTile * kTile;
-  const int n_stages = (hi - t_begin) / (kTile * kStageTiles) + 1;
-  auto issue = [&](int st) {
-#pragma unroll
-    for (int sub = 0; sub < kStageTiles; ++sub) {
-      const int t0 = t_begin + (st * kStageTiles + sub) * kTile;
-      if (st < n_stages && t0 <= hi) {
-        bf16* kd = k_at(st % kStages, sub);
-        copy_tile_core(kd, kd + kTileElems, k_cache, v_cache, p, kv_head,
-                       tile_slot(table, p, t0, lo, hi));
-      } else {
-        asm volatile("cp.async.commit_group;\n");
-      }
-    }
-  };
-  // The scores wgmma writes (the next stage's); the softmax runs on a copy, so no register of an
-  // accumulator in flight is touched by other instructions (with two arrays taking turns, ptxas
-  // serialized every wgmma).
-  float s_next[kStageTiles][4][4];
-  // Every issued product done, and their registers pinned after this point.
+  float s_next[kStageTiles][4][4];  // the scores wgmma writes; the softmax runs on a copy
+  uint32_t pa[kStageTiles][2][4];   // a stage's probabilities, wgmma's A operands
+  bool fold_due[2] = {false, false};  // the line's split ended at the last P V still in flight
   auto wait_all = [&] {
     wg::wait<0>();
     wg::fence_operand(L.o);
@@ -159,82 +172,61 @@ __global__ void __launch_bounds__(kWarps * 32, 1)
   };
   auto stage_runs = [&](int st) {  // some line of the warpgroup sees a position of stage st
     const int ts = t_begin + st * kStageTiles * kTile;
-    return st < n_stages && ts <= g_last && ts + kStageTiles * kTile > g_first;
+    return ts <= g_last && ts + kStageTiles * kTile > g_first;
   };
-  // S of stage st's tiles for the warpgroup's 64 lines, issued (asynchronous) into s.
-  auto issue_scores = [&](int st, float(&s)[kStageTiles][4][4]) {
+  auto release = [&](uint64_t* bar) {
+    __syncwarp();
+    if (lane == 0) mbar::arrive(bar);
+  };
+  // Stage st's K landed, then its scores for the warpgroup's 64 lines issued (asynchronous).
+  auto issue_scores = [&](int st) {
+    const int buf = st % kStages;
+    mbar::wait(&sy.k_full[buf], (st / kStages) & 1);
+    wg::fence_shared();
+    if (!stage_runs(st)) return;
 #pragma unroll
-    for (int sub = 0; sub < kStageTiles; ++sub) wg::fence_operand(s[sub]);
+    for (int sub = 0; sub < kStageTiles; ++sub) wg::fence_operand(s_next[sub]);
     wg::fence();
 #pragma unroll
     for (int sub = 0; sub < kStageTiles; ++sub) {
-      const bf16* kt = k_at(st % kStages, sub);
+      const bf16* kt = k_ring + buf * kStageElems + sub * kTileElems;
 #pragma unroll
       for (int ks = 0; ks < kHd / 16; ++ks) {
-        wg::m64n32k16(s[sub], wg::smem_desc(q_group + core_at(0, 2 * ks, kGroupLines), 1024, 128),
+        wg::m64n32k16(s_next[sub],
+                      wg::smem_desc(q_group + core_at(0, 2 * ks, kGroupLines), 1024, 128),
                       wg::smem_desc(kt + core_at(0, 2 * ks, kTile), 512, 128), ks > 0);
       }
     }
     wg::commit();
   };
-  // Stage st's softmax and P V for the warp's lines after its scores s: stage_update's steps
-  // (attention_prefill.cu) with the P V products on wgmma.
-  auto stage_update = [&](int st, float(&s)[kStageTiles][4][4]) {
-    const int t_stage = t_begin + st * kStageTiles * kTile;
-    if (t_stage >= w_in_first && t_stage + kStageTiles * kTile - 1 <= w_in_last) {
+  // Tile i's O = O alpha + P V issued after the line state's step.
+  auto issue_pv = [&](const bf16* vt, int i, const float (&m_new)[2], const float (&sum)[2]) {
+    float alpha[2];
+    advance_state(L, m_new, sum, alpha);
 #pragma unroll
-      for (int i = 0; i < kStageTiles; ++i) {
-        score_epilogue<kHd, kMayCap, false>(L, t_stage + i * kTile, p, s[i]);
-      }
-    } else {
+    for (int j = 0; j < L.kDTiles; ++j) scale_rows(L.o[j], alpha);
+    wg::fence_operand(L.o);
+    wg::fence();
 #pragma unroll
-      for (int i = 0; i < kStageTiles; ++i) {
-        score_epilogue<kHd, kMayCap, true>(L, t_stage + i * kTile, p, s[i]);
-      }
+    for (int kk = 0; kk < 2; ++kk) {
+      wg::m64n128k16_bt(L.o, pa[i][kk],
+                        wg::smem_desc(vt + core_at(16 * kk, 0, kTile), 128, 512), true);
     }
-    float m_new[kStageTiles][2], sum[kStageTiles][2];
-    bool ends[kStageTiles][2];
-    stage_softmax(L, s, t_stage, split_end, m_new, sum, ends);
-    const bf16* v0 = k_at(st % kStages, 0) + kTileElems;
+    wg::commit();
+  };
+  auto fold_due_lines = [&] {
 #pragma unroll
-    for (int i = 0; i < kStageTiles; ++i) {
-      float alpha[2];
-      advance_state(L, m_new[i], sum[i], alpha);
-      uint32_t pa[2][4];
-      pack_probs(s[i], pa);
-#pragma unroll
-      for (int j = 0; j < L.kDTiles; ++j) scale_rows(L.o[j], alpha);
-      wg::fence_operand(L.o);
-      wg::fence();
-      const bf16* vt = v0 + i * 2 * kTileElems;
-#pragma unroll
-      for (int kk = 0; kk < 2; ++kk) {
-        wg::m64n128k16_bt(L.o, pa[kk], wg::smem_desc(vt + core_at(16 * kk, 0, kTile), 128, 512),
-                          true);
-      }
-      wg::commit();
-      // Done before a fold reads O; waited for by every thread, as a wgmma wait must be
-      // executed by the whole warpgroup alike, whichever lines end a split here.
-      wait_all();
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        if (ends[i][h]) fold_split(L, h, tot[h]);
-      }
+    for (int h = 0; h < 2; ++h) {
+      if (fold_due[h]) fold_split(L, h, tot[h]);
+      fold_due[h] = false;
     }
   };
 
-#pragma unroll
-  for (int st = 0; st < kStages - 1; ++st) issue(st);
-  // Stage 0 landed (and Q: the group before the stages'), for every thread, then its scores.
-  asm volatile("cp.async.wait_group %0;\n" ::"n"((kStages - 2) * kStageTiles));
-  wg::fence_shared();
-  __syncthreads();
-  if (stage_runs(0)) issue_scores(0, s_next);
+  issue_scores(0);
   wait_all();
-  // One iteration: stage st + 1 landed, its copies' buffer refilled with stage st + 2 (stage
-  // st - 1's, whose P V finished in the last iteration), stage st + 1's scores issued, stage st's
-  // softmax and P V, all products of the stage done at the end.
+  release(&sy.k_empty[0]);
   for (int st = 0; st < n_stages; ++st) {
+    const int buf = st % kStages, t_stage = t_begin + st * kStageTiles * kTile;
     float s[kStageTiles][4][4];
 #pragma unroll
     for (int i = 0; i < kStageTiles; ++i) {
@@ -244,16 +236,91 @@ __global__ void __launch_bounds__(kWarps * 32, 1)
         for (int r = 0; r < 4; ++r) s[i][j][r] = s_next[i][j][r];
       }
     }
-    asm volatile("cp.async.wait_group %0;\n" ::"n"((kStages - 3) * kStageTiles));
-    wg::fence_shared();
-    __syncthreads();
-    issue(st + kStages - 1);
-    if (stage_runs(st + 1)) issue_scores(st + 1, s_next);
-    if (stage_runs(st)) stage_update(st, s);
+    if (st + 1 < n_stages) issue_scores(st + 1);
+    const bool runs = stage_runs(st);
+    float m_new[kStageTiles][2], sum[kStageTiles][2];
+    bool ends[kStageTiles][2];
+    if (runs) {
+      if (t_stage >= wr.in_first && t_stage + kStageTiles * kTile - 1 <= wr.in_last) {
+#pragma unroll
+        for (int i = 0; i < kStageTiles; ++i) {
+          score_epilogue<kHd, kMayCap, false>(L, t_stage + i * kTile, p, s[i]);
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < kStageTiles; ++i) {
+          score_epilogue<kHd, kMayCap, true>(L, t_stage + i * kTile, p, s[i]);
+        }
+      }
+      const float m0[2] = {fold_due[0] ? -INFINITY : L.m[0], fold_due[1] ? -INFINITY : L.m[1]};
+      stage_softmax(L, m0, s, t_stage, split_end, m_new, sum, ends);
+    }
+    // The last stage's final P V and stage st + 1's scores have landed: the split that P V ended
+    // is folded, stage st - 1's V and stage st + 1's K go back to the copy warp.
     wait_all();
+    fold_due_lines();
+    if (st > 0) release(&sy.v_empty[(st - 1) % kStages]);
+    if (st + 1 < n_stages) release(&sy.k_empty[(st + 1) % kStages]);
+    if (!runs) continue;
+#pragma unroll
+    for (int i = 0; i < kStageTiles; ++i) pack_probs(s[i], pa[i]);
+    mbar::wait(&sy.v_full[buf], (st / kStages) & 1);
+    wg::fence_shared();
+    const bf16* v0 = v_ring + buf * kStageElems;
+    issue_pv(v0, 0, m_new[0], sum[0]);
+    // Done before a fold reads O or tile 1 rescales it; waited for by every thread, as a wgmma
+    // wait must be executed by the whole warpgroup alike.
+    wait_all();
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (ends[0][h]) fold_split(L, h, tot[h]);
+    }
+    issue_pv(v0 + kTileElems, 1, m_new[1], sum[1]);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) fold_due[h] = ends[1][h];
   }
-  asm volatile("cp.async.wait_group 0;\n");  // no copy outlives the block
+  wait_all();
+  fold_due_lines();
   write_lines<kHd, true>(L, tot, p, row0, lines, kv_head, warp * 16, out);
+}
+
+template <bool kMayCap>
+__global__ void __maxnreg__(224)
+    wgmma_tile_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k_cache,
+                      const bf16* __restrict__ v_cache, const int32_t* __restrict__ tables,
+                      const int32_t* __restrict__ row_seq, const int32_t* __restrict__ pos,
+                      AttentionParams p, const AttentionTile* __restrict__ tiles,
+                      bf16* __restrict__ out) {
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  bf16* k_ring = reinterpret_cast<bf16*>(smem_raw);  // [stage][sub][kTileElems]
+  bf16* v_ring = k_ring + kStages * kStageElems;
+  bf16* q_smem = v_ring + kStages * kStageElems;  // [warpgroup][64 lines] cores
+  float* tot_base = reinterpret_cast<float*>(q_smem + kWideLines * kHd);
+  Sync& sy = *reinterpret_cast<Sync*>(tot_base + kWideLines * kTotLd<kHd>);
+  if (threadIdx.x == 0) {
+    for (int b = 0; b < kStages; ++b) {
+      mbar::init(&sy.k_full[b], 32);
+      mbar::init(&sy.v_full[b], 32);
+      mbar::init(&sy.k_empty[b], kWarps);
+      mbar::init(&sy.v_empty[b], kWarps);
+    }
+  }
+  __syncthreads();
+  const AttentionTile tile = tiles[gridDim.x - 1 - blockIdx.x];  // longest rows first
+  const int lines = tile.rows * (p.n_heads / p.n_kv_heads), kv_head = blockIdx.y;
+  int lo, hi;
+  tile_positions(tile, pos, p.window, lo, hi);
+  const int t_begin = lo / kTile * kTile;
+  const int n_stages = (hi - t_begin) / (kTile * kStageTiles) + 1;
+  if (hi < lo) return;  // no row of the tile sees a position (never so: each row sees itself)
+  if ((threadIdx.x >> 5) == kCopyWarp) {
+    copy_stages(k_ring, v_ring, sy, k_cache, v_cache,
+                tables + static_cast<int64_t>(row_seq[tile.row0]) * p.max_blocks, p, kv_head,
+                t_begin, n_stages, lo, hi);
+  } else {
+    consume_stages<kMayCap>(k_ring, v_ring, q_smem, tot_base, sy, q, pos, p, tile.row0, lines,
+                            kv_head, t_begin, n_stages, out);
+  }
 }
 
 }  // namespace
@@ -285,7 +352,7 @@ cudaError_t wgmma_tile_attention(const bf16* q, const bf16* k_cache, const bf16*
                                                    static_cast<int>(smem));
   }();
   if (attr != cudaSuccess) return attr;
-  const dim3 grid(n_tiles, p.n_kv_heads), block(kWarps * 32);
+  const dim3 grid(n_tiles, p.n_kv_heads), block(kThreads);
   if (p.softcap > 0.0f) {
     wgmma_tile_kernel<true>
         <<<grid, block, smem, s>>>(q, k_cache, v_cache, tables, row_seq, pos, p, tiles, out);

@@ -252,8 +252,8 @@ struct AttentionTile {
 };
 // The prefill tiles' kernel (all give the same bits): kWide: the wide kernel (attention_prefill.cu,
 // mma.sync), the decoder's; kNarrow: the previous 64-line kernel; kWgmma: the wide kernel's walk
-// with its products on wgmma (attention_prefill_wgmma.cu; where it does not fit, kWide), slower
-// so far, kept for benchmarks and tests.
+// with its products on wgmma, a copy warp and two warpgroups that walk on their own
+// (attention_prefill_wgmma.cu; where it does not fit, kWide).
 enum class TileKernel { kWide, kNarrow, kWgmma };
 // Which kernel runs the split rows (both compute the same bits): kAuto picks by the launch's
 // size; kWalk: a block per split walks its tiles in turn (a second launch folds the splits);

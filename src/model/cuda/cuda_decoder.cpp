@@ -486,6 +486,14 @@ class CudaDecoder final : public Model {
     const char* m = std::getenv("TF_CUDA_DEVICE_MASKS");
     return m == nullptr || std::string_view(m) != "0";
   }();
+  // The prefill tiles' kernel (the same bits either way): the mma.sync wide kernel, or with
+  // TF_CUDA_PREFILL_KERNEL=wgmma the warp-specialized wgmma kernel where it fits (head dims of
+  // 128 on an sm_90 GPU; attention.cu falls back to the wide kernel elsewhere).
+  cuda::TileKernel prefill_kernel_ = [] {
+    const char* k = std::getenv("TF_CUDA_PREFILL_KERNEL");
+    return k != nullptr && std::string_view(k) == "wgmma" ? cuda::TileKernel::kWgmma
+                                                           : cuda::TileKernel::kWide;
+  }();
   uint64_t gen_ = 0, graphs_gen_ = 0;
   DeviceBuffer embed_, output_, out_norm_, cos_, sin_, local_cos_, local_sin_;
   bool tied_ = false;
@@ -1204,6 +1212,7 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
     ab.counters = attn_counters_.get<int32_t>();
     ab.tiles = in_.tiles;
     ab.n_tiles = plan.n_tiles;
+    ab.tile_kernel = prefill_kernel_;
     ab.out = att_.get<bf16>();
     ab.early = early;
     TF_CUDA_TRY(

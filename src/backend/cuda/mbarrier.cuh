@@ -1,0 +1,45 @@
+// Shared-memory barriers (mbarrier) for a block's producer and consumer warps: init, arrive, the
+// arrive that fires when the arriving thread's cp.async copies have landed, and the parity wait.
+#pragma once
+
+#include <cstdint>
+
+namespace tf::backend::cuda::mbar {
+
+__device__ __forceinline__ uint32_t smem_addr(const uint64_t* bar) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(bar));
+}
+
+// Expects `count` arrivals a phase; the block synchronizes before any other thread uses it.
+__device__ __forceinline__ void init(uint64_t* bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count)
+               : "memory");
+}
+
+// One arrival, releasing this thread's earlier memory accesses to whoever waits on the phase.
+__device__ __forceinline__ void arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+
+// One arrival, made when every cp.async this thread issued before it has landed (the count set at
+// init includes it: .noinc).
+__device__ __forceinline__ void arrive_on_copies(uint64_t* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar))
+               : "memory");
+}
+
+// Waits until the phase of the given parity (0 for the first, then 1, 0, ...) has completed,
+// acquiring what its arrivals released.
+__device__ __forceinline__ void wait(uint64_t* bar, uint32_t parity) {
+  uint32_t done = 0;
+  while (!done) {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_addr(bar)), "r"(parity)
+        : "memory");
+  }
+}
+
+}  // namespace tf::backend::cuda::mbar
