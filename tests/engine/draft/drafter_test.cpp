@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace tf::engine::draft {
@@ -42,28 +43,32 @@ int drafted_steps(Drafter& d, Sequence& s, int tokens) {
   return drafted;
 }
 
-TEST(Drafter, ProbesOncePerBackoffOfTokensHoweverOftenAStepAsks) {
+// A drafter whose proposer always offers, and a stream of a 3-token prompt.
+Drafter always_offering(VerifyCost cost) {
   DraftOptions o;
   o.proposer = std::make_shared<AlwaysProposes>();
-  Drafter d(o, costly());
+  return Drafter(o, std::move(cost));
+}
+Sequence stream(RequestId id, bool draft) {
   Sequence s;
-  s.req.id = 1;
+  s.req.id = id;
+  s.req.draft = draft;
   s.tokens = {1, 2, 3};
   s.prompt_len = 3;
+  return s;
+}
+
+TEST(Drafter, ProbesOncePerBackoffOfTokensHoweverOftenAStepAsks) {
+  Drafter d = always_offering(costly());
+  Sequence s = stream(1, true);
   // Failed probes double the backoff: a probe after 8 tokens, then 16, 32 and 64 tokens after
   // each probe's own (tokens 8, 25, 58 and 123); the next would come at 252.
   EXPECT_EQ(drafted_steps(d, s, 250), 4);
 }
 
 TEST(Drafter, ANoDraftRequestNeverDrafts) {
-  DraftOptions o;
-  o.proposer = std::make_shared<AlwaysProposes>();
-  Drafter d(o, VerifyCost());
-  Sequence s;
-  s.req.id = 2;
-  s.req.draft = false;
-  s.tokens = {1, 2, 3};
-  s.prompt_len = 3;
+  Drafter d = always_offering(VerifyCost());
+  Sequence s = stream(2, false);
   EXPECT_EQ(drafted_steps(d, s, 64), 0);
 }
 
