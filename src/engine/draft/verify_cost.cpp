@@ -64,7 +64,7 @@ void never_falling(std::vector<double>& line) {
 }
 
 // Step times for k = 0..max_k at `rows` rows and `position`: rounds of one step per k, the
-// first untimed, then the median of each k's; empty where the pool cannot hold the rows.
+// first untimed, then the median of each k's; an error where the pool cannot hold the rows.
 Result<std::vector<double>> measure_line(model::Model& model, model::KvCache& kv, int rows,
                                          int max_k, int reps, int64_t position) {
   std::vector<std::vector<double>> samples(static_cast<size_t>(max_k) + 1);
