@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The H200 run that decides the decoder's prefill kernel: the warp-specialized wgmma kernel against
+# the mma.sync wide kernel. Correctness first (every attention launch shape with both kernels, 32K
+# positions whole = chunked = decode splits, the fixtures on CUDA), then prefill attention alone
+# and TTFT side by side in one program (their logits compared bit for bit), then the engine's
+# prompt tok/s with each kernel (TF_CUDA_PREFILL_KERNEL); a table last.
+# Usage, from the repository root on the H200 machine: bash bench/gpu/run_prefill_kernels_h200.sh
+#   PACK OUT. PACK: a .tar.xz of pack/bin (gpu_attention_test, gpu_attention_chunks_test,
+#   long_prefill, cuda_model_test, engine_throughput, built on the development machine) and
+#   pack/lib (the shared libraries the H200 image lacks).
+set -uo pipefail
+pack=$1
+out=$2
+root=/tmp/prefill_bins
+mkdir -p "$out" "$root"
+tar -xJf "$pack" -C "$root"
+b=$root/pack/bin
+cu_lib=$(python3 -c "import nvidia,os;print(os.path.join(nvidia.__path__[0],'cu13','lib'))")
+export LD_LIBRARY_PATH=$root/pack/lib:$cu_lib:${LD_LIBRARY_PATH:-} TF_SOURCE_DIR=$PWD
+check() {  # name, seconds, command...
+  local name=$1 secs=$2
+  shift 2
+  timeout "$secs" "$@" >"$out/$name.txt" 2>&1
+  echo "== $name: exit $? | $(grep -E 'passed|PASSED|FAILED|differ|error' "$out/$name.txt" | tail -1)"
+}
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+check attention 120 "$b/gpu_attention_test"
+check chunks 120 "$b/gpu_attention_chunks_test" 32768
+TF_CUDA_PREFILL_KERNEL=wgmma check cuda_model_test 200 "$b/cuda_model_test"
+timeout 150 "$b/long_prefill" --compare wgmma --attention-only 1 --sizes 4096,8192,32768 \
+  >"$out/attention_only.txt" 2>&1
+timeout 200 "$b/long_prefill" --compare wgmma --sizes 4096,8192,16384,32768 \
+  >"$out/ttft.txt" 2>&1
+[ -f /tmp/llama31-8b/config.json ] ||
+  python3 tools/make_random_checkpoint.py --shape llama31-8b --out /tmp/llama31-8b >/dev/null
+for k in wide wgmma; do
+  TF_CUDA_PREFILL_KERNEL=$k timeout 240 "$b/engine_throughput" /tmp/llama31-8b --backend cuda \
+    --threads 8 -c 1 --prompt 512 --gen 16 --kv-gib 40 --max-batch-tokens 8192 \
+    --prefill 4096 --prefill 32768 >"$out/engine_$k.txt" 2>&1
+done
+echo "== prefill attention alone (wide, then wgmma in the compare columns)"
+grep -v '^\s*$' "$out/attention_only.txt" | tail -5
+echo "== TTFT (logits: same = bitwise equal)"
+grep -v '^\s*$' "$out/ttft.txt" | tail -6
+for k in wide wgmma; do
+  echo "== engine, $k"
+  grep -iE "prefill|prompt" "$out/engine_$k.txt" | tail -3
+done
