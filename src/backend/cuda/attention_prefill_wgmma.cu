@@ -41,10 +41,10 @@ namespace tf::backend::cuda::attn {
 namespace {
 
 constexpr int kHd = 128;
-constexpr int kGroupLines = 64;                // the lines of a warpgroup (4 warps)
-constexpr int kTileElems = kTile * kHd;        // a K or V tile, dense (core matrices)
+constexpr int kGroupLines = 64;          // the lines of a warpgroup (4 warps)
+constexpr int kTileElems = kTile * kHd;  // a K or V tile, dense (core matrices)
 constexpr int kStageElems = kStageTiles * kTileElems;
-constexpr int kCopyWarp = kWarps;              // the warp after the consumers' 8
+constexpr int kCopyWarp = kWarps;  // the warp after the consumers' 8
 constexpr int kThreads = (kWarps + 1) * 32;
 
 // The block's barriers: a stage's K (or V) landed (the copy warp's 32 lanes arrive), and done with
@@ -54,9 +54,13 @@ struct Sync {
   int range[kWarps][2];
 };
 
-constexpr size_t ring_bytes() { return 2 * static_cast<size_t>(kStages) * kStageElems * 2; }
-constexpr size_t q_bytes() { return static_cast<size_t>(kWideLines) * kHd * 2; }
-constexpr size_t tot_bytes() { return static_cast<size_t>(kWideLines) * kTotLd<kHd> * 4; }
+constexpr size_t ring_bytes() {
+  return 2 * static_cast<size_t>(kStages) * kStageElems * sizeof(bf16);
+}
+constexpr size_t q_bytes() { return static_cast<size_t>(kWideLines) * kHd * sizeof(bf16); }
+constexpr size_t tot_bytes() {
+  return static_cast<size_t>(kWideLines) * kTotLd<kHd> * sizeof(float);
+}
 constexpr size_t smem_bytes() { return ring_bytes() + q_bytes() + tot_bytes() + sizeof(Sync); }
 
 // Element offset of (row, chunk of 8 head dims) in an operand of `rows` rows kept as core
@@ -101,26 +105,25 @@ __device__ void copy_stages(bf16* k_ring, bf16* v_ring, Sync& sy, const bf16* k_
 #pragma unroll
     for (int sub = 0; sub < kStageTiles; ++sub) cur[sub] = slots[sub];
     load_slots(st + 1);
-    if (st >= kStages) mbar::wait(&sy.k_empty[buf], parity);
+    // The stage into one ring once its buffer is free, signalled full when the copies land.
+    auto fill = [&](bf16* ring, uint64_t* empty, uint64_t* full, const bf16* cache) {
+      if (st >= kStages) mbar::wait(&empty[buf], parity);
 #pragma unroll
-    for (int sub = 0; sub < kStageTiles; ++sub) {
-      copy_rows(k_ring + buf * kStageElems + sub * kTileElems, k_cache, p, kv_head, cur[sub]);
-    }
-    mbar::arrive_on_copies(&sy.k_full[buf]);
-    if (st >= kStages) mbar::wait(&sy.v_empty[buf], parity);
-#pragma unroll
-    for (int sub = 0; sub < kStageTiles; ++sub) {
-      copy_rows(v_ring + buf * kStageElems + sub * kTileElems, v_cache, p, kv_head, cur[sub]);
-    }
-    mbar::arrive_on_copies(&sy.v_full[buf]);
+      for (int sub = 0; sub < kStageTiles; ++sub) {
+        copy_rows(ring + buf * kStageElems + sub * kTileElems, cache, p, kv_head, cur[sub]);
+      }
+      mbar::arrive_on_copies(&full[buf]);
+    };
+    fill(k_ring, sy.k_empty, sy.k_full, k_cache);
+    fill(v_ring, sy.v_empty, sy.v_full, v_cache);
   }
   asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 
 // One consumer warp's walk (its warpgroup's 64 lines in wgmma, its own 16 in the softmax).
 template <bool kMayCap>
-__device__ void consume_stages(const bf16* k_ring, const bf16* v_ring, bf16* q_smem, float* tot_base,
-                               Sync& sy, const bf16* q, const int32_t* pos,
+__device__ void consume_stages(const bf16* k_ring, const bf16* v_ring, bf16* q_smem,
+                               float* tot_base, Sync& sy, const bf16* q, const int32_t* pos,
                                const AttentionParams& p, int row0, int lines, int kv_head,
                                int t_begin, int n_stages, bf16* out) {
   namespace wg = wgmma;
@@ -161,8 +164,8 @@ __device__ void consume_stages(const bf16* k_ring, const bf16* v_ring, bf16* q_s
   int split_end[2];
   first_split_ends(L, split_end);
 
-  float s_next[kStageTiles][4][4];  // the scores wgmma writes; the softmax runs on a copy
-  uint32_t pa[kStageTiles][2][4];   // a stage's probabilities, wgmma's A operands
+  float s_next[kStageTiles][4][4];    // the scores wgmma writes; the softmax runs on a copy
+  uint32_t pa[kStageTiles][2][4];     // a stage's probabilities, wgmma's A operands
   bool fold_due[2] = {false, false};  // the line's split ended at the last P V still in flight
   auto wait_all = [&] {
     wg::wait<0>();
@@ -200,7 +203,7 @@ __device__ void consume_stages(const bf16* k_ring, const bf16* v_ring, bf16* q_s
     wg::commit();
   };
   // Tile i's O = O alpha + P V issued after the line state's step.
-  auto issue_pv = [&](const bf16* vt, int i, const float (&m_new)[2], const float (&sum)[2]) {
+  auto issue_pv = [&](const bf16* vt, int i, const float(&m_new)[2], const float(&sum)[2]) {
     float alpha[2];
     advance_state(L, m_new, sum, alpha);
 #pragma unroll
@@ -209,8 +212,8 @@ __device__ void consume_stages(const bf16* k_ring, const bf16* v_ring, bf16* q_s
     wg::fence();
 #pragma unroll
     for (int kk = 0; kk < 2; ++kk) {
-      wg::m64n128k16_bt(L.o, pa[i][kk],
-                        wg::smem_desc(vt + core_at(16 * kk, 0, kTile), 128, 512), true);
+      wg::m64n128k16_bt(L.o, pa[i][kk], wg::smem_desc(vt + core_at(16 * kk, 0, kTile), 128, 512),
+                        true);
     }
     wg::commit();
   };
