@@ -1,8 +1,8 @@
 // CPU paged attention: within float error of an f64 reference, each head of a GQA group
 // bit-identical to the same head run alone (the group's heads share one pass over the KV blocks;
 // MHA with each KV head repeated per query head runs every head in a job of its own), and every
-// output bit-identical to a scalar walk of the kernel's documented order, so that restructuring
-// the kernel for speed cannot change a reply.
+// output bit-identical to a scalar walk of the kernel's documented order on each instruction set
+// the CPU has, so that restructuring the kernel for speed cannot change a reply.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -85,10 +85,23 @@ Cache repeat_heads(const Cache& c, int n_heads) {
   return r;
 }
 
-class CpuAttention : public ::testing::TestWithParam<Case> {};
+class CpuAttention : public ::testing::TestWithParam<Case> {
+ protected:
+  void TearDown() override { attention_use_isa(attention_best_isa()); }
+};
 
-TEST_P(CpuAttention, GroupHeadsMatchAloneAndReference) {
-  const Case c = GetParam();
+// Every instruction set up to the CPU's best; from_avx2: only those with FMA.
+std::vector<AttentionIsa> isas(bool from_avx2) {
+  std::vector<AttentionIsa> out;
+  for (AttentionIsa isa : {AttentionIsa::kGeneric, AttentionIsa::kAvx2, AttentionIsa::kAvx512}) {
+    if (isa <= attention_best_isa() && (!from_avx2 || isa != AttentionIsa::kGeneric)) {
+      out.push_back(isa);
+    }
+  }
+  return out;
+}
+
+void expect_group_heads_match_alone_and_reference(const Case& c) {
   std::mt19937 rng(c.n_heads * 31 + c.head_dim);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const int len = 150, rows = 5, pos0 = len - rows;  // a 5-row chunk ending at position 149
@@ -146,20 +159,36 @@ TEST_P(CpuAttention, GroupHeadsMatchAloneAndReference) {
   EXPECT_LT(worst, 1e-5);
 }
 
-// The order the kernel promises (ops.cpp): score = dot_fixed(q, k) (8 lane sums by d % 8 as
-// fused multiply-adds in increasing d, combined pairwise), times the scale, soft-capped; the max;
+TEST_P(CpuAttention, GroupHeadsMatchAloneAndReference) {
+  for (AttentionIsa isa : isas(false)) {
+    SCOPED_TRACE(static_cast<int>(isa));
+    attention_use_isa(isa);
+    expect_group_heads_match_alone_and_reference(GetParam());
+  }
+}
+
+// The order the kernel promises (ops.h): score = q.k in lane sums (8 by d % 8, or on AVX-512 with
+// head_dim a multiple of 16, 16 by d % 16 folded to 8 as sum j + sum j + 8) as fused
+// multiply-adds in increasing d, combined pairwise; times the scale, soft-capped; the max;
 // exp_shift_sum; weight = e * (1 / sum); o[d] = fma(weight, v[d], o[d]) over positions in order.
 std::vector<float> ordered_head(const float* q, const std::vector<const float*>& kp,
                                 const std::vector<const float*>& vp, int row_floats, int offset,
-                                int head_dim, int first, int last, const AttentionParams& params) {
+                                int head_dim, int first, int last, const AttentionParams& params,
+                                bool wide) {
   auto at = [&](const std::vector<const float*>& t, int p) {
     return t[p / 16] + static_cast<size_t>(p % 16) * row_floats + offset;
   };
+  const int lanes = wide && head_dim % 16 == 0 ? 16 : 8;
   std::vector<float> s(last + 1);
   float mx = -INFINITY;
   for (int p = first; p <= last; ++p) {
-    float acc[8] = {};
-    for (int d = 0; d < head_dim; ++d) acc[d % 8] = std::fma(q[d], at(kp, p)[d], acc[d % 8]);
+    float acc[16] = {};
+    for (int d = 0; d < head_dim; ++d) {
+      acc[d % lanes] = std::fma(q[d], at(kp, p)[d], acc[d % lanes]);
+    }
+    if (lanes == 16) {
+      for (int j = 0; j < 8; ++j) acc[j] += acc[j + 8];
+    }
     float x = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
     x *= params.scale;
     if (params.softcap > 0) x = std::tanh(x / params.softcap) * params.softcap;
@@ -175,12 +204,7 @@ std::vector<float> ordered_head(const float* q, const std::vector<const float*>&
   return o;
 }
 
-TEST_P(CpuAttention, BitIdenticalToTheDocumentedOrder) {
-  // The fused multiply-adds are the x86-64-v3 clone's; a CPU without FMA runs the other clone.
-  if (!__builtin_cpu_supports("fma") || !__builtin_cpu_supports("avx2")) {
-    GTEST_SKIP() << "no FMA: the kernel's plain clone multiplies then adds";
-  }
-  const Case c = GetParam();
+void expect_documented_order(const Case& c, bool wide) {
   std::mt19937 rng(c.n_heads * 17 + c.head_dim);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   // Decode rows at contexts that end mid-block, on a block edge and inside the first block, plus
@@ -214,13 +238,25 @@ TEST_P(CpuAttention, BitIdenticalToTheDocumentedOrder) {
       for (int h = 0; h < c.n_heads; ++h) {
         const auto want = ordered_head(&q[i][r * width + h * c.head_dim], caches[i].kp,
                                        caches[i].vp, c.n_kv_heads * c.head_dim,
-                                       (h / group) * c.head_dim, c.head_dim, first, last, params);
+                                       (h / group) * c.head_dim, c.head_dim, first, last, params,
+                                             wide);
         mismatches += std::memcmp(want.data(), &out[i][r * width + h * c.head_dim],
                                   c.head_dim * sizeof(float)) != 0;
       }
     }
   }
   EXPECT_EQ(mismatches, 0);
+}
+
+TEST_P(CpuAttention, BitIdenticalToTheDocumentedOrder) {
+  // The fused multiply-adds are the AVX2 and AVX-512 kernels'; the portable one multiplies then
+  // adds.
+  if (isas(true).empty()) GTEST_SKIP() << "no FMA";
+  for (AttentionIsa isa : isas(true)) {
+    SCOPED_TRACE(static_cast<int>(isa));
+    attention_use_isa(isa);
+    expect_documented_order(GetParam(), isa == AttentionIsa::kAvx512);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CpuAttention,

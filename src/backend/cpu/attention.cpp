@@ -2,6 +2,7 @@
 // query rows of one sequence and the heads of one GQA group over the KV blocks once, every
 // (row, head) reducing in the same order as if it ran alone.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -10,71 +11,6 @@
 #include "backend/cpu/vec_math.h"
 
 namespace tf::backend::cpu {
-
-// Attention's multiply-adds contract to FMAs (one rounding each, half the instructions) in the
-// x86-64-v3 clone below; the default clone, for CPUs without FMA, keeps multiply then add. The
-// clone is picked once per process, so every call on a machine runs the same arithmetic.
-#pragma GCC push_options
-#pragma GCC optimize("fp-contract=fast")
-
-namespace {
-// Eight partial sums (element d goes to sum d % 8), combined pairwise: one fixed order, and a shape
-// compilers vectorize, unlike a single running sum.
-__attribute__((always_inline)) inline float dot_fixed(const float* a, const float* b, int n) {
-  float acc[8] = {};
-  int d = 0;
-  for (; d + 8 <= n; d += 8) {
-    for (int j = 0; j < 8; ++j) acc[j] += a[d + j] * b[d + j];
-  }
-  for (; d < n; ++d) acc[d % 8] += a[d] * b[d];
-  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-}
-using V8 = float __attribute__((vector_size(32)));
-
-// dot_fixed of q with 8 K rows (stride apart) at once, bit for bit: the same 8 lane sums, then the
-// same pairwise combine, done for the 8 rows together after an 8 x 8 transpose (one horizontal
-// sum per row was most of attention's time).
-template <bool kTail>
-__attribute__((always_inline)) inline void dot_fixed8(const float* q, const float* k,
-                                                      int64_t stride, int n, float* out) {
-  V8 a[8] = {};
-  int d = 0;
-  for (; d + 8 <= n; d += 8) {
-    V8 qv;
-    std::memcpy(&qv, q + d, sizeof(qv));
-    for (int p = 0; p < 8; ++p) {
-      V8 kv;
-      std::memcpy(&kv, k + p * stride + d, sizeof(kv));
-      a[p] += qv * kv;
-    }
-  }
-  // The tail indexes lanes by a variable, which keeps the sums in memory (a zeroed stack array
-  // per call, a third of the scores' time): compiled in only for head sizes that need it.
-  if constexpr (kTail) {
-    for (; d < n; ++d) {
-      for (int p = 0; p < 8; ++p) a[p][d % 8] += q[d] * k[p * stride + d];
-    }
-  }
-  // Transpose: r[j] lane p = a[p][j].
-  V8 t[8], u[8], r[8];
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = __builtin_shufflevector(a[i], a[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-    t[i + 1] = __builtin_shufflevector(a[i], a[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
-  }
-  for (int i = 0; i < 8; i += 4) {
-    u[i] = __builtin_shufflevector(t[i], t[i + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-    u[i + 1] = __builtin_shufflevector(t[i], t[i + 2], 2, 3, 10, 11, 6, 7, 14, 15);
-    u[i + 2] = __builtin_shufflevector(t[i + 1], t[i + 3], 0, 1, 8, 9, 4, 5, 12, 13);
-    u[i + 3] = __builtin_shufflevector(t[i + 1], t[i + 3], 2, 3, 10, 11, 6, 7, 14, 15);
-  }
-  for (int i = 0; i < 4; ++i) {
-    r[i] = __builtin_shufflevector(u[i], u[i + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-    r[i + 4] = __builtin_shufflevector(u[i], u[i + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-  }
-  const V8 sum = ((r[0] + r[4]) + (r[1] + r[5])) + ((r[2] + r[6]) + (r[3] + r[7]));
-  std::memcpy(out, &sum, sizeof(sum));
-}
-}  // namespace
 
 namespace {
 
@@ -92,128 +28,74 @@ struct Lane {
   float* sc;
 };
 
-// Scores of every lane, block by block with the lanes inside, so a KV block's K rows, read once
-// from memory, serve the whole group and the job's rows from L1 (head by head, each K and V row
-// was read `group` times; decode after a 512-token prompt ran about 5-10 % slower; row by row, a
-// verify step of k drafts read the sequence's KV k + 1 times). 8 positions of a block at a time
-// where 8 remain in it.
-__attribute__((always_inline)) inline void lane_scores(const Lane* lanes, int n, const PagedKv& kv,
-                                                       int64_t kv_stride, int64_t kv_offset,
-                                                       int head_dim, int64_t b_first,
-                                                       int64_t b_end) {
-  const int64_t bs = kv.block_size;
-  for (int64_t b = b_first; b < b_end; ++b) {
-    const float* base = kv.k_blocks[b] + kv_offset;
-    for (int i = 0; i < n; ++i) {
-      const Lane& l = lanes[i];
-      const int64_t lo = std::max(l.first, b * bs), hi = std::min(l.n_pos, (b + 1) * bs);
-      int64_t p = lo;
-      for (; p + 8 <= hi; p += 8) {
-        const float* kp = base + (p - b * bs) * kv_stride;
-        if (head_dim % 8 == 0) {
-          dot_fixed8<false>(l.q, kp, kv_stride, head_dim, l.sc + p);
-        } else {
-          dot_fixed8<true>(l.q, kp, kv_stride, head_dim, l.sc + p);
-        }
-      }
-      for (; p < hi; ++p) l.sc[p] = dot_fixed(l.q, base + (p - b * bs) * kv_stride, head_dim);
-    }
+}  // namespace
+
+// The kernels once per instruction set, one of them picked per process (attention_isa), so
+// every call on a machine runs the same arithmetic. Multiply-adds contract to FMAs (one rounding
+// each, half the instructions) where the set has them; the portable copy, for CPUs without FMA,
+// multiplies then adds.
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=fast")
+namespace attn_generic {
+#define TF_ATTN_ISA 0
+#include "backend/cpu/attention_kernels.inc"
+#undef TF_ATTN_ISA
+}  // namespace attn_generic
+
+#if defined(__x86_64__)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+namespace attn_avx2 {
+#define TF_ATTN_ISA 1
+#include "backend/cpu/attention_kernels.inc"
+#undef TF_ATTN_ISA
+}  // namespace attn_avx2
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,avx512f,avx512vl,avx512dq")
+namespace attn_avx512 {
+#define TF_ATTN_ISA 2
+#include "backend/cpu/attention_kernels.inc"
+#undef TF_ATTN_ISA
+}  // namespace attn_avx512
+#pragma GCC pop_options
+#endif
+#pragma GCC pop_options
+
+namespace {
+
+AttentionIsa detect_isa() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq")) {
+    return AttentionIsa::kAvx512;
   }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return AttentionIsa::kAvx2;
+#endif
+  return AttentionIsa::kGeneric;
 }
 
-// Softmax of one lane: scale (and soft-cap), max, then exp_shift_sum; the scores then become the
-// weights sc[p] * inv, the same product the V sums used to form per position. The max is exact
-// in any order, and a NaN score is skipped by both the scalar and the vector comparison.
-__attribute__((always_inline)) inline void lane_softmax(const Lane& l,
-                                                        const AttentionParams& params) {
-  float* sc = l.sc;
-  float mx = -INFINITY;
-  int64_t p = l.first;
-  if (params.softcap <= 0) {
-    const V8 scale = V8{} + params.scale;
-    V8 m8 = V8{} - INFINITY;
-    for (; p + 8 <= l.n_pos; p += 8) {
-      V8 s;
-      std::memcpy(&s, sc + p, sizeof(s));
-      s *= scale;
-      std::memcpy(sc + p, &s, sizeof(s));
-      m8 = m8 < s ? s : m8;
-    }
-    for (int j = 0; j < 8; ++j) mx = std::max(mx, m8[j]);
-  }
-  for (; p < l.n_pos; ++p) {
-    float s = sc[p] * params.scale;
-    if (params.softcap > 0) s = std::tanh(s / params.softcap) * params.softcap;
-    sc[p] = s;
-    mx = std::max(mx, s);
-  }
-  const float inv = 1.0f / exp_shift_sum(sc + l.first, l.n_pos - l.first, mx);
-  for (p = l.first; p < l.n_pos; ++p) sc[p] *= inv;
+std::atomic<AttentionIsa>& isa() {
+  static std::atomic<AttentionIsa> chosen{attention_best_isa()};
+  return chosen;
 }
 
-// o[d] = sum over p in order of w[p] * v[p][d]: 64 dims at a time in 8 vector registers. Lanes
-// take turns over kVBlocks blocks at a time, so those V rows (16 KiB at head_dim 64) are read
-// from memory once and from L1 by the other lanes, while each lane's sums stay in registers
-// across the blocks (reloading them per 16-position block was half this loop's time).
-__attribute__((always_inline)) inline void lane_values(const Lane* lanes, int n, const PagedKv& kv,
-                                                       int64_t kv_stride, int64_t kv_offset,
-                                                       int head_dim, int64_t b_first,
-                                                       int64_t b_end) {
-  constexpr int64_t kVBlocks = 4;
-  const int64_t bs = kv.block_size;
-  for (int i = 0; i < n; ++i) std::fill(lanes[i].o, lanes[i].o + head_dim, 0.0f);
-  for (int64_t b0 = b_first; b0 < b_end; b0 += kVBlocks) {
-    const int64_t b1 = std::min(b_end, b0 + kVBlocks);
-    for (int i = 0; i < n; ++i) {
-      const Lane& l = lanes[i];
-      const float* sc = l.sc;
-      int d0 = 0;
-      for (; d0 + 64 <= head_dim; d0 += 64) {
-        V8 acc[8];
-        for (int j = 0; j < 8; ++j) std::memcpy(&acc[j], l.o + d0 + 8 * j, sizeof(V8));
-        for (int64_t b = b0; b < b1; ++b) {
-          const float* base = kv.v_blocks[b] + kv_offset + d0;
-          const int64_t lo = std::max(l.first, b * bs), hi = std::min(l.n_pos, (b + 1) * bs);
-          for (int64_t p = lo; p < hi; ++p) {
-            const float w = sc[p];
-            const float* vv = base + (p - b * bs) * kv_stride;
-            for (int j = 0; j < 8; ++j) {
-              V8 v;
-              std::memcpy(&v, vv + 8 * j, sizeof(v));
-              acc[j] += w * v;
-            }
-          }
-        }
-        for (int j = 0; j < 8; ++j) std::memcpy(l.o + d0 + 8 * j, &acc[j], sizeof(V8));
-      }
-      for (int64_t b = b0; d0 < head_dim && b < b1; ++b) {
-        const float* base = kv.v_blocks[b] + kv_offset;
-        const int64_t lo = std::max(l.first, b * bs), hi = std::min(l.n_pos, (b + 1) * bs);
-        for (int64_t p = lo; p < hi; ++p) {
-          const float* vv = base + (p - b * bs) * kv_stride;
-          for (int d = d0; d < head_dim; ++d) l.o[d] += sc[p] * vv[d];
-        }
-      }
-    }
-  }
-}
+using AttendFn = void (*)(const Lane*, int, const PagedKv&, int64_t, int64_t, int,
+                          const AttentionParams&);
 
-// One job's lanes: scores, softmax, weighted sum of V. Cloned for AVX2 with FMA (picked once at
-// load time by the dynamic loader, so every call on a machine runs the same code and the same
-// arithmetic).
-__attribute__((target_clones("arch=x86-64-v3", "default"))) void attend_lanes(
-    const Lane* lanes, int n, const PagedKv& kv, int64_t kv_stride, int64_t kv_offset,
-    int head_dim, const AttentionParams& params) {
-  const int64_t bs = kv.block_size;
-  int64_t first = lanes[0].first, n_pos = lanes[0].n_pos;
-  for (int i = 1; i < n; ++i) {
-    first = std::min(first, lanes[i].first);
-    n_pos = std::max(n_pos, lanes[i].n_pos);
+AttendFn attend_fn(AttentionIsa which) {
+  switch (which) {
+#if defined(__x86_64__)
+    case AttentionIsa::kAvx512:
+      return attn_avx512::attend_lanes;
+    case AttentionIsa::kAvx2:
+      return attn_avx2::attend_lanes;
+#endif
+    default:
+      return attn_generic::attend_lanes;
   }
-  const int64_t b_first = first / bs, b_end = (n_pos + bs - 1) / bs;
-  lane_scores(lanes, n, kv, kv_stride, kv_offset, head_dim, b_first, b_end);
-  for (int i = 0; i < n; ++i) lane_softmax(lanes[i], params);
-  lane_values(lanes, n, kv, kv_stride, kv_offset, head_dim, b_first, b_end);
 }
 
 // How a step's work is cut into jobs: `heads` of one KV head's group for up to `rows` query rows
@@ -237,6 +119,15 @@ JobShape job_shape(int64_t total_rows, int n_heads, int n_kv_heads, int threads)
 
 }  // namespace
 
+AttentionIsa attention_best_isa() {
+  static const AttentionIsa best = detect_isa();
+  return best;
+}
+
+void attention_use_isa(AttentionIsa want) { isa() = std::min(want, attention_best_isa()); }
+
+AttentionIsa attention_isa() { return isa().load(std::memory_order_relaxed); }
+
 void attention_batch(const AttentionSeq* seqs, size_t n_seqs, int n_heads, int n_kv_heads,
                      int head_dim, const AttentionParams& params, ThreadPool* pool) {
   const int group = n_heads / n_kv_heads;
@@ -256,6 +147,7 @@ void attention_batch(const AttentionSeq* seqs, size_t n_seqs, int n_heads, int n
     const int64_t groups = (seqs[s].rows + shape.rows - 1) / shape.rows;
     first_job[s + 1] = first_job[s] + static_cast<size_t>(groups) * jobs_per_group;
   }
+  const AttendFn attend_lanes = attend_fn(attention_isa());
   auto work = [&](size_t begin, size_t end) {
     const size_t lanes_max = static_cast<size_t>(shape.heads) * shape.rows;
     std::vector<float> scores(static_cast<size_t>(max_pos) * lanes_max);
@@ -293,5 +185,3 @@ void attention_batch(const AttentionSeq* seqs, size_t n_seqs, int n_heads, int n
 }
 
 }  // namespace tf::backend::cpu
-
-#pragma GCC pop_options

@@ -57,4 +57,15 @@ struct AttentionSeq {
 void attention_batch(const AttentionSeq* seqs, size_t n_seqs, int n_heads, int n_kv_heads,
                      int head_dim, const AttentionParams& params, ThreadPool* pool);
 
+// The instruction set attention runs on, the best the CPU has unless a test picks a lesser one.
+// It sets the order of q.k's sums: 8 lane sums by d % 8 as fused multiply-adds in increasing d
+// (AVX2; without FMA, multiply then add), or with AVX-512 where head_dim is a multiple of 16, 16
+// lane sums by d % 16, sum j + 8 added to sum j; then ((s0 + s4) + (s1 + s5)) + ((s2 + s6) + (s3 +
+// s7)). V's sums are the same on every set with FMA: o[d] = fma(w, v[d], o[d]) over positions in
+// order.
+enum class AttentionIsa { kGeneric, kAvx2, kAvx512 };
+AttentionIsa attention_best_isa();
+AttentionIsa attention_isa();
+void attention_use_isa(AttentionIsa isa);  // for tests and benchmarks: at most the best
+
 }  // namespace tf::backend::cpu
