@@ -230,8 +230,7 @@ class CountingProposer final : public tf::engine::draft::Proposer {
       offered += fmt::format(" {}", offered_[k]);
     }
     return fmt::format("{} proposals, mean depth {:.2f}; by depth 0..8:{}; drafts offered 0..8:{}",
-                       calls, calls > 0 ? sum_k / static_cast<double>(calls) : 0.0, asked,
-                       offered);
+                       calls, calls > 0 ? sum_k / static_cast<double>(calls) : 0.0, asked, offered);
   }
 
  private:
@@ -301,8 +300,8 @@ void print_verifies(const tf::tokenizer::Tokenizer& tok, const std::vector<int32
 }
 
 void print_analysis(tf::model::Model& model, const tf::tokenizer::Tokenizer& tok,
-                    const std::vector<int32_t>& prompt, const std::vector<int32_t>& reply,
-                    int reps, bool show) {
+                    const std::vector<int32_t>& prompt, const std::vector<int32_t>& reply, int reps,
+                    bool show) {
   const Replay r = replay_copier(prompt, reply);
   if (show) print_verifies(tok, reply, r);
   const auto position = static_cast<int64_t>(prompt.size() + reply.size() / 2);
@@ -316,12 +315,14 @@ void print_analysis(tf::model::Model& model, const tf::tokenizer::Tokenizer& tok
     hits += r.offered[i] > 0 ? 1 : 0;
     kept += r.kept[i];
   }
-  fmt::print("\nreplay of the serial reply ({} tokens): the copier offers drafts at {} positions, "
-             "{:.2f} of 8 right on average\n",
-             reply.size(), hits, static_cast<double>(kept) / std::max<size_t>(reply.size(), 1));
-  fmt::print("| k | step ms at {} | measured / k=0 | engine table | fixed-k steps | drafted steps | "
-             "implied speedup |\n|---|---|---|---|---|---|---|\n",
-             position);
+  fmt::print(
+      "\nreplay of the serial reply ({} tokens): the copier offers drafts at {} positions, "
+      "{:.2f} of 8 right on average\n",
+      reply.size(), hits, static_cast<double>(kept) / std::max<size_t>(reply.size(), 1));
+  fmt::print(
+      "| k | step ms at {} | measured / k=0 | engine table | fixed-k steps | drafted steps | "
+      "implied speedup |\n|---|---|---|---|---|---|---|\n",
+      position);
   const double serial = static_cast<double>(reply.size()) * costs->step_s[0];
   // Knowing each verify's outcome: draft exactly the drafts that will be kept.
   FixedDepth best;
@@ -350,10 +351,9 @@ void print_analysis(tf::model::Model& model, const tf::tokenizer::Tokenizer& tok
   }
   for (int k = 0; k <= 8; ++k) {
     const FixedDepth f = fixed_depth(r, k, costs->step_s);
-    fmt::print("| {} | {:.2f} | {:.2f} | {:.2f} | {} | {} | {:.2f}x |\n", k,
-               1e3 * costs->step_s[k], costs->step_s[k] / costs->step_s[0],
-               costs->table.relative(1, k, position), f.steps, f.drafted_steps,
-               serial / f.seconds);
+    fmt::print("| {} | {:.2f} | {:.2f} | {:.2f} | {} | {} | {:.2f}x |\n", k, 1e3 * costs->step_s[k],
+               costs->step_s[k] / costs->step_s[0], costs->table.relative(1, k, position), f.steps,
+               f.drafted_steps, serial / f.seconds);
   }
 }
 

@@ -132,8 +132,10 @@ class UringFileIo final : public PlainFileIo {
       const int res = cqe->res;
       io_uring_cqe_seen(&ring_, cqe);
       if (res == -EINTR || res == -EAGAIN) continue;
-      if (res <= 0) err = res < 0 ? -res : EIO;
-      else done += static_cast<size_t>(res);
+      if (res <= 0)
+        err = res < 0 ? -res : EIO;
+      else
+        done += static_cast<size_t>(res);
     }
     if (::close(fd) != 0 && err == 0) err = errno;
     return err;
@@ -169,9 +171,7 @@ int FaultyFileIo::read_file(const std::string& path, size_t max, std::vector<uin
 }
 
 int FaultyFileIo::read_parts(const std::string& path, std::span<const iovec> parts) {
-  if (int ms = faults_->read_delay_ms.load()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-  }
+  while (faults_->hold_reads.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   if (int e = faults_->read_errno.load()) return e;
   const int r = inner_->read_parts(path, parts);
   if (r == 0 && faults_->flip_read_bit) {  // in the last chunk: 20 bytes before the file's end

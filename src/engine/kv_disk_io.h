@@ -35,10 +35,10 @@ std::unique_ptr<KvFileIo> make_plain_file_io();
 
 // Faults a test turns on while the tier runs (shared with the FaultyFileIo that obeys them).
 struct KvFaults {
-  std::atomic<int> write_errno{0};        // every write fails with this errno (e.g. ENOSPC)
+  std::atomic<int> write_errno{0};           // every write fails with this errno (e.g. ENOSPC)
   std::atomic<bool> truncate_writes{false};  // files are written short, as a crash would leave
   std::atomic<bool> flip_read_bit{false};    // one bit of each block read is flipped
-  std::atomic<int> read_delay_ms{0};         // each block read waits this long first
+  std::atomic<bool> hold_reads{false};       // block reads wait while this is set
   std::atomic<int> read_errno{0};            // every block read fails with this errno
 };
 

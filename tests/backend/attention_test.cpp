@@ -236,10 +236,10 @@ void expect_documented_order(const Case& c, bool wide) {
       const int last = lens[i] - rows_of[i] + r;
       const int first = c.window > 0 ? std::max(0, last - c.window + 1) : 0;
       for (int h = 0; h < c.n_heads; ++h) {
-        const auto want = ordered_head(&q[i][r * width + h * c.head_dim], caches[i].kp,
-                                       caches[i].vp, c.n_kv_heads * c.head_dim,
-                                       (h / group) * c.head_dim, c.head_dim, first, last, params,
-                                             wide);
+        const auto want =
+            ordered_head(&q[i][r * width + h * c.head_dim], caches[i].kp, caches[i].vp,
+                         c.n_kv_heads * c.head_dim, (h / group) * c.head_dim, c.head_dim, first,
+                         last, params, wide);
         mismatches += std::memcmp(want.data(), &out[i][r * width + h * c.head_dim],
                                   c.head_dim * sizeof(float)) != 0;
       }

@@ -73,10 +73,11 @@ class PromptCacheTiers : public testing::StoriesSuite {
     return o;
   }
   // with_disk() whose block reads each wait `ms` first.
-  EngineOptions with_slow_reads(int ms) const {
+  // Block reads wait until the test lets them go, however slow the machine.
+  EngineOptions with_held_reads() const {
     EngineOptions o = with_disk();
     o.tiers.disk_faults = std::make_shared<KvFaults>();
-    o.tiers.disk_faults->read_delay_ms = ms;
+    o.tiers.disk_faults->hold_reads = true;
     return o;
   }
   EngineOptions with_disk(int64_t pool_blocks = 64) const {
@@ -324,11 +325,13 @@ TEST_F(PromptCacheTiers, ReadErrorsAndCorruptReadsFallBackToRecompute) {
 
 TEST_F(PromptCacheTiers, SlowReadsLetOtherRequestsRun) {
   const Request second = write_turn_one();
-  Engine e(model_, with_slow_reads(150));
+  const EngineOptions o = with_held_reads();
+  Engine e(model_, o);
   auto loading = *e.submit(second);
   const Reply other = run(e, make_request(70, 10, 8, 2));
   EXPECT_EQ(other.reason, FinishReason::kLength);
   EXPECT_EQ(e.stats().cache.loading, 1);  // still waiting for its blocks
+  o.tiers.disk_faults->hold_reads = false;
   const Reply got = collect(*loading);
   EXPECT_EQ(got.usage.cached_tokens, 96);
   EXPECT_TRUE(same(got, fresh(second)));
@@ -338,16 +341,16 @@ TEST_F(PromptCacheTiers, SlowReadsLetOtherRequestsRun) {
 // and the same prompt sent again loads them afresh and replies as a fresh run does.
 TEST_F(PromptCacheTiers, ACancelledLoadLeavesTheNextOneExact) {
   const Request second = write_turn_one();
-  EngineOptions o = with_slow_reads(100);
+  EngineOptions o = with_held_reads();
   Engine e(model_, o);
   auto loading = *e.submit(second);
-  for (int i = 0; i < 200 && e.stats().cache.loading == 0; ++i) {
+  for (int i = 0; i < 5000 && e.stats().cache.loading == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   ASSERT_EQ(e.stats().cache.loading, 1);
   e.cancel(second.id);
   EXPECT_EQ(collect(*loading).reason, FinishReason::kCancelled);
-  o.tiers.disk_faults->read_delay_ms = 0;
+  o.tiers.disk_faults->hold_reads = false;
   Request again = second;
   again.id = 90;
   const Reply got = run(e, again);
@@ -436,13 +439,13 @@ TEST(KvDiskTier, StartsUpFastOverAThousandFiles) {
     auto bytes = encode_kv_file(other ? theirs : mine, key, parent, tokens, data);
     if (bad) bytes[90] ^= 1;  // a token id in the header: its checksum fails
     std::ofstream(dir / (key.hex() + ".kv"), std::ios::binary)
-        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+        .write(reinterpret_cast<const char*>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
     good += !other && !bad;
   }
   const auto t0 = std::chrono::steady_clock::now();
   auto tier = KvDiskTier::open(disk_options(dir), mine, nullptr);
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_TRUE(tier.ok());
   EXPECT_LT(secs, 1.0);
   EXPECT_EQ((*tier)->counters().blocks, good);
