@@ -45,7 +45,12 @@ constexpr int kGroupLines = 64;          // the lines of a warpgroup (4 warps)
 constexpr int kTileElems = kTile * kHd;  // a K or V tile, dense (core matrices)
 constexpr int kStageElems = kStageTiles * kTileElems;
 constexpr int kCopyWarp = kWarps;  // the warp after the consumers' 8
-constexpr int kThreads = (kWarps + 1) * 32;
+// A whole warpgroup for the copy warp: each of an SM's four register files serves every fourth
+// warp, so 9 warps put 3 on one file, which 224 registers each overfill (16K a file). Three
+// warpgroups launch at 168 registers each; the copy warpgroup then gives back to 40 and the
+// consumers take 232 (setmaxnreg), within 16K a file.
+constexpr int kThreads = (kWarps + 4) * 32;
+constexpr int kCopyRegs = 40, kConsumerRegs = 232;
 
 // The block's barriers: a stage's K (or V) landed (the copy warp's 32 lanes arrive), and done with
 // (each consumer warp arrives); the consumer warps' visible ranges.
@@ -287,8 +292,20 @@ __device__ void consume_stages(const bf16* k_ring, const bf16* v_ring, bf16* q_s
   write_lines<kHd, true>(L, tot, p, row0, lines, kv_head, warp * 16, out);
 }
 
+// This warpgroup's registers a thread from here on (setmaxnreg: sm_90a code only, as wgmma).
+template <int kRegs, bool kMore>
+__device__ __forceinline__ void set_max_regs() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  if constexpr (kMore) {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+  } else {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+  }
+#endif
+}
+
 template <bool kMayCap>
-__global__ void __maxnreg__(224)
+__global__ void __launch_bounds__(kThreads, 1)
     wgmma_tile_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k_cache,
                       const bf16* __restrict__ v_cache, const int32_t* __restrict__ tables,
                       const int32_t* __restrict__ row_seq, const int32_t* __restrict__ pos,
@@ -316,11 +333,15 @@ __global__ void __maxnreg__(224)
   const int t_begin = lo / kTile * kTile;
   const int n_stages = (hi - t_begin) / (kTile * kStageTiles) + 1;
   if (hi < lo) return;  // no row of the tile sees a position (never so: each row sees itself)
-  if ((threadIdx.x >> 5) == kCopyWarp) {
+  const int warp = threadIdx.x >> 5;
+  if (warp >= kWarps) {
+    set_max_regs<kCopyRegs, false>();
+    if (warp != kCopyWarp) return;
     copy_stages(k_ring, v_ring, sy, k_cache, v_cache,
                 tables + static_cast<int64_t>(row_seq[tile.row0]) * p.max_blocks, p, kv_head,
                 t_begin, n_stages, lo, hi);
   } else {
+    set_max_regs<kConsumerRegs, true>();
     consume_stages<kMayCap>(k_ring, v_ring, q_smem, tot_base, sy, q, pos, p, tile.row0, lines,
                             kv_head, t_begin, n_stages, out);
   }

@@ -486,13 +486,13 @@ class CudaDecoder final : public Model {
     const char* m = std::getenv("TF_CUDA_DEVICE_MASKS");
     return m == nullptr || std::string_view(m) != "0";
   }();
-  // The prefill tiles' kernel (the same bits either way): the mma.sync wide kernel, or with
-  // TF_CUDA_PREFILL_KERNEL=wgmma the warp-specialized wgmma kernel where it fits (head dims of
-  // 128 on an sm_90 GPU; attention.cu falls back to the wide kernel elsewhere).
+  // The prefill tiles' kernel (the same bits either way): the warp-specialized wgmma kernel where
+  // it fits (head dims of 128 on an sm_90 GPU; attention.cu falls back to the mma.sync wide
+  // kernel elsewhere), or with TF_CUDA_PREFILL_KERNEL=wide the wide kernel everywhere.
   cuda::TileKernel prefill_kernel_ = [] {
     const char* k = std::getenv("TF_CUDA_PREFILL_KERNEL");
-    return k != nullptr && std::string_view(k) == "wgmma" ? cuda::TileKernel::kWgmma
-                                                           : cuda::TileKernel::kWide;
+    return k != nullptr && std::string_view(k) == "wide" ? cuda::TileKernel::kWide
+                                                          : cuda::TileKernel::kWgmma;
   }();
   uint64_t gen_ = 0, graphs_gen_ = 0;
   DeviceBuffer embed_, output_, out_norm_, cos_, sin_, local_cos_, local_sin_;
