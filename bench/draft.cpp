@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "backend/cpu/ops.h"
 #include "checkpoint/checkpoint.h"
+#include "cpu_kernels.h"
 #include "engine/draft/context_copy.h"
 #include "engine/draft/verify_cost.h"
 #include "engine/engine.h"
@@ -392,13 +392,10 @@ int main(int argc, char** argv) {
   app.add_option("--only", only, "Run only the workloads whose name contains this");
   app.add_option("--backend", backend, "cpu, cuda or auto")
       ->check(CLI::IsMember(tf::model::backend_names()));
-  bool attention_avx2 = false;
-  app.add_flag("--attention-avx2", attention_avx2,
-               "CPU attention on AVX2 where the CPU has AVX-512 (the two side by side)");
+  std::string cpu_kernels;
+  tf::bench::add_cpu_kernels_option(app, &cpu_kernels);
   CLI11_PARSE(app, argc, argv);
-  if (attention_avx2) {
-    tf::backend::cpu::attention_use_isa(tf::backend::cpu::AttentionIsa::kAvx2);
-  }
+  tf::bench::use_cpu_kernels(cpu_kernels);
 
   auto ckpt = tf::checkpoint::Checkpoint::open(path);
   if (!ckpt) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
+#include "cpu_kernels.h"
 #include "engine/engine.h"
 #include "model/model.h"
 
@@ -164,7 +165,10 @@ int main(int argc, char** argv) {
                "Constrain every reply by a grammar (an endless list of JSON strings)");
   bool no_draft = false;
   app.add_flag("--no-draft", no_draft, "Every request with \"draft\": false (the serial path)");
+  std::string cpu_kernels;
+  tf::bench::add_cpu_kernels_option(app, &cpu_kernels);
   CLI11_PARSE(app, argc, argv);
+  tf::bench::use_cpu_kernels(cpu_kernels);
 
   auto ckpt = tf::checkpoint::Checkpoint::open(path);
   if (!ckpt) {
@@ -231,8 +235,8 @@ int main(int argc, char** argv) {
     // A warm-up first (allocations, first-touch), then the median of the rounds.
     std::vector<double> ttft;
     for (int r = 0; r <= n_rounds; ++r) {
-      auto round =
-          measure(model, 1, len, 1, std::max<int64_t>(max_batch_tokens, len), kv_gib, {}, nullptr, !no_draft);
+      auto round = measure(model, 1, len, 1, std::max<int64_t>(max_batch_tokens, len), kv_gib, {},
+                           nullptr, !no_draft);
       if (!round) {
         fmt::print(stderr, "error: {}\n", round.error().message);
         return 1;

@@ -419,7 +419,7 @@ TEST(Q8Activations, EveryInstructionSetGivesTheSameBits) {
       std::vector<float> want(m * n), got(m * n);
       q8_use_isa(Q8Isa::kGeneric);
       matmul(w, x.data(), m, want.data(), nullptr);
-      for (Q8Isa isa : {Q8Isa::kAvx2, Q8Isa::kAvx512Vnni}) {
+      for (Q8Isa isa : {Q8Isa::kAvx2, Q8Isa::kAvx512Vnni, Q8Isa::kAmx}) {
         if (isa > q8_best_isa()) continue;
         q8_use_isa(isa);
         matmul(w, x.data(), m, got.data(), nullptr);

@@ -1,5 +1,6 @@
 // Quantization of activations to int8 blocks and the dispatch of q8_dot_kernels.inc, compiled once
-// per instruction set (portable, AVX2, AVX-512 VNNI) and chosen at run time.
+// per instruction set (portable, AVX2, AVX-512 VNNI; batches on AMX tiles in q8_amx.cpp) and chosen
+// at run time.
 #include "backend/cpu/q8_dot.h"
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <utility>
 
+#include "backend/cpu/q8_amx.h"
 #include "backend/cpu/quant_blocks.h"
 #include "base/half.h"
 
@@ -111,7 +113,7 @@ Q8Isa detect_isa() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
       __builtin_cpu_supports("avx512bw")) {
-    return Q8Isa::kAvx512Vnni;
+    return amx_usable() ? Q8Isa::kAmx : Q8Isa::kAvx512Vnni;
   }
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
       __builtin_cpu_supports("f16c")) {
@@ -128,8 +130,14 @@ std::atomic<Q8Isa>& isa() {
 
 // Whether the kernels take m rows (all or some) in groups of 8, the layout they then need; the
 // portable path runs row by row.
+// With kAmx, batches from this many rows run on the tiles; smaller ones on VNNI, which costs less
+// there than the tiles' fixed part (each block of 16 weight rows unpacked into a tile and one tile
+// product a block, for any row count).
+constexpr int64_t kAmxFrom = 9;
+
 bool uses_groups(Q8Isa isa, int64_t m) {
 #if defined(__x86_64__)
+  if (isa == Q8Isa::kAmx) return m > q8_vnni::kFewUpTo && m < kAmxFrom;
   if (isa == Q8Isa::kAvx512Vnni) return m > q8_vnni::kFewUpTo;
   if (isa == Q8Isa::kAvx2) return m > q8_avx2::kFewUpTo;
 #endif
@@ -167,6 +175,7 @@ void quantize_activations(const float* x, int64_t m, int64_t k, Q8Activations* o
   out->isa = isa().load(std::memory_order_relaxed);
   switch (out->isa) {
 #if defined(__x86_64__)
+    case Q8Isa::kAmx:
     case Q8Isa::kAvx512Vnni:
       q8_vnni::quantize_rows(x, m, k, q, out->d.data(), out->s.data(), out->qsum.data());
       break;
@@ -181,7 +190,7 @@ void quantize_activations(const float* x, int64_t m, int64_t k, Q8Activations* o
   // Groups of 8 rows, blocks in pairs: element 4 g + j of block 2 p + h of row 8 gi + r at
   // [gi][p][g][r][h][j] and d, s, qsum at [gi][p][r][h] for the AVX-512 kernel (interleaved
   // lanes); [gi][p][g][h][r][j] and [gi][p][h][r] for AVX2's two ymm.
-  const bool interleaved = out->isa == Q8Isa::kAvx512Vnni;
+  const bool interleaved = out->isa == Q8Isa::kAvx512Vnni || out->isa == Q8Isa::kAmx;
   const int64_t groups = (m + 7) / 8, np = (nb + 1) / 2;
   out->gq.assign(static_cast<size_t>(groups * np * 512), 0);
   out->gd.assign(static_cast<size_t>(groups * np * 16), 0.0f);
@@ -208,6 +217,11 @@ void matmul_q8(DType t, const uint8_t* w, size_t row_bytes, const Q8Activations&
                int64_t ldy, int64_t n0, int64_t n1) {
   switch (x.isa) {
 #if defined(__x86_64__)
+    case Q8Isa::kAmx:
+      // The tile path's scale gathers take 32-bit offsets of 15 rows.
+      if (x.m < kAmxFrom) return q8_vnni::matmul(t, w, row_bytes, x, y, ldy, n0, n1);
+      if (row_bytes > INT32_MAX / 16) return q8_generic::matmul(t, w, row_bytes, x, y, ldy, n0, n1);
+      return matmul_q8_amx(t, w, row_bytes, x, y, ldy, n0, n1);
     case Q8Isa::kAvx512Vnni:
       return q8_vnni::matmul(t, w, row_bytes, x, y, ldy, n0, n1);
     case Q8Isa::kAvx2:

@@ -24,8 +24,9 @@ namespace tf::backend::cpu {
 // True for q4_0, q4_1 and q8_0 on x86-64 CPUs with AVX2 (elsewhere they keep f32 activations).
 bool uses_q8_activations(DType t);
 
-// The instruction sets, each giving the same bits; tests run every one the CPU has.
-enum class Q8Isa { kGeneric, kAvx2, kAvx512Vnni };
+// The instruction sets, each giving the same bits; tests run every one the CPU has. kAmx runs up to
+// 8 rows on AVX-512 VNNI and batches of 9 or more (prefill chunks) on AMX tiles (q8_amx.h).
+enum class Q8Isa { kGeneric, kAvx2, kAvx512Vnni, kAmx };
 
 // x's m rows of k elements (k a multiple of 32), quantized as above: per row, and also in groups
 // of 8 rows laid out for the batched kernel of the instruction set chosen (isa) where it takes
