@@ -58,6 +58,7 @@ ModelFingerprint fingerprint(const model::Model& m, const model::KvCache& kv,
                                    c.hidden_size, c.intermediate_size, c.rope_theta,
                                    m.weight_bytes());
   f.kv_dtype = "f32";
+  f.numerics = m.numerics();
   f.block_size = kv.block_size();
   f.layers = c.num_layers;
   f.kv_heads = c.num_kv_heads;

@@ -2,9 +2,8 @@
 // produce the same byte stream.
 #include "engine/kv_key.h"
 
-#include <xxhash.h>
-
 #include <fmt/format.h>
+#include <xxhash.h>
 
 namespace tf::engine {
 namespace {
@@ -38,6 +37,7 @@ BlockKey ModelFingerprint::key() const {
   for (int64_t v : {int64_t{block_size}, int64_t{layers}, int64_t{kv_heads}, int64_t{head_dim}}) {
     put(st, v);
   }
+  if (!numerics.empty()) put(st, numerics);  // none: the keys from before it was named
   const BlockKey k = from(XXH3_128bits_digest(st));
   XXH3_freeState(st);
   return k;

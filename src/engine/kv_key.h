@@ -27,6 +27,7 @@ struct ModelFingerprint {
   std::string kv_dtype = "f32";
   int block_size = 0;
   int layers = 0, kv_heads = 0, head_dim = 0;
+  std::string numerics;  // Model::numerics(): the kernels' arithmetic, where machines differ
 
   BlockKey key() const;
 };

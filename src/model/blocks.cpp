@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/cpu/matmul.h"
+#include "backend/cpu/numerics.h"
 #include "backend/cpu/ops.h"
 #include "model/decoder_weights.h"
 #include "model/moe.h"
@@ -117,6 +118,8 @@ class Decoder final : public DecoderModel {
 
   // A decode step reads the dense weights and, per MoE layer, top_k experts' worth.
   ThreadPool* host_pool() override { return pool_.get(); }
+  std::string numerics() const override { return backend::cpu::numerics_name(); }
+
   size_t weight_bytes() const override {
     size_t total = output_.nbytes();  // the embedding lookup reads one row, not the table
     for (const auto& L : layers_) {

@@ -155,6 +155,11 @@ class Model {
   // rows on them); nullptr: none.
   virtual ThreadPool* host_pool() { return nullptr; }
 
+  // The arithmetic this model's outputs and KV follow where it differs between machines of one
+  // backend (a CPU's instruction sets); empty where it does not. Cached KV is reused only under
+  // the same name.
+  virtual std::string numerics() const { return {}; }
+
   // Bytes of weights one decode step reads (for bandwidth floors in benchmarks).
   virtual size_t weight_bytes() const = 0;
 

@@ -31,7 +31,7 @@ TEST(KvKey, StableAndSensitiveToEveryField) {
   const BlockKey a = f.key();
   EXPECT_EQ(a, f.key());
   EXPECT_EQ(a.hex().size(), 32u);
-  for (int field = 0; field < 7; ++field) {
+  for (int field = 0; field < 8; ++field) {
     ModelFingerprint g = f;
     switch (field) {
       case 0: g.architecture = "qwen2"; break;
@@ -40,7 +40,8 @@ TEST(KvKey, StableAndSensitiveToEveryField) {
       case 3: g.block_size = 32; break;
       case 4: g.layers = 3; break;
       case 5: g.kv_heads = 1; break;
-      default: g.head_dim = 16; break;
+      case 6: g.head_dim = 16; break;
+      default: g.numerics = "cpu attention=avx2 activations=int8"; break;
     }
     EXPECT_NE(g.key(), a) << "field " << field;
   }
