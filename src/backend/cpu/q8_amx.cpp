@@ -11,7 +11,6 @@
 #endif
 
 #include <algorithm>
-#include <climits>
 #include <utility>
 #include <vector>
 
@@ -24,6 +23,7 @@ namespace tf::backend::cpu {
 bool amx_usable() {
   static const bool usable = [] {
     unsigned a = 0, b = 0, c = 0, d = 0;
+    __builtin_cpu_init();
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
     const bool tile = (d >> 24) & 1, int8 = (d >> 25) & 1;
     if (!tile || !int8 || !__builtin_cpu_supports("avx512vnni")) return false;
