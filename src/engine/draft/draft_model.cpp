@@ -44,12 +44,23 @@ DraftModelProposer::State& DraftModelProposer::state(const Sequence& s) {
 
 bool DraftModelProposer::reserve(State& st, int64_t positions) {
   const auto need = static_cast<size_t>((positions + kv_.block_size() - 1) / kv_.block_size());
-  if (need > st.blocks.size() + free_.size()) return false;
+  if (need > st.blocks.size() && !make_room(need - st.blocks.size())) return false;
   while (st.blocks.size() < need) {
     st.blocks.push_back(free_.back());
     free_.pop_back();
   }
   return true;
+}
+
+bool DraftModelProposer::make_room(size_t need) {
+  if (free_.size() >= need) return true;
+  std::vector<std::pair<uint64_t, RequestId>> idle;  // (last prepared, id): oldest first
+  for (const auto& [id, st] : states_) {
+    if (st.used < tick_ && !st.blocks.empty()) idle.emplace_back(st.used, id);
+  }
+  std::sort(idle.begin(), idle.end());
+  for (size_t i = 0; i < idle.size() && free_.size() < need; ++i) release(states_[idle[i].second]);
+  return free_.size() >= need;
 }
 
 void DraftModelProposer::release(State& st) {
@@ -75,6 +86,8 @@ bool DraftModelProposer::run(const std::vector<model::SeqChunk>& batch) {
 void DraftModelProposer::prepare(std::span<const Sequence* const> rows, int k) {
   std::vector<State*> drafting;
   std::vector<model::SeqChunk> batch;
+  ++tick_;
+  for (const Sequence* s : rows) state(*s).used = tick_;  // none of them gives up its blocks
   for (const Sequence* s : rows) {
     State& st = state(*s);
     const size_t n_tokens = s->tokens.size();
@@ -89,8 +102,8 @@ void DraftModelProposer::prepare(std::span<const Sequence* const> rows, int k) {
     st.seen.resize(valid);
     if (!reserve(st, static_cast<int64_t>(n_tokens) + k)) continue;
     const size_t end = std::min(n_tokens, valid + static_cast<size_t>(kCatchUpTokens));
-    batch.push_back({std::span(s->tokens).subspan(valid, end - valid),
-                     static_cast<int64_t>(valid), st.blocks, 1});
+    batch.push_back({std::span(s->tokens).subspan(valid, end - valid), static_cast<int64_t>(valid),
+                     st.blocks, 1});
     st.seen.insert(st.seen.end(), s->tokens.begin() + static_cast<std::ptrdiff_t>(valid),
                    s->tokens.begin() + static_cast<std::ptrdiff_t>(end));
     st.stable = st.seen.size();
@@ -107,8 +120,8 @@ void DraftModelProposer::prepare(std::span<const Sequence* const> rows, int k) {
   for (int j = 1; j < k && !live.empty(); ++j) {
     batch.clear();
     for (State* st : live) {
-      batch.push_back({std::span(st->drafts).last(1), static_cast<int64_t>(st->seen.size()),
-                       st->blocks, 1});
+      batch.push_back(
+          {std::span(st->drafts).last(1), static_cast<int64_t>(st->seen.size()), st->blocks, 1});
     }
     if (!run(batch)) {
       for (State* st : live) st->drafts.clear();

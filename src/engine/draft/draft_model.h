@@ -1,6 +1,8 @@
 // A draft model (`--draft-model`): a smaller model with the served model's tokenizer proposes its
 // own greedy continuation of each drafting row. It keeps each sequence's KV in a pool of its own,
 // catches up on the tokens it has not seen, and decodes all the step's rows together, k steps.
+// A row that finds the pool full takes the blocks of the rows least recently prepared (never
+// those of its own step); those catch up again when they next draft.
 #pragma once
 
 #include <memory>
@@ -41,9 +43,13 @@ class DraftModelProposer final : public Proposer {
     size_t stable = 0;            // seen's first `stable` tokens are s.tokens' (copied from them)
     std::vector<int32_t> drafts;  // the last prepare's, for s at `at` tokens
     size_t at = 0;
+    uint64_t used = 0;  // the prepare() call that last took it (tick_)
   };
   State& state(const Sequence& s);
   bool reserve(State& st, int64_t positions);
+  // Releases rows not prepared in this call, least recently prepared first, until `need` blocks
+  // are free; false if they cannot be.
+  bool make_room(size_t need);
   void release(State& st);
   // One step of the draft model: each chunk's argmax into values_ (false on an error).
   bool run(const std::vector<model::SeqChunk>& batch);
@@ -53,6 +59,7 @@ class DraftModelProposer final : public Proposer {
   int64_t context_;
   std::vector<int32_t> free_;
   std::unordered_map<RequestId, State> states_;
+  uint64_t tick_ = 0;
   std::vector<float> logits_;
   std::vector<int32_t> values_;
 };

@@ -21,8 +21,8 @@ namespace tf::engine {
 namespace {
 
 using test::collect;
-using test::Reply;
 using test::ReplayProposer;
+using test::Reply;
 
 constexpr int32_t kEos = 2;
 constexpr int kVocab = 512;  // stories260K's
@@ -270,6 +270,43 @@ TEST_F(DraftExactness, DraftModelRepliesEqualSerialOnes) {
   }
   // One stream at a time too (its KV comes back to the draft pool as each request ends).
   for (const Request& r : batch(3, 0.0f, false)) expect_exact({r}, options(*proposer, 6));
+}
+
+// A draft pool that holds one sequence: the second to draft takes the first's blocks, and the first
+// catches up again when it next drafts, proposing what it proposed before.
+TEST_F(DraftExactness, AFullDraftPoolGivesTheLeastRecentRowsBlocks) {
+  auto proposer =
+      draft::DraftModelProposer::create(model_, kVocab, 4 * model::kv_block_bytes(*model_));
+  ASSERT_TRUE(proposer.ok()) << proposer.error().message;
+  draft::DraftModelProposer& p = **proposer;
+  Sequence a, b;  // 40 tokens and 4 drafts: 3 blocks of 16 each
+  a.req.id = 1;
+  b.req.id = 2;
+  for (int i = 0; i < 40; ++i) {
+    a.tokens.push_back(1 + (7 * i) % 300);
+    b.tokens.push_back(1 + (11 * i) % 300);
+  }
+  auto drafts_of = [&](Sequence& s) {
+    const Sequence* rows[] = {&s};
+    p.prepare(rows, 4);
+    std::vector<int32_t> out;
+    p.propose(s, 4, out);
+    return out;
+  };
+  const std::vector<int32_t> first = drafts_of(a);
+  EXPECT_EQ(first.size(), 4u);
+  EXPECT_EQ(drafts_of(b).size(), 4u);  // a's blocks, a not being in this step
+  EXPECT_EQ(drafts_of(a), first);      // caught up again from its first token
+  // Both in one step: the second cannot take the first's blocks, so it does not draft.
+  const Sequence* both[] = {&a, &b};
+  p.prepare(both, 4);
+  std::vector<int32_t> out_a, out_b;
+  p.propose(a, 4, out_a);
+  p.propose(b, 4, out_b);
+  EXPECT_EQ(out_a, first);
+  EXPECT_TRUE(out_b.empty());
+  p.finished(a);
+  p.finished(b);
 }
 
 TEST_F(DraftExactness, NoDraftServerAndDraftFalseRequestsNeverDraft) {
