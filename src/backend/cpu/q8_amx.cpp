@@ -68,20 +68,11 @@ void configure(int rows) {
   configured = rows;
 }
 
-template <DType T>
-struct Layout;
-template <>
-struct Layout<DType::kQ4_0> : quant::Q4_0 {};
-template <>
-struct Layout<DType::kQ4_1> : quant::Q4_1 {};
-template <>
-struct Layout<DType::kQ8_0> : quant::Q8_0 {};
-
 // The block's 32 integers u as elements 0-15 (lo) and 16-31 (hi) of four weight rows at once, one
 // row per 128-bit lane.
 template <DType T>
 inline void halves4(const uint8_t* blk0, const int32_t* rows, __m512i* lo, __m512i* hi) {
-  constexpr int kQs = Layout<T>::kQs;
+  constexpr int kQs = quant::Int8Block<T>::kQs;
   auto gather = [&](int at) {
     auto part = [&](int r) {
       return _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk0 + rows[r] + at));
@@ -153,7 +144,7 @@ void make_strip(const uint8_t* w, size_t row_bytes, int64_t nb, int cols, Strip*
   for (int j = 0; j < 16; ++j) off[j] = static_cast<int32_t>(std::min(j, cols - 1) * row_bytes);
   const __m512i offs = _mm512_loadu_si512(off);
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk0 = w + b * Layout<T>::kBytes;
+    const uint8_t* blk0 = w + b * quant::Int8Block<T>::kBytes;
     weight_tile<T>(blk0, off, s->tiles.data() + b * 512);
     __m512 d, m = _mm512_setzero_ps();
     scales16<T>(blk0, offs, &d, &m);

@@ -22,13 +22,7 @@ namespace tf::backend::cpu {
 namespace {
 
 template <DType T>
-struct Fmt;
-template <>
-struct Fmt<DType::kQ4_0> : quant::Q4_0 {};
-template <>
-struct Fmt<DType::kQ4_1> : quant::Q4_1 {};
-template <>
-struct Fmt<DType::kQ8_0> : quant::Q8_0 {};
+using Fmt = quant::Int8Block<T>;
 
 float load_fp16(const uint8_t* p) {
   uint16_t h;

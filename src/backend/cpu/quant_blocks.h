@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "tensor/dtype.h"
+
 namespace tf::backend::cpu::quant {
 
 // Every format below stores, per block: `kBlock` elements in `kBytes` bytes.
@@ -33,6 +35,16 @@ struct Q5_K {  // fp16 d, dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]
 struct Q6_K {  // u8 ql[128]; u8 qh[64]; i8 scales[16]; fp16 d
   static constexpr int kBlock = 256, kBytes = 210, kQl = 0, kQh = 128, kScales = 192, kD = 208;
 };
+
+// The layouts of the formats whose products take int8 activations (q8_dot.h), by dtype.
+template <DType T>
+struct Int8Block;
+template <>
+struct Int8Block<DType::kQ4_0> : Q4_0 {};
+template <>
+struct Int8Block<DType::kQ4_1> : Q4_1 {};
+template <>
+struct Int8Block<DType::kQ8_0> : Q8_0 {};
 
 inline uint32_t load_u32(const uint8_t* p) {
   uint32_t v;
