@@ -3,26 +3,24 @@
 // GFLOP/s (2 M N K per call) on 2 threads, hot weights. Batched decode (M=2..16): a call's time
 // relative to M=1's, the two taken in turn, on 2 threads, hot weights (ideal: about 1 while the
 // weight reads dominate).
-// Usage: cpu_matmul [dtype...] [avx2|vnni|amx] (default all dtypes, the CPU's best int8 kernels;
-// naming a lesser set runs those, for the two side by side).
+// Usage: cpu_matmul [dtype...] [avx2|avx512|amx] (default all dtypes, the CPU's best kernels;
+// naming a lesser set runs those, as --cpu-kernels does in the other benches).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "backend/cpu/matmul.h"
-#include "backend/cpu/q8_dot.h"
 #include "base/half.h"
+#include "cpu_kernels.h"
 
 namespace {
 
 using tf::DType;
 using Clock = std::chrono::steady_clock;
-using tf::backend::cpu::Q8Isa;
 
 // Weights with sane fp16 scales everywhere (random bits could make NaNs or subnormals, which
 // would measure something else).
@@ -107,15 +105,12 @@ int main(int argc, char** argv) {
                               DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
   if (argc > 1) {
     std::vector<DType> picked;
-    const std::pair<const char*, Q8Isa> sets[] = {
-        {"avx2", Q8Isa::kAvx2}, {"vnni", Q8Isa::kAvx512Vnni}, {"amx", Q8Isa::kAmx}};
     for (int a = 1; a < argc; ++a) {
       for (DType t : types) {
         if (tf::dtype_name(t) == argv[a]) picked.push_back(t);
       }
-      for (const auto& [name, isa] : sets) {
-        if (std::strcmp(name, argv[a]) == 0) tf::backend::cpu::q8_use_isa(isa);
-      }
+      const std::string arg = argv[a];
+      if (arg == "avx2" || arg == "avx512" || arg == "amx") tf::bench::use_cpu_kernels(arg);
     }
     if (!picked.empty()) types = picked;
   }
