@@ -292,18 +292,6 @@ __device__ void consume_stages(const bf16* k_ring, const bf16* v_ring, bf16* q_s
   write_lines<kHd, true>(L, tot, p, row0, lines, kv_head, warp * 16, out);
 }
 
-// This warpgroup's registers a thread from here on (setmaxnreg: sm_90a code only, as wgmma).
-template <int kRegs, bool kMore>
-__device__ __forceinline__ void set_max_regs() {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  if constexpr (kMore) {
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
-  } else {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
-  }
-#endif
-}
-
 template <bool kMayCap>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_tile_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k_cache,
@@ -335,13 +323,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (hi < lo) return;  // no row of the tile sees a position (never so: each row sees itself)
   const int warp = threadIdx.x >> 5;
   if (warp >= kWarps) {
-    set_max_regs<kCopyRegs, false>();
+    wgmma::set_max_regs<kCopyRegs, false>();
     if (warp != kCopyWarp) return;
     copy_stages(k_ring, v_ring, sy, k_cache, v_cache,
                 tables + static_cast<int64_t>(row_seq[tile.row0]) * p.max_blocks, p, kv_head,
                 t_begin, n_stages, lo, hi);
   } else {
-    set_max_regs<kConsumerRegs, true>();
+    wgmma::set_max_regs<kConsumerRegs, true>();
     consume_stages<kMayCap>(k_ring, v_ring, q_smem, tot_base, sy, q, pos, p, tile.row0, lines,
                             kv_head, t_begin, n_stages, out);
   }

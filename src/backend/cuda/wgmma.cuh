@@ -2,8 +2,8 @@
 // use it: shared-memory operands laid out as core matrices without swizzle, A from shared memory
 // or from registers (the mma.sync A fragment layout, per warp), the fences and groups around it.
 // bench/gpu/mma_order_probe asks whether its k16 steps give the bits of the mma.sync chain.
-// wgmma exists only in sm_90a code: the compute_90 PTX kept for other GPUs traps instead, so a
-// caller launches such kernels on compute capability 9.0 only.
+// wgmma (and setmaxnreg) exist only in sm_90a code: the compute_90 PTX kept for other GPUs traps
+// instead, so a caller launches such kernels on compute capability 9.0 only.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +23,17 @@ __device__ __forceinline__ uint64_t smem_desc(const void* smem, uint32_t lbo, ui
   const auto a = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   return static_cast<uint64_t>((a & 0x3ffff) >> 4) | static_cast<uint64_t>(lbo >> 4) << 16 |
          static_cast<uint64_t>(sbo >> 4) << 32;
+}
+
+// This warpgroup's registers a thread from here on, more (kMore) or fewer than at launch, so a
+// warp-specialized kernel's copy warps can give theirs to the warpgroups that run the mma.
+template <int kRegs, bool kMore>
+__device__ __forceinline__ void set_max_regs() {
+  if constexpr (kMore) {
+    TF_WGMMA("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+  } else {
+    TF_WGMMA("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+  }
 }
 
 // Orders this thread's earlier register writes before the warpgroup's next wgmma reads them.
