@@ -27,7 +27,7 @@ void run_to_end(KvCacheManager& m, Sequence& seq) {
 }
 
 TEST(KvKey, StableAndSensitiveToEveryField) {
-  ModelFingerprint f{"llama", "w1", "f32", 16, 2, 2, 8};
+  ModelFingerprint f{"llama", "w1", "f32", 16, 2, 2, 8, ""};
   const BlockKey a = f.key();
   EXPECT_EQ(a, f.key());
   EXPECT_EQ(a.hex().size(), 32u);
@@ -54,7 +54,7 @@ TEST(KvKey, StableAndSensitiveToEveryField) {
 
 TEST(KvCacheManager, SharesPrefixesAndCountsReferences) {
   KvCacheManager m(16, kBs, true);
-  const BlockKey root = root_key(ModelFingerprint{"a", "b", "f32", kBs, 1, 1, 1}.key(), "");
+  const BlockKey root = root_key(ModelFingerprint{"a", "b", "f32", kBs, 1, 1, 1, ""}.key(), "");
   Sequence a = make_seq({1, 2, 3, 4, 5, 6, 7, 8, 9}, root);
   run_to_end(m, a);
   EXPECT_EQ(m.cached_blocks(), 2);
@@ -78,7 +78,7 @@ TEST(KvCacheManager, SharesPrefixesAndCountsReferences) {
 
 TEST(KvCacheManager, EvictsLeastRecentlyUsedLeavesFirst) {
   KvCacheManager m(6, kBs, true);
-  const BlockKey root = root_key(ModelFingerprint{"a", "b", "f32", kBs, 1, 1, 1}.key(), "");
+  const BlockKey root = root_key(ModelFingerprint{"a", "b", "f32", kBs, 1, 1, 1, ""}.key(), "");
   Sequence a = make_seq({1, 1, 1, 1, 2, 2, 2, 2}, root);  // chain a: two blocks
   Sequence b = make_seq({3, 3, 3, 3, 4, 4, 4, 4}, root);  // chain b: two blocks
   run_to_end(m, a);

@@ -47,7 +47,7 @@ class SchedulerTest : public ::testing::Test {
     return t;
   }
 
-  BlockKey root_ = root_key(ModelFingerprint{"a", "b", "f32", kBs, 1, 1, 1}.key(), "");
+  BlockKey root_ = root_key(ModelFingerprint{"a", "b", "f32", kBs, 1, 1, 1, ""}.key(), "");
   KvCacheManager kv_{64, kBs, true};
   Scheduler sched_{{/*max_batch_tokens=*/8, /*max_parallel=*/4, kBs}, kv_};
   std::deque<Sequence*> waiting_;
