@@ -171,8 +171,9 @@ struct Replay {
   std::vector<int> offered, kept;
   std::vector<int64_t> match;  // the copier's match length behind each offer
 };
-Replay replay_copier(const std::vector<int32_t>& prompt, const std::vector<int32_t>& reply) {
-  tf::engine::draft::ContextCopyProposer copier;
+Replay replay_copier(const std::vector<int32_t>& prompt, const std::vector<int32_t>& reply,
+                     tf::engine::draft::ContextCopyOptions options) {
+  tf::engine::draft::ContextCopyProposer copier(options);
   tf::engine::Sequence s;
   s.req.id = 1;
   s.tokens = prompt;
@@ -213,6 +214,7 @@ FixedDepth fixed_depth(const Replay& r, int k, const std::vector<double>& step_s
 // got, around the context copier the engine would use.
 class CountingProposer final : public tf::engine::draft::Proposer {
  public:
+  explicit CountingProposer(tf::engine::draft::ContextCopyOptions options) : inner_(options) {}
   void propose(const tf::engine::Sequence& s, int k, std::vector<int32_t>& out) override {
     inner_.propose(s, k, out);
     ++asked_[static_cast<size_t>(std::clamp(k, 0, 8))];
@@ -301,8 +303,8 @@ void print_verifies(const tf::tokenizer::Tokenizer& tok, const std::vector<int32
 
 void print_analysis(tf::model::Model& model, const tf::tokenizer::Tokenizer& tok,
                     const std::vector<int32_t>& prompt, const std::vector<int32_t>& reply, int reps,
-                    bool show) {
-  const Replay r = replay_copier(prompt, reply);
+                    bool show, tf::engine::draft::ContextCopyOptions copier) {
+  const Replay r = replay_copier(prompt, reply, copier);
   if (show) print_verifies(tok, reply, r);
   const auto position = static_cast<int64_t>(prompt.size() + reply.size() / 2);
   auto costs = measure_costs(model, position, reps);
@@ -388,6 +390,10 @@ int main(int argc, char** argv) {
   app.add_option("--curve-k", curve_k, "Draft counts for --curve");
   int curve_reps = 7;
   app.add_option("--curve-reps", curve_reps, "Timed steps per --curve cell (the median kept)");
+  tf::engine::draft::ContextCopyOptions copier;
+  app.add_flag("--literal-copy", [&](int64_t) { copier.follow_edits = false; },
+               "Draft what followed the longest literal match at every step, without following "
+               "the reply's edits to its source");
   std::string only;
   app.add_option("--only", only, "Run only the workloads whose name contains this");
   app.add_option("--backend", backend, "cpu, cuda or auto")
@@ -445,7 +451,7 @@ int main(int argc, char** argv) {
       std::shared_ptr<CountingProposer> counted;
       for (int r = 0; r < rounds; ++r) {
         auto s = run(model, prompt, n, gen, false, eog, grammar);
-        auto counting = std::make_shared<CountingProposer>();
+        auto counting = std::make_shared<CountingProposer>(copier);
         auto d = run(model, prompt, n, gen, true, eog, grammar, counting);
         if (!s || !d) {
           fmt::print(stderr, "error: {}\n", (!s ? s.error() : d.error()).message);
@@ -468,7 +474,7 @@ int main(int argc, char** argv) {
                  100 * acceptance, per_verify, serial.replies == drafted.replies ? "yes" : "NO");
       if (analyze && n == 1) {
         fmt::print("drafted run: {} steps, {}\n", st.steps, counted->summary());
-        print_analysis(*model, **tok, prompt, serial.replies[0], 5, show);
+        print_analysis(*model, **tok, prompt, serial.replies[0], 5, show, copier);
       }
     }
   }

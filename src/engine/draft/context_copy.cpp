@@ -1,5 +1,6 @@
 // ContextCopyProposer: per sequence, its own automaton and a cursor through its salt's recent
-// requests; the longer of the two matches wins (its own on a tie: it is the nearer context).
+// requests; the longer of the two matches anchors the copy (its own on a tie: it is the nearer
+// context), and the alignment follows it from there.
 #include "engine/draft/context_copy.h"
 
 #include <algorithm>
@@ -22,6 +23,13 @@ void ContextCopyProposer::copy_from(std::span<const int32_t> text, int64_t from,
   for (int64_t i = from; i < end && text[i] >= 0; ++i) out.push_back(text[i]);
 }
 
+std::pair<SuffixAutomaton::Match, bool> ContextCopyProposer::longest(const Entry& e) {
+  const SuffixAutomaton::Match own = e.self.longest_repeat();
+  const SuffixAutomaton::Match other =
+      e.recent ? e.recent->match(e.cursor) : SuffixAutomaton::Match{};
+  return other.length > own.length ? std::pair{other, true} : std::pair{own, false};
+}
+
 void ContextCopyProposer::propose(const Sequence& s, int k, std::vector<int32_t>& out) {
   out.clear();
   Entry& e = entry(s);
@@ -30,12 +38,17 @@ void ContextCopyProposer::propose(const Sequence& s, int k, std::vector<int32_t>
     const int32_t t = s.tokens[e.fed];
     e.self.push(t);
     if (e.recent) e.recent->advance(e.cursor, t);
+    if (!opt_.follow_edits) continue;
+    const auto [m, from_recent] = longest(e);
+    e.align.advance(t, m.length, {from_recent, m.end}, e.self.text(), recent_text(e),
+                    opt_.min_match, e.fed >= s.prompt_len);
   }
-  const SuffixAutomaton::Match own = e.self.longest_repeat();
-  const SuffixAutomaton::Match other =
-      e.recent ? e.recent->match(e.cursor) : SuffixAutomaton::Match{};
-  const bool use_recent = other.length > own.length;
-  const SuffixAutomaton::Match m = use_recent ? other : own;
+  if (opt_.follow_edits && e.align.aligned()) {
+    e.last = {e.align.run(), e.align.recent()};
+    if (k > 0) e.align.draft(k, e.self.text(), recent_text(e), out);
+    return;
+  }
+  const auto [m, use_recent] = longest(e);
   e.last = {m.length, use_recent};
   if (k <= 0 || m.length < opt_.min_match) return;
   copy_from(use_recent ? e.recent->text() : e.self.text(), m.end, k, out);

@@ -1,6 +1,7 @@
 // The context-copy proposer: drafts continue the longest earlier match (in the sequence itself or
-// in earlier requests of its cache_salt), incrementally as tokens arrive, and equal a brute-force
-// reference on random sequences.
+// in earlier requests of its cache_salt), incrementally as tokens arrive, equal a brute-force
+// reference on random sequences when they copy literally, and follow the reply's edits of its
+// source otherwise.
 #include "engine/draft/context_copy.h"
 
 #include <gtest/gtest.h>
@@ -63,7 +64,7 @@ TEST(ContextCopy, NoDraftBelowTheMinimumMatch) {
 TEST(ContextCopy, EqualsBruteForceAsTokensArrive) {
   std::mt19937 rng(5);
   for (int alphabet : {3, 8, 50}) {
-    ContextCopyProposer p({.min_match = 2});
+    ContextCopyProposer p({.min_match = 2, .follow_edits = false});
     std::uniform_int_distribution<int32_t> tok(0, alphabet - 1);
     std::vector<int32_t> prompt(60);
     for (auto& t : prompt) t = tok(rng);
@@ -118,6 +119,68 @@ TEST(ContextCopy, AReusedIdStartsAfresh) {
   b.tokens.push_back(7);
   p.propose(b, 2, d);
   EXPECT_EQ(d, (std::vector<int32_t>{5, 6}));
+}
+
+// A source of six lines, each {100 + i, 20, 21, 1, 2} (1 and 2: how the prompt tokenized a line
+// break and the indentation after it), and two tokens that end the prompt.
+std::vector<int32_t> lines_prompt() {
+  std::vector<int32_t> t;
+  for (int32_t i = 0; i < 6; ++i) t.insert(t.end(), {100 + i, 20, 21, 1, 2});
+  t.insert(t.end(), {7, 8});
+  return t;
+}
+
+// Appends the model's tokens to s (after its prompt) and returns the proposal that follows.
+std::vector<int32_t> write(ContextCopyProposer& p, Sequence& s, std::vector<int32_t> tokens,
+                           int k = 8) {
+  std::vector<int32_t> d;
+  for (int32_t t : tokens) {
+    p.propose(s, k, d);  // a proposal at every token, as a stream that drafts asks
+    s.tokens.push_back(t);
+  }
+  p.propose(s, k, d);
+  return d;
+}
+
+TEST(ContextCopy, FollowsTheReplysReplacementsOfItsSource) {
+  // The reply writes each line break as {3, 4}: once its first line shows that, the copy goes on
+  // through the next line boundaries as the reply writes them.
+  ContextCopyProposer follow;
+  Sequence s = make_seq(1, lines_prompt());
+  EXPECT_EQ(write(follow, s, {100, 20, 21, 3, 4, 101}),
+            (std::vector<int32_t>{20, 21, 3, 4, 102, 20, 21, 3}));
+  // The literal copier drafts the source's own break there.
+  ContextCopyProposer literal({.follow_edits = false});
+  Sequence t = make_seq(2, lines_prompt());
+  EXPECT_EQ(write(literal, t, {100, 20, 21, 3, 4, 101, 20}),
+            (std::vector<int32_t>{21, 1, 2, 102, 20, 21, 1, 2}));
+  // Where the reply writes the source's token again, the replacement is forgotten.
+  EXPECT_EQ(write(follow, s, {20, 21, 1, 2, 102}),
+            (std::vector<int32_t>{20, 21, 1, 2, 103, 20, 21, 1}));
+}
+
+TEST(ContextCopy, FollowsTheReplyLeavingSourceTokensOut) {
+  ContextCopyProposer p;
+  Sequence s = make_seq(1, lines_prompt());
+  EXPECT_EQ(write(p, s, {100, 20, 21, 2, 101}),
+            (std::vector<int32_t>{20, 21, 2, 102, 20, 21, 2, 103}));
+}
+
+TEST(ContextCopy, LearnsEditsOnlyFromWhatTheModelWrote) {
+  // The prompt itself rewrote a line (an earlier turn, say): that teaches nothing.
+  std::vector<int32_t> prompt = lines_prompt();
+  prompt.insert(prompt.end(), {100, 20, 21, 3, 4, 101});
+  ContextCopyProposer p;
+  Sequence s = make_seq(1, prompt);
+  EXPECT_EQ(write(p, s, {20}), (std::vector<int32_t>{21, 1, 2, 102, 20, 21, 1, 2}));
+}
+
+TEST(ContextCopy, ADivergenceTeachesNothing) {
+  // Three tokens in a row unlike the source: not an edit, the copy has ended.
+  ContextCopyProposer p;
+  Sequence s = make_seq(1, lines_prompt());
+  EXPECT_TRUE(write(p, s, {100, 20, 21, 3, 4, 5}).empty());
+  EXPECT_EQ(write(p, s, {101, 20}), (std::vector<int32_t>{21, 1, 2, 102, 20, 21, 1, 2}));
 }
 
 TEST(RecentContexts, KeepsTheNewestWithinItsBudget) {
