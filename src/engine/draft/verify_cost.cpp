@@ -1,15 +1,34 @@
 // measure_verify_cost: each cell is the median of a few forward_argmax steps without logits on
-// the host, as greedy verify rows run; the rows sit at the same position with their own blocks.
+// the host, as greedy verify rows run; the rows sit at the same position with their own blocks,
+// written before they are read.
 // A line's cells are timed in rounds over k (one untimed round first), so a machine whose speed
 // drifts while the line is measured moves every k alike rather than one k's cell.
 #include "engine/draft/verify_cost.h"
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <vector>
 
 namespace tf::engine::draft {
 namespace {
+
+// Writes the rows' blocks once. A pool's pages are mapped on first write, and reading one never
+// written reads the kernel's one page of zeros, always in cache: a step timed over such a
+// history would not pay for reading its keys and values from memory, which at a long context is
+// most of a one-row step on the CPU, and the table would overstate what drafts cost beside it.
+void touch(model::KvCache& kv, const std::vector<std::vector<int32_t>>& tables) {
+  if (!kv.host_storage()) return;
+  const auto bytes = static_cast<size_t>(kv.block_size() * kv.row_size()) * sizeof(float);
+  for (const auto& table : tables) {
+    for (int32_t b : table) {
+      for (int l = 0; l < kv.num_layers(); ++l) {
+        std::memset(kv.k(b, l), 0, bytes);
+        std::memset(kv.v(b, l), 0, bytes);
+      }
+    }
+  }
+}
 
 double median(std::vector<double>& v) {
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
@@ -31,6 +50,7 @@ Result<double> time_verify_step(model::Model& model, model::KvCache& kv, int row
     for (int64_t b = 0; b < per_row; ++b)
       tables[r].push_back(static_cast<int32_t>(r * per_row + b));
   }
+  touch(kv, tables);
   const int vocab = model.config().vocab_size;
   std::vector<int32_t> tokens(static_cast<size_t>(k + 1));
   for (int i = 0; i <= k; ++i) tokens[i] = (17 + 31 * i) % vocab;
