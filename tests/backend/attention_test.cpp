@@ -2,7 +2,8 @@
 // bit-identical to the same head run alone (the group's heads share one pass over the KV blocks;
 // MHA with each KV head repeated per query head runs every head in a job of its own), and every
 // output bit-identical to a scalar walk of the kernel's documented order on each instruction set
-// the CPU has, so that restructuring the kernel for speed cannot change a reply.
+// the CPU has, so that restructuring the kernel for speed cannot change a reply; a step whose few
+// jobs split their phases over the threads gives the same bits as whole jobs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -256,6 +257,57 @@ TEST_P(CpuAttention, BitIdenticalToTheDocumentedOrder) {
     SCOPED_TRACE(static_cast<int>(isa));
     attention_use_isa(isa);
     expect_documented_order(GetParam(), isa == AttentionIsa::kAvx512);
+  }
+}
+
+// One decode row over a long history on 2, 3 and 5 threads, where a step of few jobs spreads
+// their phases over the threads (scores by KV blocks, softmax by lane, V sums by dims): the
+// same bits as the whole jobs on one thread, and, with FMA, as the documented order.
+void expect_split_phases_match(const Case& c, AttentionIsa isa) {
+  std::mt19937 rng(c.n_heads * 13 + c.head_dim);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const size_t width = size_t(c.n_heads) * c.head_dim;
+  AttentionParams params;
+  params.scale = 1.0f / std::sqrt(float(c.head_dim));
+  params.window = c.window;
+  params.softcap = c.softcap;
+  int split = 0;
+  for (int len : {600, 1037}) {
+    const Cache cache = make_cache(len, c.n_kv_heads, c.head_dim, rng);
+    std::vector<float> q(width), alone(width);
+    for (float& x : q) x = normal(rng);
+    const AttentionSeq one{q.data(), cache.view(), alone.data(), 1, len - 1};
+    attention_batch(&one, 1, c.n_heads, c.n_kv_heads, c.head_dim, params, nullptr);
+    for (int threads : {2, 3, 5}) {
+      split += attention_splits(1, c.n_heads, c.n_kv_heads, len, threads) ? 1 : 0;
+      std::vector<float> out(width);
+      const AttentionSeq seq{q.data(), cache.view(), out.data(), 1, len - 1};
+      ThreadPool pool(threads);
+      attention_batch(&seq, 1, c.n_heads, c.n_kv_heads, c.head_dim, params, &pool);
+      EXPECT_EQ(std::memcmp(out.data(), alone.data(), width * sizeof(float)), 0)
+          << "len " << len << ", " << threads << " threads";
+    }
+    if (isa == AttentionIsa::kGeneric) continue;
+    const int group = c.n_heads / c.n_kv_heads;
+    const int first = c.window > 0 ? std::max(0, len - c.window) : 0;
+    for (int h = 0; h < c.n_heads; ++h) {
+      const auto want = ordered_head(&q[h * c.head_dim], cache.kp, cache.vp,
+                                     c.n_kv_heads * c.head_dim, (h / group) * c.head_dim,
+                                     c.head_dim, first, len - 1, params,
+                                     isa == AttentionIsa::kAvx512);
+      EXPECT_EQ(std::memcmp(want.data(), &alone[h * c.head_dim], c.head_dim * sizeof(float)), 0)
+          << "len " << len << ", head " << h;
+    }
+  }
+  // Every shape here splits on some of these pools (the test would otherwise check nothing new).
+  EXPECT_GT(split, 0);
+}
+
+TEST_P(CpuAttention, SplitPhasesMatchWholeJobs) {
+  for (AttentionIsa isa : isas(false)) {
+    SCOPED_TRACE(static_cast<int>(isa));
+    attention_use_isa(isa);
+    expect_split_phases_match(GetParam(), isa);
   }
 }
 

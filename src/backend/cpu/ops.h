@@ -56,6 +56,11 @@ struct AttentionSeq {
 };
 void attention_batch(const AttentionSeq* seqs, size_t n_seqs, int n_heads, int n_kv_heads,
                      int head_dim, const AttentionParams& params, ThreadPool* pool);
+// Whether attention_batch spreads the phases of a step's jobs over the threads (scores by KV
+// blocks, softmax by lane, V sums by dims) rather than running each job whole, for a step of one
+// sequence of `rows` rows: where too few jobs to share the threads evenly meet a long history.
+// The bits are the same either way.
+bool attention_splits(int64_t rows, int n_heads, int n_kv_heads, int64_t max_pos, int threads);
 
 // The instruction set attention runs on, the best the CPU has unless a test picks a lesser one.
 // It sets the order of q.k's sums: 8 lane sums by d % 8 as fused multiply-adds in increasing d
