@@ -260,9 +260,10 @@ TEST_P(CpuAttention, BitIdenticalToTheDocumentedOrder) {
   }
 }
 
-// One decode row over a long history on 2, 3 and 5 threads, where a step of few jobs spreads
-// their phases over the threads (scores by KV blocks, softmax by lane, V sums by dims): the
-// same bits as the whole jobs on one thread, and, with FMA, as the documented order.
+// A decode row and verify steps of 5 and 9 rows over a long history on 2, 3 and 5 threads, where
+// a step of few jobs takes whole groups and up to 8 rows a job and spreads their phases over the
+// threads (scores by KV blocks, softmax by lane, V sums by dims): the same bits as the whole jobs
+// on one thread, and, with FMA, as the documented order.
 void expect_split_phases_match(const Case& c, AttentionIsa isa) {
   std::mt19937 rng(c.n_heads * 13 + c.head_dim);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -272,31 +273,39 @@ void expect_split_phases_match(const Case& c, AttentionIsa isa) {
   params.window = c.window;
   params.softcap = c.softcap;
   int split = 0;
+  const int group = c.n_heads / c.n_kv_heads;
   for (int len : {600, 1037}) {
     const Cache cache = make_cache(len, c.n_kv_heads, c.head_dim, rng);
-    std::vector<float> q(width), alone(width);
-    for (float& x : q) x = normal(rng);
-    const AttentionSeq one{q.data(), cache.view(), alone.data(), 1, len - 1};
-    attention_batch(&one, 1, c.n_heads, c.n_kv_heads, c.head_dim, params, nullptr);
-    for (int threads : {2, 3, 5}) {
-      split += attention_splits(1, c.n_heads, c.n_kv_heads, len, threads) ? 1 : 0;
-      std::vector<float> out(width);
-      const AttentionSeq seq{q.data(), cache.view(), out.data(), 1, len - 1};
-      ThreadPool pool(threads);
-      attention_batch(&seq, 1, c.n_heads, c.n_kv_heads, c.head_dim, params, &pool);
-      EXPECT_EQ(std::memcmp(out.data(), alone.data(), width * sizeof(float)), 0)
-          << "len " << len << ", " << threads << " threads";
-    }
-    if (isa == AttentionIsa::kGeneric) continue;
-    const int group = c.n_heads / c.n_kv_heads;
-    const int first = c.window > 0 ? std::max(0, len - c.window) : 0;
-    for (int h = 0; h < c.n_heads; ++h) {
-      const auto want = ordered_head(&q[h * c.head_dim], cache.kp, cache.vp,
-                                     c.n_kv_heads * c.head_dim, (h / group) * c.head_dim,
-                                     c.head_dim, first, len - 1, params,
-                                     isa == AttentionIsa::kAvx512);
-      EXPECT_EQ(std::memcmp(want.data(), &alone[h * c.head_dim], c.head_dim * sizeof(float)), 0)
-          << "len " << len << ", head " << h;
+    for (int rows : {1, 5, 9}) {
+      SCOPED_TRACE(::testing::Message() << "len " << len << ", rows " << rows);
+      std::vector<float> q(rows * width), alone(q.size());
+      for (float& x : q) x = normal(rng);
+      const AttentionSeq one{q.data(), cache.view(), alone.data(), rows, len - rows};
+      attention_batch(&one, 1, c.n_heads, c.n_kv_heads, c.head_dim, params, nullptr);
+      for (int threads : {2, 3, 5}) {
+        split += attention_splits(rows, c.n_heads, c.n_kv_heads, len, threads) ? 1 : 0;
+        std::vector<float> out(q.size());
+        const AttentionSeq seq{q.data(), cache.view(), out.data(), rows, len - rows};
+        ThreadPool pool(threads);
+        attention_batch(&seq, 1, c.n_heads, c.n_kv_heads, c.head_dim, params, &pool);
+        EXPECT_EQ(std::memcmp(out.data(), alone.data(), q.size() * sizeof(float)), 0)
+            << threads << " threads";
+      }
+      if (isa == AttentionIsa::kGeneric) continue;
+      int mismatches = 0;
+      for (int r = 0; r < rows; ++r) {
+        const int last = len - rows + r,
+                  first = c.window > 0 ? std::max(0, last - c.window + 1) : 0;
+        for (int h = 0; h < c.n_heads; ++h) {
+          const auto want =
+              ordered_head(&q[r * width + h * c.head_dim], cache.kp, cache.vp,
+                           c.n_kv_heads * c.head_dim, (h / group) * c.head_dim, c.head_dim, first,
+                           last, params, isa == AttentionIsa::kAvx512);
+          mismatches += std::memcmp(want.data(), &alone[r * width + h * c.head_dim],
+                                    c.head_dim * sizeof(float)) != 0;
+        }
+      }
+      EXPECT_EQ(mismatches, 0);
     }
   }
   // Every shape here splits on some of these pools (the test would otherwise check nothing new).

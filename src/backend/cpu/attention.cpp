@@ -15,7 +15,7 @@ namespace tf::backend::cpu {
 namespace {
 
 // Heads of one GQA group and query rows of one sequence taken together (up to kGroupChunk heads
-// and kRowChunk rows a job).
+// and kRowChunk rows a job; kSplitRows below, over long histories).
 constexpr int kGroupChunk = 8;
 constexpr int kRowChunk = 8;
 
@@ -126,14 +126,32 @@ JobShape job_shape(int64_t total_rows, int n_heads, int n_kv_heads, int threads)
   return j;
 }
 
-// Below this many positions a step's jobs run whole even when they are fewer than the threads:
-// splitting their phases costs two more rounds of the pool a layer, which short histories do not
-// repay.
+// Over a long history, where reading the KV is most of the work, a step of few sequences takes
+// whole groups and up to kSplitRows rows a job, so the KV is read once for all of them (cut for
+// the threads, a verify step's rows read it once a row), and attention_split shares the few jobs
+// among the threads: from kSplitFrom positions, while the jobs number under kSplitJobs a
+// thread. Shorter histories do not repay the split's two more rounds of the pool a layer.
 constexpr int64_t kSplitFrom = 512;
+constexpr int64_t kSplitJobs = 4;
+constexpr int kSplitRows = 16;  // a verify step's 9 rows (8 drafts) in one job, not 8 and 1
 
-// Whether a step of `jobs` jobs over histories of up to max_pos positions runs attention_split.
-bool splits(int64_t jobs, int64_t max_pos, int threads) {
-  return threads > 1 && max_pos >= kSplitFrom && jobs < 2 * threads && jobs % threads != 0;
+JobShape whole_groups(int n_heads, int n_kv_heads) {
+  const int group = n_heads / n_kv_heads;
+  const int heads = std::min(group, kGroupChunk);
+  return {heads, (group + heads - 1) / heads, kSplitRows};
+}
+
+// The jobs of sequences of rows[0..n) rows under `shape`.
+int64_t count_jobs(const JobShape& shape, int n_kv_heads, const int64_t* rows, size_t n) {
+  int64_t jobs = 0;
+  for (size_t s = 0; s < n; ++s) jobs += (rows[s] + shape.rows - 1) / shape.rows;
+  return jobs * n_kv_heads * shape.chunks;
+}
+
+bool splits(const JobShape& whole, int n_kv_heads, const int64_t* rows, size_t n, int64_t max_pos,
+            int threads) {
+  return threads > 1 && max_pos >= kSplitFrom &&
+         count_jobs(whole, n_kv_heads, rows, n) < kSplitJobs * threads;
 }
 
 // A step cut into jobs (job_shape), and the lanes each takes.
@@ -145,6 +163,7 @@ struct Plan {
   JobShape shape;
   int jobs_per_group;
   std::vector<size_t> first_job;  // sequence s's first job, by sequence, then by row group
+  bool split;                     // attention_split runs the jobs
 
   size_t jobs() const { return first_job.back(); }
   size_t lanes_max() const { return static_cast<size_t>(shape.heads) * shape.rows; }
@@ -181,32 +200,44 @@ struct Plan {
 
 Plan make_plan(const AttentionSeq* seqs, size_t n_seqs, int n_heads, int n_kv_heads, int head_dim,
                const AttentionParams& params, int threads) {
-  Plan p{seqs, n_heads, n_kv_heads, head_dim, &params, 0, {}, 0, {}};
-  int64_t rows = 0;
+  Plan p{seqs, n_heads, n_kv_heads, head_dim, &params, 0, {}, 0, {}, false};
+  int64_t total = 0;
+  std::vector<int64_t> rows(n_seqs);
   for (size_t s = 0; s < n_seqs; ++s) {
-    rows += seqs[s].rows;
+    rows[s] = seqs[s].rows;
+    total += rows[s];
     p.max_pos = std::max(p.max_pos, seqs[s].pos0 + seqs[s].rows);
   }
   // How rows and heads are grouped into jobs does not change any (row, head)'s arithmetic.
-  p.shape = job_shape(rows, n_heads, n_kv_heads, threads);
+  const JobShape whole = whole_groups(n_heads, n_kv_heads);
+  p.split = splits(whole, n_kv_heads, rows.data(), n_seqs, p.max_pos, threads);
+  p.shape = p.split ? whole : job_shape(total, n_heads, n_kv_heads, threads);
   p.jobs_per_group = n_kv_heads * p.shape.chunks;
   p.first_job.assign(n_seqs + 1, 0);
   for (size_t s = 0; s < n_seqs; ++s) {
-    const int64_t groups = (seqs[s].rows + p.shape.rows - 1) / p.shape.rows;
+    const int64_t groups = (rows[s] + p.shape.rows - 1) / p.shape.rows;
     p.first_job[s + 1] = p.first_job[s] + static_cast<size_t>(groups) * p.jobs_per_group;
   }
   return p;
 }
 
+// This thread's scratch of at least n floats, kept between calls: zeroing a fresh buffer for
+// every call (a verify step at 2,900 positions: 1.7 MB a layer) cost as much as the scores.
+float* scratch(size_t n) {
+  thread_local std::vector<float> buffer;
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer.data();
+}
+
 // Every job whole on one thread: scores, softmax and V sums, the jobs spread over the pool.
 void attention_jobs(const Plan& p, const Kernels& k, ThreadPool* pool) {
   auto work = [&](size_t begin, size_t end) {
-    std::vector<float> scores(static_cast<size_t>(p.max_pos) * p.lanes_max());
+    float* scores = scratch(static_cast<size_t>(p.max_pos) * p.lanes_max());
     std::vector<Lane> lanes(p.lanes_max());
     for (size_t job = begin, s = p.seq_of(begin); job < end; ++job) {
       while (job >= p.first_job[s + 1]) ++s;
       int kvh = 0;
-      const int n = p.lanes_of(s, job, lanes.data(), scores.data(), &kvh);
+      const int n = p.lanes_of(s, job, lanes.data(), scores, &kvh);
       k.attend(lanes.data(), n, p.seqs[s].kv, p.kv_stride(), static_cast<int64_t>(kvh) * p.head_dim,
                p.head_dim, *p.params);
     }
@@ -219,7 +250,8 @@ void attention_jobs(const Plan& p, const Kernels& k, ThreadPool* pool) {
 }
 
 // Splits `offsets.back()` units (job j's are [offsets[j], offsets[j + 1])) evenly over the pool's
-// threads and calls fn(j, lo, hi) for each job's part [lo, hi) of its own units in a thread's share.
+// threads and calls fn(j, lo, hi) for each job's part [lo, hi) of its own units in a thread's
+// share.
 template <class Fn>
 void spread(ThreadPool* pool, const std::vector<int64_t>& offsets, Fn fn) {
   const int64_t total = offsets.back(), threads = pool->size();
@@ -238,50 +270,78 @@ void spread(ThreadPool* pool, const std::vector<int64_t>& offsets, Fn fn) {
   });
 }
 
-// A step of fewer jobs than the threads can share evenly (one sequence decoding: 3 KV heads on 2
-// threads ran 2 jobs on one and 1 on the other) over a long history: the jobs' phases spread
-// over the threads instead, scores by ranges of KV blocks, softmax by lane, V sums by ranges of
-// dims. Each (row, head) runs the same arithmetic in the same order as in a whole job: a score
-// is one dot product, and each output dim sums its positions in order on its own.
-void attention_split(const Plan& p, const Kernels& k, ThreadPool* pool) {
-  const size_t jobs = p.jobs(), per = p.lanes_max();
-  std::vector<float> scores(jobs * per * static_cast<size_t>(p.max_pos));
-  std::vector<Lane> lanes(jobs * per);
-  std::vector<int> count(jobs), kvh(jobs);
-  std::vector<size_t> seq(jobs);
-  std::vector<int64_t> b_first(jobs), blocks(jobs + 1, 0), lane_units(jobs + 1, 0),
-      dim_units(jobs + 1, 0);
-  const int units = std::max(1, p.head_dim / k.dim_unit);
-  for (size_t j = 0, s = 0; j < jobs; ++j) {
-    while (j >= p.first_job[s + 1]) ++s;
-    seq[j] = s;
-    count[j] = p.lanes_of(s, j, &lanes[j * per], &scores[j * per * p.max_pos], &kvh[j]);
-    const Lane* l = &lanes[j * per];
+// A split step's jobs laid out for spread(): their lanes, and each job's units of each phase
+// (blocks x lanes for scores, lanes for softmax, dim units x lanes for V sums), so a job of 8
+// rows weighs 8 of 1.
+struct SplitJobs {
+  size_t per = 0;  // lanes a job at most
+  int dim_units = 1;
+  std::vector<Lane> lanes;
+  std::vector<int> count, kvh;
+  std::vector<size_t> seq;
+  std::vector<int64_t> b_first, scores, softmax, values;  // the last three: spread()'s offsets
+};
+
+SplitJobs lay_out(const Plan& p, int dim_unit) {
+  const size_t jobs = p.jobs();
+  SplitJobs j;
+  j.per = p.lanes_max();
+  j.dim_units = std::max(1, p.head_dim / dim_unit);
+  float* scores = scratch(jobs * j.per * static_cast<size_t>(p.max_pos));
+  j.lanes.resize(jobs * j.per);
+  j.count.resize(jobs);
+  j.kvh.resize(jobs);
+  j.seq.resize(jobs);
+  j.b_first.resize(jobs);
+  j.scores.assign(jobs + 1, 0);
+  j.softmax.assign(jobs + 1, 0);
+  j.values.assign(jobs + 1, 0);
+  for (size_t i = 0, s = 0; i < jobs; ++i) {
+    while (i >= p.first_job[s + 1]) ++s;
+    j.seq[i] = s;
+    const int n = p.lanes_of(s, i, &j.lanes[i * j.per], scores + i * j.per * p.max_pos, &j.kvh[i]);
+    j.count[i] = n;
+    const Lane* l = &j.lanes[i * j.per];
     int64_t first = l[0].first, n_pos = l[0].n_pos;
-    for (int i = 1; i < count[j]; ++i) {
-      first = std::min(first, l[i].first);
-      n_pos = std::max(n_pos, l[i].n_pos);
+    for (int r = 1; r < n; ++r) {
+      first = std::min(first, l[r].first);
+      n_pos = std::max(n_pos, l[r].n_pos);
     }
     const int64_t bs = p.seqs[s].kv.block_size;
-    b_first[j] = first / bs;
-    blocks[j + 1] = blocks[j] + (n_pos + bs - 1) / bs - b_first[j];
-    lane_units[j + 1] = lane_units[j] + count[j];
-    dim_units[j + 1] = dim_units[j] + units;
+    j.b_first[i] = first / bs;
+    j.scores[i + 1] = j.scores[i] + ((n_pos + bs - 1) / bs - j.b_first[i]) * n;
+    j.softmax[i + 1] = j.softmax[i] + n;
+    j.values[i + 1] = j.values[i] + int64_t{j.dim_units} * n;
   }
-  auto at = [&](size_t j) { return std::pair{&lanes[j * per], &p.seqs[seq[j]].kv}; };
-  auto offset = [&](size_t j) { return static_cast<int64_t>(kvh[j]) * p.head_dim; };
-  spread(pool, blocks, [&](size_t j, int64_t lo, int64_t hi) {
-    const auto [l, kv] = at(j);
-    k.scores(l, count[j], *kv, p.kv_stride(), offset(j), p.head_dim, b_first[j] + lo,
-             b_first[j] + hi);
+  return j;
+}
+
+// A step of few jobs over a long history (one sequence decoding: 3 KV heads on 2 threads ran 2
+// jobs on one and 1 on the other): the jobs' phases spread over the threads instead, scores by
+// ranges of KV blocks, softmax by lane, V sums by ranges of dims. Each (row, head) runs the same
+// arithmetic in the same order as in a whole job: a score is one dot product, and each output
+// dim sums its positions in order on its own.
+void attention_split(const Plan& p, const Kernels& k, ThreadPool* pool) {
+  const SplitJobs j = lay_out(p, k.dim_unit);
+  auto lanes = [&](size_t i) { return &j.lanes[i * j.per]; };
+  auto kv = [&](size_t i) -> const PagedKv& { return p.seqs[j.seq[i]].kv; };
+  auto offset = [&](size_t i) { return static_cast<int64_t>(j.kvh[i]) * p.head_dim; };
+  // A share's part [lo, hi) of job i's units is [lo, hi) / count[i] of its blocks or dim units.
+  spread(pool, j.scores, [&](size_t i, int64_t lo, int64_t hi) {
+    const int64_t b0 = j.b_first[i] + lo / j.count[i], b1 = j.b_first[i] + hi / j.count[i];
+    if (b0 < b1)
+      k.scores(lanes(i), j.count[i], kv(i), p.kv_stride(), offset(i), p.head_dim, b0, b1);
   });
-  spread(pool, lane_units, [&](size_t j, int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) k.softmax(at(j).first[i], *p.params);
+  spread(pool, j.softmax, [&](size_t i, int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) k.softmax(lanes(i)[r], *p.params);
   });
-  spread(pool, dim_units, [&](size_t j, int64_t lo, int64_t hi) {
-    const auto [l, kv] = at(j);
-    const int d1 = hi == units ? p.head_dim : static_cast<int>(hi) * k.dim_unit;
-    k.values(l, count[j], *kv, p.kv_stride(), offset(j), static_cast<int>(lo) * k.dim_unit, d1);
+  spread(pool, j.values, [&](size_t i, int64_t lo, int64_t hi) {
+    const int64_t u0 = lo / j.count[i], u1 = hi / j.count[i];
+    const int d1 = u1 == j.dim_units ? p.head_dim : static_cast<int>(u1) * k.dim_unit;
+    if (u0 < u1) {
+      k.values(lanes(i), j.count[i], kv(i), p.kv_stride(), offset(i),
+               static_cast<int>(u0) * k.dim_unit, d1);
+    }
   });
 }
 
@@ -297,8 +357,7 @@ void attention_use_isa(AttentionIsa want) { isa() = std::min(want, attention_bes
 AttentionIsa attention_isa() { return isa().load(std::memory_order_relaxed); }
 
 bool attention_splits(int64_t rows, int n_heads, int n_kv_heads, int64_t max_pos, int threads) {
-  const JobShape shape = job_shape(rows, n_heads, n_kv_heads, threads);
-  return splits((rows + shape.rows - 1) / shape.rows * n_kv_heads * shape.chunks, max_pos, threads);
+  return splits(whole_groups(n_heads, n_kv_heads), n_kv_heads, &rows, 1, max_pos, threads);
 }
 
 void attention_batch(const AttentionSeq* seqs, size_t n_seqs, int n_heads, int n_kv_heads,
@@ -306,9 +365,7 @@ void attention_batch(const AttentionSeq* seqs, size_t n_seqs, int n_heads, int n
   const int threads = pool ? pool->size() : 1;
   const Plan plan = make_plan(seqs, n_seqs, n_heads, n_kv_heads, head_dim, params, threads);
   const Kernels k = kernels(attention_isa());
-  if (splits(static_cast<int64_t>(plan.jobs()), plan.max_pos, threads)) {
-    return attention_split(plan, k, pool);
-  }
+  if (plan.split) return attention_split(plan, k, pool);
   attention_jobs(plan, k, pool);
 }
 
