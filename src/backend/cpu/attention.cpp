@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "backend/cpu/ops.h"
@@ -221,18 +222,39 @@ Plan make_plan(const AttentionSeq* seqs, size_t n_seqs, int n_heads, int n_kv_he
   return p;
 }
 
-// This thread's scratch of at least n floats, kept between calls: zeroing a fresh buffer for
-// every call (a verify step at 2,900 positions: 1.7 MB a layer) cost as much as the scores.
-float* scratch(size_t n) {
-  thread_local std::vector<float> buffer;
-  if (buffer.size() < n) buffer.resize(n);
-  return buffer.data();
-}
+// Scores' scratch of n floats, left uninitialized: this thread's buffer, kept between calls up to
+// kKeptScratch floats (zeroing a fresh buffer for every call cost as much as a verify step's
+// scores at 2,900 positions, 1.7 MB a layer), or its own beyond that (a prefill chunk's lanes at
+// 128K positions), so a thread does not hold the largest it ever needed.
+class Scratch {
+ public:
+  static constexpr size_t kKeptScratch = size_t{4} << 20;
+  explicit Scratch(size_t n) {
+    if (n > kKeptScratch) {
+      own_.reset(new float[n]);
+      data_ = own_.get();
+      return;
+    }
+    thread_local std::unique_ptr<float[]> kept;
+    thread_local size_t kept_size = 0;
+    if (kept_size < n) {
+      kept.reset(new float[n]);
+      kept_size = n;
+    }
+    data_ = kept.get();
+  }
+  float* get() const { return data_; }
+
+ private:
+  std::unique_ptr<float[]> own_;
+  float* data_ = nullptr;
+};
 
 // Every job whole on one thread: scores, softmax and V sums, the jobs spread over the pool.
 void attention_jobs(const Plan& p, const Kernels& k, ThreadPool* pool) {
   auto work = [&](size_t begin, size_t end) {
-    float* scores = scratch(static_cast<size_t>(p.max_pos) * p.lanes_max());
+    const Scratch scores_buffer(static_cast<size_t>(p.max_pos) * p.lanes_max());
+    float* scores = scores_buffer.get();
     std::vector<Lane> lanes(p.lanes_max());
     for (size_t job = begin, s = p.seq_of(begin); job < end; ++job) {
       while (job >= p.first_job[s + 1]) ++s;
@@ -280,6 +302,7 @@ struct SplitJobs {
   std::vector<int> count, kvh;
   std::vector<size_t> seq;
   std::vector<int64_t> b_first, scores, softmax, values;  // the last three: spread()'s offsets
+  std::unique_ptr<Scratch> scores_buffer;                 // the lanes' scores
 };
 
 SplitJobs lay_out(const Plan& p, int dim_unit) {
@@ -287,7 +310,8 @@ SplitJobs lay_out(const Plan& p, int dim_unit) {
   SplitJobs j;
   j.per = p.lanes_max();
   j.dim_units = std::max(1, p.head_dim / dim_unit);
-  float* scores = scratch(jobs * j.per * static_cast<size_t>(p.max_pos));
+  j.scores_buffer = std::make_unique<Scratch>(jobs * j.per * static_cast<size_t>(p.max_pos));
+  float* scores = j.scores_buffer->get();
   j.lanes.resize(jobs * j.per);
   j.count.resize(jobs);
   j.kvh.resize(jobs);
