@@ -134,7 +134,8 @@ JobShape job_shape(int64_t total_rows, int n_heads, int n_kv_heads, int threads)
 // thread. Shorter histories do not repay the split's two more rounds of the pool a layer.
 constexpr int64_t kSplitFrom = 512;
 constexpr int64_t kSplitJobs = 4;
-constexpr int kSplitRows = 16;  // a verify step's 9 rows (8 drafts) in one job, not 8 and 1
+constexpr int kScoreBlocks = 4;  // blocks a split step scores for all its jobs in turn
+constexpr int kSplitRows = 16;   // a verify step's 9 rows (8 drafts) in one job, not 8 and 1
 
 JobShape whole_groups(int n_heads, int n_kv_heads) {
   const int group = n_heads / n_kv_heads;
@@ -303,6 +304,7 @@ struct SplitJobs {
   std::vector<size_t> seq;
   std::vector<int64_t> b_first, scores, softmax, values;  // the last three: spread()'s offsets
   std::unique_ptr<Scratch> scores_buffer;                 // the lanes' scores
+  bool one_history = true;  // every job reads the same blocks of one sequence
 };
 
 SplitJobs lay_out(const Plan& p, int dim_unit) {
@@ -336,6 +338,8 @@ SplitJobs lay_out(const Plan& p, int dim_unit) {
     j.scores[i + 1] = j.scores[i] + ((n_pos + bs - 1) / bs - j.b_first[i]) * n;
     j.softmax[i + 1] = j.softmax[i] + n;
     j.values[i + 1] = j.values[i] + int64_t{j.dim_units} * n;
+    j.one_history = j.one_history && s == j.seq[0] && j.b_first[i] == j.b_first[0] &&
+                    (j.scores[i + 1] - j.scores[i]) / n == j.scores[1] / j.count[0];
   }
   return j;
 }
@@ -351,11 +355,26 @@ void attention_split(const Plan& p, const Kernels& k, ThreadPool* pool) {
   auto kv = [&](size_t i) -> const PagedKv& { return p.seqs[j.seq[i]].kv; };
   auto offset = [&](size_t i) { return static_cast<int64_t>(j.kvh[i]) * p.head_dim; };
   // A share's part [lo, hi) of job i's units is [lo, hi) / count[i] of its blocks or dim units.
-  spread(pool, j.scores, [&](size_t i, int64_t lo, int64_t hi) {
-    const int64_t b0 = j.b_first[i] + lo / j.count[i], b1 = j.b_first[i] + hi / j.count[i];
-    if (b0 < b1)
-      k.scores(lanes(i), j.count[i], kv(i), p.kv_stride(), offset(i), p.head_dim, b0, b1);
-  });
+  if (j.one_history) {
+    // Every job reads the same blocks: a thread scores its range of them for all the jobs, a few
+    // blocks at a time, so each block is read from memory once for all the KV heads.
+    const int64_t n = j.scores[1] / j.count[0];
+    spread(pool, std::vector<int64_t>{0, n}, [&](size_t, int64_t lo, int64_t hi) {
+      for (int64_t b = lo; b < hi; b += kScoreBlocks) {
+        const int64_t b0 = j.b_first[0] + b, b1 = j.b_first[0] + std::min(hi, b + kScoreBlocks);
+        for (size_t i = 0; i < p.jobs(); ++i) {
+          k.scores(lanes(i), j.count[i], kv(i), p.kv_stride(), offset(i), p.head_dim, b0, b1);
+        }
+      }
+    });
+  } else {
+    spread(pool, j.scores, [&](size_t i, int64_t lo, int64_t hi) {
+      const int64_t b0 = j.b_first[i] + lo / j.count[i], b1 = j.b_first[i] + hi / j.count[i];
+      if (b0 < b1) {
+        k.scores(lanes(i), j.count[i], kv(i), p.kv_stride(), offset(i), p.head_dim, b0, b1);
+      }
+    });
+  }
   spread(pool, j.softmax, [&](size_t i, int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r) k.softmax(lanes(i)[r], *p.params);
   });
