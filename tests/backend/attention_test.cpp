@@ -320,6 +320,20 @@ TEST_P(CpuAttention, SplitPhasesMatchWholeJobs) {
   }
 }
 
+TEST(CpuAttentionSplit, AStepOfNoRowsDoesNothing) {
+  // Sequences with no rows over a long history, on threads: no jobs, nothing read or written.
+  std::mt19937 rng(3);
+  const Cache cache = make_cache(1000, 3, 64, rng);
+  std::vector<float> out(9 * 64, 7.0f);
+  const AttentionSeq seqs[] = {{nullptr, cache.view(), out.data(), 0, 1000},
+                               {nullptr, cache.view(), out.data(), 0, 600}};
+  AttentionParams params;
+  params.scale = 0.125f;
+  ThreadPool pool(2);
+  attention_batch(seqs, 2, 9, 3, 64, params, &pool);
+  EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](float x) { return x == 7.0f; }));
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, CpuAttention,
                          ::testing::Values(Case{9, 3, 64, 0, 0.0f},     // SmolLM2
                                            Case{32, 8, 128, 0, 0.0f},   // Llama-3.1-8B

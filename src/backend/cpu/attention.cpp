@@ -175,8 +175,8 @@ struct Plan {
   }
   int64_t kv_stride() const { return static_cast<int64_t>(n_kv_heads) * head_dim; }
 
-  // Job `job` of sequence s: its lanes (scores from `scores` on, max_pos apart), their count, and
-  // its KV head.
+  // Job `job` of sequence s: its lanes (scores from `scores` on, max_pos apart; none where
+  // null), their count, and its KV head.
   int lanes_of(size_t s, size_t job, Lane* lanes, float* scores, int* kvh) const {
     const AttentionSeq& seq = seqs[s];
     const int group = n_heads / n_kv_heads;
@@ -193,7 +193,8 @@ struct Plan {
       const int64_t first = params->window > 0 ? std::max<int64_t>(0, n_pos - params->window) : 0;
       for (int h = h0; h < h0 + heads; ++h, ++n) {
         const int64_t at = r * q_stride + static_cast<int64_t>(h) * head_dim;
-        lanes[n] = {seq.q + at, seq.out + at, first, n_pos, scores + n * max_pos};
+        float* sc = scores != nullptr ? scores + n * max_pos : nullptr;
+        lanes[n] = {seq.q + at, seq.out + at, first, n_pos, sc};
       }
     }
     return n;
@@ -312,8 +313,6 @@ SplitJobs lay_out(const Plan& p, int dim_unit) {
   SplitJobs j;
   j.per = p.lanes_max();
   j.dim_units = std::max(1, p.head_dim / dim_unit);
-  j.scores_buffer = std::make_unique<Scratch>(jobs * j.per * static_cast<size_t>(p.max_pos));
-  float* scores = j.scores_buffer->get();
   j.lanes.resize(jobs * j.per);
   j.count.resize(jobs);
   j.kvh.resize(jobs);
@@ -322,10 +321,11 @@ SplitJobs lay_out(const Plan& p, int dim_unit) {
   j.scores.assign(jobs + 1, 0);
   j.softmax.assign(jobs + 1, 0);
   j.values.assign(jobs + 1, 0);
+  j.one_history = jobs > 0;
   for (size_t i = 0, s = 0; i < jobs; ++i) {
     while (i >= p.first_job[s + 1]) ++s;
     j.seq[i] = s;
-    const int n = p.lanes_of(s, i, &j.lanes[i * j.per], scores + i * j.per * p.max_pos, &j.kvh[i]);
+    const int n = p.lanes_of(s, i, &j.lanes[i * j.per], nullptr, &j.kvh[i]);
     j.count[i] = n;
     const Lane* l = &j.lanes[i * j.per];
     int64_t first = l[0].first, n_pos = l[0].n_pos;
@@ -340,6 +340,16 @@ SplitJobs lay_out(const Plan& p, int dim_unit) {
     j.values[i + 1] = j.values[i] + int64_t{j.dim_units} * n;
     j.one_history = j.one_history && s == j.seq[0] && j.b_first[i] == j.b_first[0] &&
                     (j.scores[i + 1] - j.scores[i]) / n == j.scores[1] / j.count[0];
+  }
+  // Each lane's scores, max_pos apart in the order of the lanes (a job's own count, not the most
+  // a job can take: a decode row's step would otherwise size 16 rows' worth).
+  const auto max_pos = static_cast<size_t>(p.max_pos);
+  j.scores_buffer = std::make_unique<Scratch>(static_cast<size_t>(j.softmax.back()) * max_pos);
+  for (size_t i = 0; i < jobs; ++i) {
+    for (int r = 0; r < j.count[i]; ++r) {
+      j.lanes[i * j.per + r].sc =
+          j.scores_buffer->get() + (static_cast<size_t>(j.softmax[i]) + r) * max_pos;
+    }
   }
   return j;
 }
@@ -408,6 +418,7 @@ void attention_batch(const AttentionSeq* seqs, size_t n_seqs, int n_heads, int n
   const int threads = pool ? pool->size() : 1;
   const Plan plan = make_plan(seqs, n_seqs, n_heads, n_kv_heads, head_dim, params, threads);
   const Kernels k = kernels(attention_isa());
+  if (plan.jobs() == 0) return;
   if (plan.split) return attention_split(plan, k, pool);
   attention_jobs(plan, k, pool);
 }

@@ -39,9 +39,11 @@ void ContextCopyProposer::propose(const Sequence& s, int k, std::vector<int32_t>
     e.self.push(t);
     if (e.recent) e.recent->advance(e.cursor, t);
     if (!opt_.follow_edits) continue;
+    // The token is judged against the text before it: its own place is not a source for it.
     const auto [m, from_recent] = longest(e);
-    e.align.advance(t, m.length, {from_recent, m.end}, e.self.text(), recent_text(e),
-                    opt_.min_match, e.fed >= s.prompt_len);
+    const std::span<const int32_t> before = e.self.text().first(e.self.text().size() - 1);
+    e.align.advance(t, m.length, {from_recent, m.end}, before, recent_text(e), opt_.min_match,
+                    e.fed >= s.prompt_len);
   }
   if (opt_.follow_edits && e.align.aligned()) {
     e.last = {e.align.run(), e.align.recent()};

@@ -61,6 +61,7 @@ bool CopyAlignment::edit(int32_t token, std::span<const int32_t> text) {
     source_.at = n.at + 1;
   }
   ++misses_;
+  run_ = 0;  // a literal match longer than the agreement since takes over
   return true;
 }
 
@@ -70,7 +71,10 @@ void CopyAlignment::advance(int32_t token, int64_t longest, CopySource after_lon
   if (valid_) {
     const std::span<const int32_t> text = source_.recent ? recent : own;
     if (agree(token, text, longest, after_longest)) return;
-    if (written && misses_ < kMaxMisses && edit(token, text)) return;
+    // A copy of the last few tokens (a run of one token copies from one back) would judge the
+    // edit's next tokens against the edit itself: no edits there.
+    const bool apart = source_.recent || source_.at + kMaxMisses < static_cast<int64_t>(own.size());
+    if (written && misses_ < kMaxMisses && apart && edit(token, text)) return;
   }
   if (longest >= min_match) {
     anchor(longest, after_longest);

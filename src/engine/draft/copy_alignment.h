@@ -27,7 +27,7 @@ class CopyAlignment {
   static constexpr int kMaxMisses = 2;
 
   // The sequence grew by `token`. `longest` is its longest literal match now (length, and the
-  // source position after it), `own` and `recent` the two texts. `written`: the token is the
+  // source position after it), `own` the sequence's text before `token` and `recent` its salt's. `written`: the token is the
   // model's own; replacements are learned only from those, since what a prompt changed in an
   // earlier text says nothing of what the model will write.
   void advance(int32_t token, int64_t longest, CopySource after_longest,

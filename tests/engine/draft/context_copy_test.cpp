@@ -183,6 +183,16 @@ TEST(ContextCopy, ADivergenceTeachesNothing) {
   EXPECT_EQ(write(p, s, {101, 20}), (std::vector<int32_t>{21, 1, 2, 102, 20, 21, 1, 2}));
 }
 
+TEST(ContextCopy, ARunOfOneTokenIsNoSourceForItsOwnNextToken) {
+  // A run of one token copies from one token back. A token that breaks the run must not be
+  // judged against itself (that agreed forever and never drafted again), nor teach an edit
+  // that outlives the run's return.
+  ContextCopyProposer p;
+  Sequence s = make_seq(1, {5, 9, 9, 9, 9, 9});
+  EXPECT_EQ(write(p, s, {9, 7, 9, 9, 9, 9, 9, 6, 9, 9, 9, 9}, 4),
+            (std::vector<int32_t>{9, 9, 9, 9}));
+}
+
 TEST(RecentContexts, KeepsTheNewestWithinItsBudget) {
   RecentContexts r(100, 2);
   // Each add is taken in by the worker; wait_idle() makes it visible.
