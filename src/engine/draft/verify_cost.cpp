@@ -13,19 +13,20 @@
 namespace tf::engine::draft {
 namespace {
 
-// Writes the rows' blocks once. A pool's pages are mapped on first write, and reading one never
-// written reads the kernel's one page of zeros, always in cache: a step timed over such a
-// history would not pay for reading its keys and values from memory, which at a long context is
-// most of a one-row step on the CPU, and the table would overstate what drafts cost beside it.
-void touch(model::KvCache& kv, const std::vector<std::vector<int32_t>>& tables) {
+// Writes the first blocks of the pool, those `rows` rows of `len` positions take. A pool's pages
+// are mapped on first write, and reading one never written reads the kernel's one page of zeros,
+// always in cache: a step timed over such a history would not pay for reading its keys and
+// values from memory, which at a long context is most of a one-row step on the CPU, and the
+// table would overstate what drafts cost beside it.
+void write_history(model::KvCache& kv, int rows, int64_t len) {
   if (!kv.host_storage()) return;
+  const int64_t per_row = (len + kv.block_size() - 1) / kv.block_size();
+  const int64_t blocks = std::min(kv.num_blocks(), rows * per_row);
   const auto bytes = static_cast<size_t>(kv.block_size() * kv.row_size()) * sizeof(float);
-  for (const auto& table : tables) {
-    for (int32_t b : table) {
-      for (int l = 0; l < kv.num_layers(); ++l) {
-        std::memset(kv.k(b, l), 0, bytes);
-        std::memset(kv.v(b, l), 0, bytes);
-      }
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (int l = 0; l < kv.num_layers(); ++l) {
+      std::memset(kv.k(b, l), 0, bytes);
+      std::memset(kv.v(b, l), 0, bytes);
     }
   }
 }
@@ -50,7 +51,7 @@ Result<double> time_verify_step(model::Model& model, model::KvCache& kv, int row
     for (int64_t b = 0; b < per_row; ++b)
       tables[r].push_back(static_cast<int32_t>(r * per_row + b));
   }
-  touch(kv, tables);
+  if (warm_up) write_history(kv, rows, len);
   const int vocab = model.config().vocab_size;
   std::vector<int32_t> tokens(static_cast<size_t>(k + 1));
   for (int i = 0; i <= k; ++i) tokens[i] = (17 + 31 * i) % vocab;
@@ -88,6 +89,7 @@ void never_falling(std::vector<double>& line) {
 Result<std::vector<double>> measure_line(model::Model& model, model::KvCache& kv, int rows,
                                          int max_k, int reps, int64_t position) {
   std::vector<std::vector<double>> samples(static_cast<size_t>(max_k) + 1);
+  write_history(kv, rows, position + max_k + 1);  // every k's blocks, once for the line
   for (int round = 0; round <= reps; ++round) {
     for (int k = 0; k <= max_k; ++k) {
       Result<double> t = time_verify_step(model, kv, rows, k, 1, position, false);

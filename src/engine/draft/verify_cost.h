@@ -28,8 +28,9 @@ struct VerifyCostOptions {
 Result<VerifyCost> measure_verify_cost(model::Model& model, model::KvCache& kv,
                                        const VerifyCostOptions& options = {});
 
-// One step of `rows` rows with k drafts each, in seconds (the median of `reps`, after one untimed
-// step where warm_up); exposed for benchmarks that print the curve.
+// One step of `rows` rows with k drafts each, in seconds (the median of `reps`; where warm_up,
+// after writing the rows' history and one untimed step); exposed for benchmarks that print the
+// curve.
 Result<double> time_verify_step(model::Model& model, model::KvCache& kv, int rows, int k, int reps,
                                 int64_t position, bool warm_up = true);
 
