@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu/ops.h"
@@ -28,6 +30,16 @@ struct Lane {
   int64_t first, n_pos;
   float* sc;
 };
+
+// The KV blocks [b_first, b_end) that lanes[0..n) see between them, blocks of bs positions.
+std::pair<int64_t, int64_t> lane_blocks(const Lane* lanes, int n, int64_t bs) {
+  int64_t first = lanes[0].first, n_pos = lanes[0].n_pos;
+  for (int i = 1; i < n; ++i) {
+    first = std::min(first, lanes[i].first);
+    n_pos = std::max(n_pos, lanes[i].n_pos);
+  }
+  return {first / bs, (n_pos + bs - 1) / bs};
+}
 
 }  // namespace
 
@@ -303,9 +315,10 @@ struct SplitJobs {
   std::vector<Lane> lanes;
   std::vector<int> count, kvh;
   std::vector<size_t> seq;
-  std::vector<int64_t> b_first, scores, softmax, values;  // the last three: spread()'s offsets
-  std::unique_ptr<Scratch> scores_buffer;                 // the lanes' scores
-  bool one_history = true;  // every job reads the same blocks of one sequence
+  std::vector<int64_t> b_first, b_end;           // each job's KV blocks
+  std::vector<int64_t> scores, softmax, values;  // spread()'s offsets
+  std::unique_ptr<Scratch> scores_buffer;        // the lanes' scores
+  bool one_history = true;                       // every job reads the same blocks of one sequence
 };
 
 SplitJobs lay_out(const Plan& p, int dim_unit) {
@@ -318,6 +331,7 @@ SplitJobs lay_out(const Plan& p, int dim_unit) {
   j.kvh.resize(jobs);
   j.seq.resize(jobs);
   j.b_first.resize(jobs);
+  j.b_end.resize(jobs);
   j.scores.assign(jobs + 1, 0);
   j.softmax.assign(jobs + 1, 0);
   j.values.assign(jobs + 1, 0);
@@ -327,19 +341,13 @@ SplitJobs lay_out(const Plan& p, int dim_unit) {
     j.seq[i] = s;
     const int n = p.lanes_of(s, i, &j.lanes[i * j.per], nullptr, &j.kvh[i]);
     j.count[i] = n;
-    const Lane* l = &j.lanes[i * j.per];
-    int64_t first = l[0].first, n_pos = l[0].n_pos;
-    for (int r = 1; r < n; ++r) {
-      first = std::min(first, l[r].first);
-      n_pos = std::max(n_pos, l[r].n_pos);
-    }
-    const int64_t bs = p.seqs[s].kv.block_size;
-    j.b_first[i] = first / bs;
-    j.scores[i + 1] = j.scores[i] + ((n_pos + bs - 1) / bs - j.b_first[i]) * n;
+    std::tie(j.b_first[i], j.b_end[i]) =
+        lane_blocks(&j.lanes[i * j.per], n, p.seqs[s].kv.block_size);
+    j.scores[i + 1] = j.scores[i] + (j.b_end[i] - j.b_first[i]) * n;
     j.softmax[i + 1] = j.softmax[i] + n;
     j.values[i + 1] = j.values[i] + int64_t{j.dim_units} * n;
-    j.one_history = j.one_history && s == j.seq[0] && j.b_first[i] == j.b_first[0] &&
-                    (j.scores[i + 1] - j.scores[i]) / n == j.scores[1] / j.count[0];
+    j.one_history =
+        j.one_history && s == j.seq[0] && j.b_first[i] == j.b_first[0] && j.b_end[i] == j.b_end[0];
   }
   // Each lane's scores, max_pos apart in the order of the lanes (a job's own count, not the most
   // a job can take: a decode row's step would otherwise size 16 rows' worth).
@@ -368,7 +376,7 @@ void attention_split(const Plan& p, const Kernels& k, ThreadPool* pool) {
   if (j.one_history) {
     // Every job reads the same blocks: a thread scores its range of them for all the jobs, a few
     // blocks at a time, so each block is read from memory once for all the KV heads.
-    const int64_t n = j.scores[1] / j.count[0];
+    const int64_t n = j.b_end[0] - j.b_first[0];
     spread(pool, std::vector<int64_t>{0, n}, [&](size_t, int64_t lo, int64_t hi) {
       for (int64_t b = lo; b < hi; b += kScoreBlocks) {
         const int64_t b0 = j.b_first[0] + b, b1 = j.b_first[0] + std::min(hi, b + kScoreBlocks);
