@@ -3,7 +3,7 @@
 // reply, so every draft is kept and each step yields k + 1 tokens per stream. Prints the step time
 // for each k beside the plain step, the speedup it implies at full acceptance, and whether every
 // reply equals the serial one (drafting never changes a token).
-//   verify_oracle MODEL [--rows 1,8,32] [--max-k 8] [--prompt 512] [--gen 128]
+//   verify_oracle MODEL [--rows 1,8,32] [--max-k 8 | --k 4,8] [--prompt 512] [--gen 128]
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -135,12 +135,17 @@ int main(int argc, char** argv) {
   app.add_option("model", path, "Checkpoint (.gguf or HF directory)")->required();
   app.add_option("--rows", rows, "Streams decoding at once")->delimiter(',');
   app.add_option("--max-k", max_k, "Drafts per row, up to");
+  std::vector<int> ks;
+  app.add_option("--k", ks, "Only these drafts per row (instead of 1 .. max-k)")->delimiter(',');
   app.add_option("--prompt", su.prompt, "Prompt tokens per stream");
   app.add_option("--gen", su.gen, "Generated tokens per stream");
   app.add_option("--kv-gib", su.kv_gib, "KV pool in GiB");
   app.add_option("--backend", backend, "cpu, cuda or auto")
       ->check(CLI::IsMember(tf::model::backend_names()));
   CLI11_PARSE(app, argc, argv);
+  if (ks.empty()) {
+    for (int k = 1; k <= max_k; ++k) ks.push_back(k);
+  }
   auto ckpt = tf::checkpoint::Checkpoint::open(path);
   if (!ckpt) return fmt::print(stderr, "error: {}\n", ckpt.error().message), 1;
   auto loaded = tf::model::load_model(*ckpt, {0, tf::model::backend_names().at(backend)});
@@ -154,7 +159,7 @@ int main(int argc, char** argv) {
     auto serial = run(model, su, m, 0, nullptr);
     if (!serial) return fmt::print(stderr, "error: {}\n", serial.error().message), 1;
     fmt::print("| {} | 0 | {:.2f} | 1.00x | 1 | 1.00x | serial |\n", m, serial->step_ms);
-    for (int k = 1; k <= max_k; ++k) {
+    for (int k : ks) {
       auto r = run(model, su, m, k, &serial->replies);
       if (!r) return fmt::print(stderr, "error: {}\n", r.error().message), 1;
       fmt::print("| {} | {} | {:.2f} | {:.2f}x | {} | {:.2f}x | {} |\n", m, k, r->step_ms,

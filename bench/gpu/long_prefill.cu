@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -229,6 +230,17 @@ double prefill(Model& m, Work& w, cu::LtGemm& gemm, int n, int chunk, cu::TileKe
   return sec;
 }
 
+std::string fnv1a(const std::vector<float>& v) {
+  uint64_t h = 14695981039346656037ull;
+  for (const unsigned char c : std::span(reinterpret_cast<const unsigned char*>(v.data()),
+                                         v.size() * sizeof(float))) {
+    h = (h ^ c) * 1099511628211ull;
+  }
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
 std::vector<int> parse_sizes(const char* s) {
   std::vector<int> v;
   for (const char* p = s; *p;) {
@@ -327,8 +339,8 @@ int main(int argc, char** argv) {
   // 2. The whole prefill, cold (no cached prefix), to the last token's logits.
   prefill(m, w, gemm, std::min(chunk, max_n), chunk, cu::TileKernel::kWide, nullptr, s);  // warm-up
   std::printf("\nprefill to the first token (TTFT), Llama-3.1-8B shapes, bf16, random weights\n");
-  std::printf("%8s %10s %10s %8s %7s TTFT %10s %8s %9s %8s\n", "tokens", "TTFT s", "tok/s", "MFU",
-              before_name, "tok/s", "MFU", "speedup", "logits");
+  std::printf("%8s %10s %10s %8s %7s TTFT %10s %8s %9s %8s %17s\n", "tokens", "TTFT s", "tok/s",
+              "MFU", before_name, "tok/s", "MFU", "speedup", "logits", "logits' FNV-1a");
   bool all_same = true;
   for (int n : sizes) {
     std::vector<float> wide_logits, narrow_logits;
@@ -342,11 +354,11 @@ int main(int argc, char** argv) {
       const bool same =
           std::memcmp(wide_logits.data(), narrow_logits.data(), kVocab * sizeof(float)) == 0;
       all_same &= same;
-      std::printf(" %12.3f %10.0f %7.1f%% %8.2fx %8s\n", narrow, n / narrow,
+      std::printf(" %12.3f %10.0f %7.1f%% %8.2fx %8s", narrow, n / narrow,
                   100 * f / narrow / peak, narrow / wide, same ? "same" : "DIFFER");
-    } else {
-      std::printf("\n");
     }
+    // For comparing builds: two binaries' kernels agree where their hashes do.
+    std::printf(" %17s\n", fnv1a(wide_logits).c_str());
   }
   std::printf(
       "\nMFU: prompt FLOPs (2 x %.2fG matmul weights x tokens + causal attention + "

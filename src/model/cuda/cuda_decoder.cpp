@@ -90,7 +90,8 @@ class PhaseTimer {
 // TF_CUDA_STEP_TIMES=1: where a graph-run step's wall time goes on the host side: the gap
 // since the previous step (the engine's own time), the batch layout and uploads, then the launch
 // and the run until the results are back (the argmax copy into pageable memory waits for the GPU,
-// so the two are one span). Printed as means at exit.
+// so the two are one span); and on the GPU, between events: the inputs' copy up, and the step's
+// kernels from the copy's end to the selection's. Printed as means at exit.
 class StepTimer {
  public:
   using Clock = std::chrono::steady_clock;
@@ -98,8 +99,13 @@ class StepTimer {
   ~StepTimer() {
     if (on_ && steps_ > 0) {
       std::fprintf(stderr,
-                   "decode steps %d, mean us: gap %.1f, prepare %.1f, launch and run %.1f\n",
-                   steps_, us_[0] / steps_, us_[1] / steps_, us_[2] / steps_);
+                   "decode steps %d, mean us: gap %.1f, prepare %.1f, launch and run %.1f "
+                   "(GPU: copy up %.1f, kernels %.1f)\n",
+                   steps_, us_[0] / steps_, us_[1] / steps_, us_[2] / steps_, us_[3] / steps_,
+                   us_[4] / steps_);
+    }
+    for (cudaEvent_t e : events_) {
+      if (e != nullptr) cudaEventDestroy(e);
     }
     if (on_ && overlapped_ > 0) {
       std::fprintf(stderr,
@@ -122,12 +128,24 @@ class StepTimer {
   void mark(int i) {  // 0: step entry, 1: uploads queued, 2: results back
     if (on_) t_[i] = Clock::now();
   }
-  void finish(bool decode) {
+  // 0: before the inputs' copy (on its stream), 1: the kernels' start, 2: their end.
+  void event(int i, cudaStream_t s) {
+    if (!on_) return;
+    if (events_[i] == nullptr) cudaEventCreate(&events_[i]);
+    cudaEventRecord(events_[i], s);
+  }
+  void finish(bool decode) {  // after the stream's results are back
     if (!on_) return;
     if (decode && last_end_ != Clock::time_point{}) {
       us_[0] += std::chrono::duration<double, std::micro>(t_[0] - last_end_).count();
       for (int i = 1; i < 3; ++i)
         us_[i] += std::chrono::duration<double, std::micro>(t_[i] - t_[i - 1]).count();
+      for (int i = 0; i < 2; ++i) {
+        float ms = 0;
+        if (cudaEventElapsedTime(&ms, events_[i], events_[i + 1]) == cudaSuccess) {
+          us_[3 + i] += ms * 1e3;
+        }
+      }
       ++steps_;
     }
     last_end_ = t_[2];
@@ -137,7 +155,8 @@ class StepTimer {
   bool on_;
   int steps_ = 0, overlapped_ = 0;
   Clock::time_point t_[3], last_end_, last_collect_;
-  double us_[3] = {}, ov_us_[2] = {};
+  double us_[5] = {}, ov_us_[2] = {};
+  cudaEvent_t events_[3] = {};
 };
 
 struct DeviceLayer {
@@ -571,6 +590,7 @@ Status CudaDecoder::step(std::span<const SeqChunk> batch, KvCache& kv, float* lo
   TF_RETURN_IF_ERROR(queue_step(batch, kv, false, argmax != nullptr, q));
   cudaStream_t s = stream_.get();
   const int n_out = q.n_out;
+  step_timer_.event(2, s);
   if (n_out > 0 && argmax != nullptr) {
     TF_CUDA_TRY(cudaMemcpyAsync(argmax, slots_[q.slot].argmax.get(),
                                 static_cast<size_t>(n_out) * sizeof(int32_t),
@@ -903,10 +923,12 @@ Status CudaDecoder::queue_step(std::span<const SeqChunk> batch, KvCache& kv, boo
   cudaStream_t up = upload_.get();
   TF_CUDA_TRY(cudaStreamWaitEvent(up, sl.ran.get(), 0));
   if (from == 0) TF_CUDA_TRY(cudaStreamWaitEvent(up, other.ran.get(), 0));
+  step_timer_.event(0, up);
   TF_CUDA_TRY(cudaMemcpyAsync(sl.inputs.get<std::byte>() + from, host + from, bytes - from,
                               cudaMemcpyHostToDevice, up));
   TF_CUDA_TRY(cudaEventRecord(sl.uploaded.get(), up));
   TF_CUDA_TRY(cudaStreamWaitEvent(s, sl.uploaded.get(), 0));
+  step_timer_.event(1, s);
   auto* base = sl.inputs.get<std::byte>();
   in_.tokens = reinterpret_cast<int32_t*>(base + at_tokens);
   in_.pos = reinterpret_cast<int32_t*>(base + at_pos);
