@@ -3,7 +3,12 @@
 // the levels run R times interleaved and each row is the round with the median tok/s, so a noisy
 // machine slows every level alike rather than one of them. "decode tok/s" counts only the window in
 // which every stream is past its first token and none has finished: the batched decode rate
-// without the prefills that continuous batching mixes into the steps before it.
+// without the prefills that continuous batching mixes into the steps before it, printed beside its
+// floor: every decode step reads the weights once and each stream's K/V (prompt + gen / 2
+// positions on average) once, at the memory's measured copy rate (serial decoding of a dense
+// model: drafts give a step several tokens, a mixture of experts reads a varying part of its
+// weights, and weights that fit in a CPU's caches beat it). --save FILE keeps the figures;
+// --previous FILE prints each beside an earlier run's.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -17,6 +22,7 @@
 #include "checkpoint/checkpoint.h"
 #include "cpu_kernels.h"
 #include "engine/engine.h"
+#include "results.h"
 #include "model/model.h"
 
 namespace {
@@ -165,6 +171,9 @@ int main(int argc, char** argv) {
                "Constrain every reply by a grammar (an endless list of JSON strings)");
   bool no_draft = false;
   app.add_flag("--no-draft", no_draft, "Every request with \"draft\": false (the serial path)");
+  std::string save_path, previous_path;
+  app.add_option("--save", save_path, "Write the figures to this file (\"key value\" lines)");
+  app.add_option("--previous", previous_path, "Print each figure beside this earlier --save's");
   std::string cpu_kernels;
   tf::bench::add_cpu_kernels_option(app, &cpu_kernels);
   CLI11_PARSE(app, argc, argv);
@@ -198,9 +207,24 @@ int main(int argc, char** argv) {
       sampling.temperature > 0
           ? fmt::format("sampled at temperature {}, top_p {}", sampling.temperature, sampling.top_p)
           : std::string("greedy"));
+  const tf::bench::Results before = tf::bench::read_results(previous_path);
+  tf::bench::Results now;
+  // The decode floor's parts: weights and K/V bytes a step, and the rate the memory copies at.
+  const bool dense = model->config().num_experts == 0;
+  const double copy_bw = model->copy_bandwidth();
+  const double kv_token_bytes = static_cast<double>(tf::model::kv_block_bytes(*model)) /
+                                static_cast<double>(tf::model::KvCache::kDefaultBlockSize);
+  fmt::print("copy rate {:.0f} GB/s; weights {:.2f} GB, K/V {:.1f} KB a position\n", copy_bw / 1e9,
+             static_cast<double>(model->weight_bytes()) / 1e9, kv_token_bytes / 1e3);
+  auto decode_floor = [&](int n) {  // tok/s, or 0 where the model has no fixed step bytes
+    const double bytes = static_cast<double>(model->weight_bytes()) +
+                         n * (prompt_len + gen_len / 2.0) * kv_token_bytes;
+    return dense && no_draft && copy_bw > 0 ? n * copy_bw / bytes : 0.0;
+  };
   fmt::print(
-      "| streams | gen tok/s (aggregate) | vs 1 stream | decode tok/s | TTFT p50/p90/p99 ms | "
-      "TPOT p50/p90/p99 ms |\n|---|---|---|---|---|---|\n");
+      "| streams | gen tok/s (aggregate) | vs 1 stream | decode tok/s | floor | of floor | "
+      "TTFT p50/p90/p99 ms | TPOT p50/p90/p99 ms | previous gen tok/s | previous decode tok/s "
+      "|\n|---|---|---|---|---|---|---|---|---|---|\n");
   std::vector<std::vector<Round>> rounds(streams.size());
   for (int r = 0; r < n_rounds; ++r) {
     for (size_t i = 0; i < streams.size(); ++i) {
@@ -219,17 +243,27 @@ int main(int argc, char** argv) {
     std::sort(rs.begin(), rs.end(), [](const Round& a, const Round& b) { return a.tps < b.tps; });
     const Round& med = rs[rs.size() / 2];
     if (streams[i] == 1) base = med.tps;
+    const double floor = decode_floor(streams[i]);
+    const std::string at = std::to_string(streams[i]);
     fmt::print(
-        "| {} | {:.1f} | {} | {:.1f} | {:.0f} / {:.0f} / {:.0f} | {:.1f} / {:.1f} / {:.1f} |\n",
+        "| {} | {:.1f} | {} | {:.1f} | {} | {} | {:.0f} / {:.0f} / {:.0f} | {:.1f} / {:.1f} / "
+        "{:.1f} | {} | {} |\n",
         streams[i], med.tps, base > 0 ? fmt::format("{:.2f}x", med.tps / base) : "-",
-        med.decode_tps, percentile(med.ttft_ms, 50), percentile(med.ttft_ms, 90),
-        percentile(med.ttft_ms, 99), percentile(med.tpot_ms, 50), percentile(med.tpot_ms, 90),
-        percentile(med.tpot_ms, 99));
+        med.decode_tps, floor > 0 ? fmt::format("{:.1f}", floor) : "-",
+        floor > 0 ? fmt::format("{:.1f}%", 100 * med.decode_tps / floor) : "-",
+        percentile(med.ttft_ms, 50), percentile(med.ttft_ms, 90), percentile(med.ttft_ms, 99),
+        percentile(med.tpot_ms, 50), percentile(med.tpot_ms, 90), percentile(med.tpot_ms, 99),
+        tf::bench::previous(before, "gen_tps/" + at, med.tps),
+        tf::bench::previous(before, "decode_tps/" + at, med.decode_tps));
+    now["gen_tps/" + at] = med.tps;
+    now["decode_tps/" + at] = med.decode_tps;
+    now["ttft_p50_ms/" + at] = percentile(med.ttft_ms, 50);
+    now["tpot_p50_ms/" + at] = percentile(med.tpot_ms, 50);
   }
   if (!prefill_lens.empty()) {
     fmt::print(
-        "\n| prefill tokens | TTFT ms | prompt tok/s | weight GB read per step "
-        "|\n|---|---|---|---|\n");
+        "\n| prefill tokens | TTFT ms | prompt tok/s | weight GB read per step | previous TTFT ms "
+        "|\n|---|---|---|---|---|\n");
   }
   for (int len : prefill_lens) {
     // A warm-up first (allocations, first-touch), then the median of the rounds.
@@ -244,8 +278,14 @@ int main(int argc, char** argv) {
       if (r > 0) ttft.push_back(round->ttft_ms[0]);
     }
     const double ms = percentile(ttft, 50);
-    fmt::print("| {} | {:.1f} | {:.0f} | {:.2f} |\n", len, ms, len / (ms / 1e3),
-               static_cast<double>(model->weight_bytes()) / 1e9);
+    fmt::print("| {} | {:.1f} | {:.0f} | {:.2f} | {} |\n", len, ms, len / (ms / 1e3),
+               static_cast<double>(model->weight_bytes()) / 1e9,
+               tf::bench::previous(before, "prefill_ttft_ms/" + std::to_string(len), ms));
+    now["prefill_ttft_ms/" + std::to_string(len)] = ms;
+  }
+  if (!tf::bench::save_results(save_path, now)) {
+    fmt::print(stderr, "error: could not write {}\n", save_path);
+    return 1;
   }
   return 0;
 }

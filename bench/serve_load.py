@@ -7,6 +7,10 @@ reports (request throughput, output tok/s, TTFT / TPOT / ITL percentiles) over s
   bench/serve_load.py --start-server build/release/bin/tensorfold -c 8 --prompt 128 --gen 64
   bench/serve_load.py --start-server ... -c 64 --scrape 0.1   # /metrics every 100 ms meanwhile
   bench/serve_load.py --start-server ... -c 4 --api responses --ws   # see bench/serve_apis.py
+  bench/serve_load.py URL -c 64 --save now.txt --previous before.txt --engine engine.txt
+
+With --engine FILE (engine_throughput --save for the same prompts, lengths and streams) the
+output rate prints beside the engine's own, the ceiling the HTTP/SSE path can only approach.
 """
 import argparse
 import http.client
@@ -24,6 +28,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import serve_apis
+from results import previous, read_results, save_results
 
 
 def percentile(values, p):
@@ -157,7 +162,11 @@ def run_load(url, concurrency, num_requests, prompt_len, gen_len, vocab, api_key
     return model, results, wall
 
 
-def report(model, results, wall, concurrency, prompt_len, gen_len):
+def report(model, results, wall, concurrency, prompt_len, gen_len, before=None, engine=None,
+           now=None):
+    """Prints the table; keeps the output rate and the TTFT and TPOT medians in `now`, each
+    printed beside `before`'s, and the output rate beside the `engine`'s for the same work."""
+    before, engine, now = before or {}, engine or {}, now if now is not None else {}
     ok = [r for r in results if r.ok]
     failed = [r for r in results if not r.ok]
     out_tokens = sum(r.output_tokens or len(r.token_times) for r in ok)
@@ -172,12 +181,23 @@ def report(model, results, wall, concurrency, prompt_len, gen_len):
     print(f"| successful / failed requests | {len(ok)} / {len(failed)} |")
     print(f"| benchmark duration (s) | {wall:.2f} |")
     print(f"| request throughput (req/s) | {len(ok) / wall:.2f} |")
-    print(f"| output token throughput (tok/s) | {out_tokens / wall:.1f} |")
+    c = concurrency
+    now[f"output_tps/{c}"] = out_tokens / wall
+    now[f"ttft_p50_ms/{c}"] = percentile(ttft, 50)
+    now[f"tpot_p50_ms/{c}"] = percentile(tpot, 50)
+    print(f"| output token throughput (tok/s) | {out_tokens / wall:.1f}"
+          f"{previous(before, f'output_tps/{c}', out_tokens / wall)} |")
+    if f"gen_tps/{c}" in engine:
+        e = engine[f"gen_tps/{c}"]
+        print(f"| the engine's tok/s for the same work / served share | {e:.1f} / "
+              f"{out_tokens / wall / e:.2f} |")
     print(f"| total token throughput (tok/s) | {(out_tokens + in_tokens) / wall:.1f} |")
     for name, v in (("TTFT", ttft), ("TPOT", tpot), ("ITL", itl)):
         mean = statistics.fmean(v) if v else 0.0
+        key = f"{name.lower()}_p50_ms/{c}"
         print(f"| {name} mean / p50 / p90 / p99 (ms) | {mean:.1f} / {percentile(v, 50):.1f} / "
-              f"{percentile(v, 90):.1f} / {percentile(v, 99):.1f} |")
+              f"{percentile(v, 90):.1f} / {percentile(v, 99):.1f}"
+              f"{previous(before, key, percentile(v, 50)) if key in now else ''} |")
     for r in failed[:5]:
         print(f"failed: {r.error}", file=sys.stderr)
     return 0 if not failed else 1
@@ -274,6 +294,10 @@ def main():
                          "ignore_eos, so every API does the same work (default: /v1/completions "
                          "with token-id prompts and ignore_eos)")
     ap.add_argument("--ws", action="store_true", help="with --api responses: over WebSocket")
+    ap.add_argument("--save", metavar="FILE", help="write the figures to FILE (key value lines)")
+    ap.add_argument("--previous", metavar="FILE", help="print each figure beside FILE's")
+    ap.add_argument("--engine", metavar="FILE",
+                    help="engine_throughput --save of the same work: the rate beside the engine's")
     a = ap.parse_args()
     if a.ws and a.api != "responses":
         ap.error("--ws goes with --api responses")
@@ -291,7 +315,10 @@ def main():
                                         a.api, a.ws, a.first_prompt)
         if a.api:
             print(f"api: {a.api}{' over WebSocket' if a.ws else ''}")
-        rc = report(model, results, wall, a.concurrency, a.prompt, a.gen)
+        now = {}
+        rc = report(model, results, wall, a.concurrency, a.prompt, a.gen,
+                    read_results(a.previous), read_results(a.engine), now)
+        save_results(a.save, now)
         cpu = server_cpu_seconds(proc)
         if scraper:
             scraper.report(cpu - cpu0 if proc else None, wall)

@@ -4,9 +4,10 @@
 // last token's logits (TTFT, cold: no cached prefix). Each size runs with the wide prefill
 // attention kernel and, up to --narrow-up-to, another one in the same run (--compare narrow: the
 // 64-line kernel, the default; wgmma: the wide kernel's walk on wgmma); their logits must be
-// bit-identical. MFU is against cuBLASLt's bf16 rate measured here.
+// bit-identical. MFU is against cuBLASLt's bf16 rate measured here. --save FILE keeps the times;
+// --previous FILE prints each beside an earlier run's.
 //   long_prefill [--chunk 8192] [--narrow-up-to 32768] [--sizes 4096,8192,...] [--attention-only 1]
-//                [--compare narrow|wgmma]
+//                [--compare narrow|wgmma] [--save FILE] [--previous FILE]
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -24,6 +25,7 @@
 #include "backend/cuda/device.h"
 #include "backend/cuda/gemm_lt.h"
 #include "backend/cuda/ops.h"
+#include "../results.h"
 #include "gpu_check.h"  // tests/gpu: CHECK_CUDA, Lt, time_ms, cu, bf16
 
 namespace {
@@ -256,6 +258,7 @@ std::vector<int> parse_sizes(const char* s) {
 int main(int argc, char** argv) {
   int chunk = 8192, narrow_up_to = 32768;
   bool attention_only = false;
+  std::string save_path, previous_path;
   cu::TileKernel before = cu::TileKernel::kNarrow;
   const char* before_name = "narrow";
   std::vector<int> sizes{4096, 8192, 16384, 32768, 65536, 131072};
@@ -269,7 +272,17 @@ int main(int argc, char** argv) {
       before = cu::TileKernel::kWgmma;
       before_name = "wgmma";
     }
+    if (a == "--save") save_path = argv[i + 1];
+    if (a == "--previous") previous_path = argv[i + 1];
   }
+  const tf::bench::Results prev = tf::bench::read_results(previous_path);
+  tf::bench::Results now;
+  // Keeps a figure, and gives " previous value (change)" where an earlier run has it.
+  auto keep = [&](const std::string& key, double value, int decimals) {
+    now[key] = value;
+    const std::string p = tf::bench::previous(prev, key, value, decimals);
+    return p == "-" ? std::string() : "  previous " + p;
+  };
   int max_n = 0;
   for (int n : sizes) max_n = std::max(max_n, n);
   CHECK_CUDA(cu::tune_device());
@@ -324,17 +337,19 @@ int main(int argc, char** argv) {
       const double f = attention_flops(n);
       std::printf("%8d %12.2f %10.0f %7.1f%%", n, wide, f / (wide * 1e-3) / 1e12,
                   100 * f / (wide * 1e-3) / peak);
+      std::string notes = keep("attention_ms/wide/" + std::to_string(n), wide, 2);
       if (n <= narrow_up_to) {
         const float narrow = time_ms([&] { layer(before); }, reps);
-        std::printf(" %12.2f %10.0f %7.1f%% %7.2fx\n", narrow, f / (narrow * 1e-3) / 1e12,
+        std::printf(" %12.2f %10.0f %7.1f%% %7.2fx", narrow, f / (narrow * 1e-3) / 1e12,
                     100 * f / (narrow * 1e-3) / peak, narrow / wide);
-      } else {
-        std::printf("\n");
+        notes += keep(std::string("attention_ms/") + before_name + "/" + std::to_string(n), narrow,
+                      2);
       }
+      std::printf("%s\n", notes.c_str());
     }
   }
 
-  if (attention_only) return 0;
+  if (attention_only) return tf::bench::save_results(save_path, now) ? 0 : 1;
 
   // 2. The whole prefill, cold (no cached prefix), to the last token's logits.
   prefill(m, w, gemm, std::min(chunk, max_n), chunk, cu::TileKernel::kWide, nullptr, s);  // warm-up
@@ -349,6 +364,7 @@ int main(int argc, char** argv) {
       wide = std::min(wide, prefill(m, w, gemm, n, chunk, cu::TileKernel::kWide, nullptr, s));
     const double f = prompt_flops(n);
     std::printf("%8d %10.3f %10.0f %7.1f%%", n, wide, n / wide, 100 * f / wide / peak);
+    std::string notes = keep("ttft_s/wide/" + std::to_string(n), wide, 3);
     if (n <= narrow_up_to) {
       const double narrow = prefill(m, w, gemm, n, chunk, before, &narrow_logits, s);
       const bool same =
@@ -356,9 +372,10 @@ int main(int argc, char** argv) {
       all_same &= same;
       std::printf(" %12.3f %10.0f %7.1f%% %8.2fx %8s", narrow, n / narrow,
                   100 * f / narrow / peak, narrow / wide, same ? "same" : "DIFFER");
+      notes += keep(std::string("ttft_s/") + before_name + "/" + std::to_string(n), narrow, 3);
     }
     // For comparing builds: two binaries' kernels agree where their hashes do.
-    std::printf(" %17s\n", fnv1a(wide_logits).c_str());
+    std::printf(" %17s%s\n", fnv1a(wide_logits).c_str(), notes.c_str());
   }
   std::printf(
       "\nMFU: prompt FLOPs (2 x %.2fG matmul weights x tokens + causal attention + "
@@ -366,5 +383,5 @@ int main(int argc, char** argv) {
       kLayerParams * kLayers / 1e9, peak / 1e12);
   std::printf("wide and %s kernels' logits: %s\n", before_name, all_same ? "identical" : "DIFFER");
   CHECK_CUDA(cudaStreamDestroy(s));
-  return all_same ? 0 : 1;
+  return all_same && tf::bench::save_results(save_path, now) ? 0 : 1;
 }

@@ -160,6 +160,11 @@ class Model {
   // the same name.
   virtual std::string numerics() const { return {}; }
 
+  // The copy rate of the memory this model streams its weights and KV pool from: bytes read plus
+  // bytes written a second, the best of five 256 MiB copies, measured when called (it allocates
+  // and copies: for benchmarks' floors, where a step that reads B bytes takes at least B / this).
+  virtual double copy_bandwidth();
+
   // Bytes of weights one decode step reads (for bandwidth floors in benchmarks).
   virtual size_t weight_bytes() const = 0;
 

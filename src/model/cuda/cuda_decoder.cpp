@@ -299,6 +299,7 @@ class CudaDecoder final : public Model {
 
   const checkpoint::ModelConfig& config() const override { return cfg_; }
   size_t weight_bytes() const override { return weight_bytes_; }
+  double copy_bandwidth() override;
   ThreadPool* host_pool() override { return cpu_->host_pool(); }
   bool draws_on_device() const override { return true; }
   bool masks_on_device() const override { return device_masks_; }
@@ -607,6 +608,32 @@ Status CudaDecoder::step(std::span<const SeqChunk> batch, KvCache& kv, float* lo
   step_timer_.mark(2);
   step_timer_.finish(q.graph);
   return {};
+}
+
+// A device-to-device copy on the model's stream, timed between events.
+double CudaDecoder::copy_bandwidth() {
+  const size_t bytes = size_t{256} << 20;
+  DeviceBuffer from, to;
+  cudaEvent_t start = nullptr, end = nullptr;
+  double best = 0;
+  if (from.allocate(bytes) == cudaSuccess && to.allocate(bytes) == cudaSuccess &&
+      cudaEventCreate(&start) == cudaSuccess && cudaEventCreate(&end) == cudaSuccess) {
+    cudaStream_t s = stream_.get();
+    for (int rep = 0; rep < 6; ++rep) {  // the first warms up
+      float ms = 0;
+      if (cudaEventRecord(start, s) != cudaSuccess ||
+          cudaMemcpyAsync(to.get(), from.get(), bytes, cudaMemcpyDeviceToDevice, s) !=
+              cudaSuccess ||
+          cudaEventRecord(end, s) != cudaSuccess || cudaEventSynchronize(end) != cudaSuccess ||
+          cudaEventElapsedTime(&ms, start, end) != cudaSuccess) {
+        break;
+      }
+      if (rep > 0 && ms > 0) best = std::max(best, 2.0 * static_cast<double>(bytes) / (ms * 1e-3));
+    }
+  }
+  if (start != nullptr) cudaEventDestroy(start);
+  if (end != nullptr) cudaEventDestroy(end);
+  return best;
 }
 
 Status CudaDecoder::launch_decode(std::span<const SeqChunk> batch, KvCache& kv, bool follow,

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The load issue's three tables on one GPU (an H200, or an H100 where that is what is lent), each
+# figure beside its floor and beside the previous run's: engine_throughput at 1-256 streams
+# (decode tok/s against the weights' and K/V's copy-rate floor), long_prefill at 8K-128K (TTFT and
+# MFU against cuBLASLt's measured rate), and serve_load at 1 / 16 / 64 / 128 streams against the
+# engine's rate for the same work. Result files (bench/results.h's format) land in OUT; pass a
+# folder of an earlier run's as PREVIOUS to print the changes.
+# Usage, from the repository root on the GPU machine: bash bench/gpu/run_tables_h200.sh PACK OUT
+#   [PREVIOUS]; PACK: as run_mix_h200.sh's, with engine_throughput and long_prefill in pack/bin.
+set -uo pipefail
+pack=$1
+out=$2
+prev=${3:-/nonexistent}
+root=/tmp/table_bins
+model=/tmp/llama31-8b
+port=18080
+url=http://127.0.0.1:$port/v1
+mkdir -p "$out" "$root"
+tar -xJf "$pack" -C "$root"
+p=$root/pack
+cu_lib=$(python3 -c "import nvidia,os;print(os.path.join(nvidia.__path__[0],'cu13','lib'))")
+export LD_LIBRARY_PATH=$p/lib:$cu_lib:${LD_LIBRARY_PATH:-}
+nvidia-smi --query-gpu=name --format=csv,noheader
+[ -f "$model/config.json" ] ||
+  python3 tools/make_random_checkpoint.py --shape llama31-8b --out "$model" >/dev/null
+cp "$p"/tok/tokenizer.json "$p"/tok/tokenizer_config.json "$model"/
+
+echo "== engine_throughput"
+"$p"/bin/engine_throughput "$model" --backend cuda --threads 8 -c 1 -c 16 -c 64 -c 128 -c 256 \
+  --prompt 512 --gen 128 --kv-gib 40 --max-batch-tokens 8192 --no-draft \
+  --save "$out/engine.txt" --previous "$prev/engine.txt" 2>&1 | grep -E '^\||copy rate'
+
+echo "== long_prefill"
+"$p"/bin/long_prefill --sizes 8192,16384,32768,65536,131072 --compare wgmma \
+  --narrow-up-to 32768 --save "$out/prefill.txt" --previous "$prev/prefill.txt" 2>&1 |
+  grep -vE '^\s*$'
+
+echo "== serve_load"
+"$p"/bin/tensorfold serve "$model" --backend cuda --port $port --threads 8 --parallel 256 \
+  --kv-gib 40 --max-batch-tokens 8192 --no-draft >"$out/serve.txt" 2>&1 &
+pid=$!
+until curl -sf http://127.0.0.1:$port/health >/dev/null; do
+  kill -0 $pid 2>/dev/null || { echo "the server exited"; tail -5 "$out/serve.txt"; exit 1; }
+  sleep 0.5
+done
+first=1000
+for c in 1 16 64 128; do
+  first=$((first + 1000))  # prompts the server has not seen: no prompt-cache hits
+  echo "-- $c streams"
+  timeout 240 python3 bench/serve_load.py "$url" --vocab 128000 --no-warmup -c $c -n $c \
+    --prompt 512 --gen 128 --first-prompt $first --save "$out/serve_$c.txt" \
+    --previous "$prev/serve_$c.txt" --engine "$out/engine.txt" 2>&1 |
+    grep -E 'output token|engine|TTFT|TPOT|successful'
+done
+kill -0 $pid 2>/dev/null && echo "server up at the end" || echo "SERVER DOWN at the end"
+kill -INT $pid
+wait $pid
