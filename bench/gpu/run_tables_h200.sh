@@ -7,6 +7,8 @@
 # folder of an earlier run's as PREVIOUS to print the changes.
 # Usage, from the repository root on the GPU machine: bash bench/gpu/run_tables_h200.sh PACK OUT
 #   [PREVIOUS]; PACK: as run_mix_h200.sh's, with engine_throughput and long_prefill in pack/bin.
+#   STREAMS (engine levels, default "1 16 64 128 256") and SIZES (prompt lengths, default
+#   8192,16384,32768,65536,131072) shorten a run.
 set -uo pipefail
 pack=$1
 out=$2
@@ -26,12 +28,14 @@ nvidia-smi --query-gpu=name --format=csv,noheader
 cp "$p"/tok/tokenizer.json "$p"/tok/tokenizer_config.json "$model"/
 
 echo "== engine_throughput"
-"$p"/bin/engine_throughput "$model" --backend cuda --threads 8 -c 1 -c 16 -c 64 -c 128 -c 256 \
+levels=()
+for c in ${STREAMS:-1 16 64 128 256}; do levels+=(-c "$c"); done
+"$p"/bin/engine_throughput "$model" --backend cuda --threads 8 "${levels[@]}" \
   --prompt 512 --gen 128 --kv-gib 40 --max-batch-tokens 8192 --no-draft \
   --save "$out/engine.txt" --previous "$prev/engine.txt" 2>&1 | grep -E '^\||copy rate'
 
 echo "== long_prefill"
-"$p"/bin/long_prefill --sizes 8192,16384,32768,65536,131072 --compare wgmma \
+"$p"/bin/long_prefill --sizes "${SIZES:-8192,16384,32768,65536,131072}" --compare wgmma \
   --narrow-up-to 32768 --save "$out/prefill.txt" --previous "$prev/prefill.txt" 2>&1 |
   grep -vE '^\s*$'
 
