@@ -22,8 +22,8 @@
 #include "checkpoint/checkpoint.h"
 #include "cpu_kernels.h"
 #include "engine/engine.h"
-#include "results.h"
 #include "model/model.h"
+#include "results.h"
 
 namespace {
 
@@ -222,7 +222,8 @@ int main(int argc, char** argv) {
     return dense && no_draft && copy_bw > 0 ? n * copy_bw / bytes : 0.0;
   };
   fmt::print(
-      "| streams | gen tok/s (aggregate) | vs 1 stream | decode tok/s | floor | of floor | "
+      "| streams | gen tok/s (aggregate) | vs 1 stream | decode tok/s | copy-rate bound | of bound "
+      "| "
       "TTFT p50/p90/p99 ms | TPOT p50/p90/p99 ms | previous gen tok/s | previous decode tok/s "
       "|\n|---|---|---|---|---|---|---|---|---|---|\n");
   std::vector<std::vector<Round>> rounds(streams.size());

@@ -37,19 +37,25 @@ inline bool save_results(const std::string& path, const Results& r) {
   if (path.empty()) return true;
   std::ofstream out(path);
   out.precision(10);
-  for (const auto& [key, value] : r) out << key << ' ' << value << '\n';
+  for (const auto& [key, value] : r) {
+    if (std::isfinite(value)) out << key << ' ' << value << '\n';  // what the readers parse
+  }
   return static_cast<bool>(out);
 }
 
-// The previous run's figure for `key` and the change to `now` ("previous 8936.0, +0.8%"), or "-"
-// where there is none.
+// The previous run's figure for `key` and the change to `now` ("8936.0 (+0.8%)"), or "-" where
+// there is none.
 inline std::string previous(const Results& prev, const std::string& key, double now,
                             int decimals = 1) {
   const auto it = prev.find(key);
   if (it == prev.end()) return "-";
   char buf[64];
-  const double change = it->second != 0 ? 100.0 * (now / it->second - 1.0) : NAN;
-  std::snprintf(buf, sizeof buf, "%.*f (%+.1f%%)", decimals, it->second, change);
+  if (it->second == 0) {
+    std::snprintf(buf, sizeof buf, "%.*f (n/a)", decimals, it->second);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.*f (%+.1f%%)", decimals, it->second,
+                  100.0 * (now / it->second - 1.0));
+  }
   return buf;
 }
 

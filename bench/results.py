@@ -1,6 +1,7 @@
 """Result files, as bench/results.h writes and reads them: a bench's figures as "key value"
 lines, kept with --save and read back with --previous, so a later run prints each figure beside
 the one before it."""
+import math
 import sys
 
 
@@ -10,22 +11,30 @@ def read_results(path):
         return {}
     try:
         with open(path) as f:
-            pairs = (line.split() for line in f)
-            return {p[0]: float(p[1]) for p in pairs if len(p) == 2}
+            lines = [line.split() for line in f]
     except OSError:
         print(f"note: no previous results at {path}", file=sys.stderr)
         return {}
+    results = {}
+    for p in lines:
+        try:
+            if len(p) == 2 and math.isfinite(float(p[1])):
+                results[p[0]] = float(p[1])
+        except ValueError:  # a line results.h would skip too
+            pass
+    return results
 
 
 def save_results(path, results):
     if path:
         with open(path, "w") as f:
             for key in sorted(results):
-                f.write(f"{key} {results[key]:.10g}\n")
+                if math.isfinite(results[key]):
+                    f.write(f"{key} {results[key]:.10g}\n")
 
 
 def previous(before, key, now, decimals=1):
-    """ "previous 8936.0 (+0.8%)" for `key`, or "" where the earlier run lacks it."""
+    """ " (previous 8936.0, +0.8%)" for `key`, or "" where the earlier run lacks it."""
     if key not in before:
         return ""
     was = before[key]

@@ -187,7 +187,7 @@ def report(model, results, wall, concurrency, prompt_len, gen_len, before=None, 
     now[f"tpot_p50_ms/{c}"] = percentile(tpot, 50)
     print(f"| output token throughput (tok/s) | {out_tokens / wall:.1f}"
           f"{previous(before, f'output_tps/{c}', out_tokens / wall)} |")
-    if f"gen_tps/{c}" in engine:
+    if engine.get(f"gen_tps/{c}"):
         e = engine[f"gen_tps/{c}"]
         print(f"| the engine's tok/s for the same work / served share | {e:.1f} / "
               f"{out_tokens / wall / e:.2f} |")

@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
   app.add_option("--rows", rows, "Streams decoding at once")->delimiter(',');
   app.add_option("--max-k", max_k, "Drafts per row, up to");
   std::vector<int> ks;
-  app.add_option("--k", ks, "Only these drafts per row (instead of 1 .. max-k)")->delimiter(',');
+  app.add_option("--k", ks, "Only these drafts per row (in place of 1 .. --max-k)")->delimiter(',');
   app.add_option("--prompt", su.prompt, "Prompt tokens per stream");
   app.add_option("--gen", su.gen, "Generated tokens per stream");
   app.add_option("--kv-gib", su.kv_gib, "KV pool in GiB");
@@ -146,6 +146,9 @@ int main(int argc, char** argv) {
   if (ks.empty()) {
     for (int k = 1; k <= max_k; ++k) ks.push_back(k);
   }
+  if (std::any_of(ks.begin(), ks.end(), [](int k) { return k < 1; })) {
+    return fmt::print(stderr, "error: --k takes drafts per row of 1 or more\n"), 1;
+  }
   auto ckpt = tf::checkpoint::Checkpoint::open(path);
   if (!ckpt) return fmt::print(stderr, "error: {}\n", ckpt.error().message), 1;
   auto loaded = tf::model::load_model(*ckpt, {0, tf::model::backend_names().at(backend)});
@@ -153,8 +156,9 @@ int main(int argc, char** argv) {
   std::shared_ptr<tf::model::Model> model(std::move(*loaded));
   fmt::print("model: {}; prompt {} tokens, {} generated per stream, greedy\n\n", path, su.prompt,
              su.gen);
-  fmt::print("| rows | k | step ms | vs k = 0 | tokens per step per row | speedup at full acceptance "
-             "| replies |\n|---:|---:|---:|---:|---:|---:|---|\n");
+  fmt::print(
+      "| rows | k | step ms | vs k = 0 | tokens per step per row | speedup at full acceptance "
+      "| replies |\n|---:|---:|---:|---:|---:|---:|---|\n");
   for (int m : rows) {
     auto serial = run(model, su, m, 0, nullptr);
     if (!serial) return fmt::print(stderr, "error: {}\n", serial.error().message), 1;

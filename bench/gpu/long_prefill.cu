@@ -22,10 +22,10 @@
 #include <string>
 #include <vector>
 
+#include "../results.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/gemm_lt.h"
 #include "backend/cuda/ops.h"
-#include "../results.h"
 #include "gpu_check.h"  // tests/gpu: CHECK_CUDA, Lt, time_ms, cu, bf16
 
 namespace {
@@ -234,8 +234,8 @@ double prefill(Model& m, Work& w, cu::LtGemm& gemm, int n, int chunk, cu::TileKe
 
 std::string fnv1a(const std::vector<float>& v) {
   uint64_t h = 14695981039346656037ull;
-  for (const unsigned char c : std::span(reinterpret_cast<const unsigned char*>(v.data()),
-                                         v.size() * sizeof(float))) {
+  for (const unsigned char c :
+       std::span(reinterpret_cast<const unsigned char*>(v.data()), v.size() * sizeof(float))) {
     h = (h ^ c) * 1099511628211ull;
   }
   char buf[24];
@@ -342,14 +342,18 @@ int main(int argc, char** argv) {
         const float narrow = time_ms([&] { layer(before); }, reps);
         std::printf(" %12.2f %10.0f %7.1f%% %7.2fx", narrow, f / (narrow * 1e-3) / 1e12,
                     100 * f / (narrow * 1e-3) / peak, narrow / wide);
-        notes += keep(std::string("attention_ms/") + before_name + "/" + std::to_string(n), narrow,
-                      2);
+        notes +=
+            keep(std::string("attention_ms/") + before_name + "/" + std::to_string(n), narrow, 2);
       }
       std::printf("%s\n", notes.c_str());
     }
   }
 
-  if (attention_only) return tf::bench::save_results(save_path, now) ? 0 : 1;
+  if (attention_only) {
+    if (tf::bench::save_results(save_path, now)) return 0;
+    std::printf("error: could not write %s\n", save_path.c_str());
+    return 1;
+  }
 
   // 2. The whole prefill, cold (no cached prefix), to the last token's logits.
   prefill(m, w, gemm, std::min(chunk, max_n), chunk, cu::TileKernel::kWide, nullptr, s);  // warm-up
@@ -370,8 +374,8 @@ int main(int argc, char** argv) {
       const bool same =
           std::memcmp(wide_logits.data(), narrow_logits.data(), kVocab * sizeof(float)) == 0;
       all_same &= same;
-      std::printf(" %12.3f %10.0f %7.1f%% %8.2fx %8s", narrow, n / narrow,
-                  100 * f / narrow / peak, narrow / wide, same ? "same" : "DIFFER");
+      std::printf(" %12.3f %10.0f %7.1f%% %8.2fx %8s", narrow, n / narrow, 100 * f / narrow / peak,
+                  narrow / wide, same ? "same" : "DIFFER");
       notes += keep(std::string("ttft_s/") + before_name + "/" + std::to_string(n), narrow, 3);
     }
     // For comparing builds: two binaries' kernels agree where their hashes do.
@@ -383,5 +387,7 @@ int main(int argc, char** argv) {
       kLayerParams * kLayers / 1e9, peak / 1e12);
   std::printf("wide and %s kernels' logits: %s\n", before_name, all_same ? "identical" : "DIFFER");
   CHECK_CUDA(cudaStreamDestroy(s));
-  return all_same && tf::bench::save_results(save_path, now) ? 0 : 1;
+  const bool saved = tf::bench::save_results(save_path, now);
+  if (!saved) std::printf("error: could not write %s\n", save_path.c_str());
+  return all_same && saved ? 0 : 1;
 }

@@ -1,7 +1,8 @@
-// lt_algos: every split-free cuBLASLt algorithm offered for the decode step's matmuls (Llama-3.1-8B's
-// four matrices, K's parts batched as LtGemm runs them) at 8-128 rows, each timed with the weights
-// streamed from memory, and compared bit for bit with the heuristic's first (the one LtGemm takes).
-// Prints, per matrix and row count, that first pick's GB/s of weights beside the fastest's.
+// lt_algos: every split-free cuBLASLt algorithm offered for the decode step's matmuls
+// (Llama-3.1-8B's four matrices, K's parts batched as LtGemm runs them) at 8-128 rows, each timed
+// with the weights streamed from memory, and compared bit for bit with the heuristic's first (the
+// one LtGemm takes). Prints, per matrix and row count, that first pick's GB/s of weights beside the
+// fastest's.
 //   lt_algos [--rows 8,16,32,64,128]
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -34,16 +35,26 @@ cu::DeviceBuffer random_bf16(size_t n, uint32_t seed) {
   return b;
 }
 
+// An algorithm's configuration attribute; false where cuBLASLt does not give it.
+bool config(const cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoConfigAttributes_t attr, uint32_t& v) {
+  size_t got = 0;
+  v = 0;
+  return cublasLtMatmulAlgoConfigGetAttribute(&a, attr, &v, sizeof(v), &got) ==
+         CUBLAS_STATUS_SUCCESS;
+}
+
 uint32_t config(const cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoConfigAttributes_t attr) {
   uint32_t v = 0;
-  size_t got = 0;
-  cublasLtMatmulAlgoConfigGetAttribute(&a, attr, &v, sizeof(v), &got);
+  config(a, attr, v);
   return v;
 }
 
+// LtGemm's test: an algorithm whose split or reduction is unknown does not qualify.
 bool split_free(const cublasLtMatmulAlgo_t& a) {
-  return config(a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM) <= 1 &&
-         config(a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME) == CUBLASLT_REDUCTION_SCHEME_NONE;
+  uint32_t splits = 0, reduction = 0;
+  return config(a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, splits) &&
+         config(a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, reduction) && splits <= 1 &&
+         reduction == CUBLASLT_REDUCTION_SCHEME_NONE;
 }
 
 struct Matrix {
@@ -78,8 +89,9 @@ void run(cublasLtHandle_t h, cu::DeviceBuffer& ws, const Matrix& mx, int m) {
     for (int i = 0; i < 3; ++i) {
       CHECK_LT(cublasLtMatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
                                                 &batch, sizeof(batch)));
-      CHECK_LT(cublasLtMatrixLayoutSetAttribute(
-          layouts[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &offsets[i], sizeof(offsets[i])));
+      CHECK_LT(cublasLtMatrixLayoutSetAttribute(layouts[i],
+                                                CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                &offsets[i], sizeof(offsets[i])));
     }
   }
   cublasLtMatmulPreference_t pref;
@@ -133,9 +145,11 @@ void run(cublasLtHandle_t h, cu::DeviceBuffer& ws, const Matrix& mx, int m) {
       best_stages = config(found[i].algo, CUBLASLT_ALGO_CONFIG_STAGES_ID);
     }
   }
-  std::printf("| %s | %d | %d x %d | %d | %.0f | %.0f (#%d: algo %u, tile %u, stages %u) | %.2fx | %d / %d |\n",
-              mx.name, m, batch, part, tried, first_gbs, best_gbs, best, best_id, best_tile,
-              best_stages, first_gbs > 0 ? best_gbs / first_gbs : 0.0, same, tried - 1);
+  std::printf(
+      "| %s | %d | %d x %d | %d | %.0f | %.0f (#%d: algo %u, tile %u, stages %u) | %.2fx | %d / %d "
+      "|\n",
+      mx.name, m, batch, part, tried, first_gbs, best_gbs, best, best_id, best_tile, best_stages,
+      first_gbs > 0 ? best_gbs / first_gbs : 0.0, same, tried > 0 ? tried - 1 : 0);
   cublasLtMatmulPreferenceDestroy(pref);
   cublasLtMatrixLayoutDestroy(a);
   cublasLtMatrixLayoutDestroy(b);
@@ -167,11 +181,12 @@ int main(int argc, char** argv) {
   cublasLtHandle_t h;
   CHECK_LT(cublasLtCreate(&h));
   cu::DeviceBuffer ws(size_t(32) << 20);  // LtGemm's workspace
-  const Matrix mats[] = {{"qkv", 6144, 4096}, {"o", 4096, 4096}, {"gate_up", 28672, 4096},
-                         {"down", 4096, 14336}};
-  std::printf("| matrix | rows | parts x length | split-free algorithms | heuristic's first GB/s "
-              "| fastest GB/s | fastest / first | same bits as the first |\n"
-              "|---|---:|---|---:|---:|---|---:|---|\n");
+  const Matrix mats[] = {
+      {"qkv", 6144, 4096}, {"o", 4096, 4096}, {"gate_up", 28672, 4096}, {"down", 4096, 14336}};
+  std::printf(
+      "| matrix | rows | parts x length | split-free algorithms | heuristic's first GB/s "
+      "| fastest GB/s | fastest / first | same bits as the first |\n"
+      "|---|---:|---|---:|---:|---|---:|---|\n");
   for (const Matrix& mx : mats) {
     for (int m : rows) run(h, ws, mx, m);
   }

@@ -32,7 +32,7 @@ levels=()
 for c in ${STREAMS:-1 16 64 128 256}; do levels+=(-c "$c"); done
 "$p"/bin/engine_throughput "$model" --backend cuda --threads 8 "${levels[@]}" \
   --prompt 512 --gen 128 --kv-gib 40 --max-batch-tokens 8192 --no-draft \
-  --save "$out/engine.txt" --previous "$prev/engine.txt" 2>&1 | grep -E '^\||copy rate'
+  --save "$out/engine.txt" --previous "$prev/engine.txt" 2>&1 | grep -E '^\||copy rate|error'
 
 echo "== long_prefill"
 "$p"/bin/long_prefill --sizes "${SIZES:-8192,16384,32768,65536,131072}" --compare wgmma \
@@ -43,10 +43,13 @@ echo "== serve_load"
 "$p"/bin/tensorfold serve "$model" --backend cuda --port $port --threads 8 --parallel 256 \
   --kv-gib 40 --max-batch-tokens 8192 --no-draft >"$out/serve.txt" 2>&1 &
 pid=$!
-until curl -sf http://127.0.0.1:$port/health >/dev/null; do
+for ((i = 0; i < 240; ++i)); do  # up to two minutes for the weights to load
+  curl -sf http://127.0.0.1:$port/health >/dev/null && break
   kill -0 $pid 2>/dev/null || { echo "the server exited"; tail -5 "$out/serve.txt"; exit 1; }
   sleep 0.5
 done
+curl -sf http://127.0.0.1:$port/health >/dev/null ||
+  { echo "the server never became healthy"; kill $pid; exit 1; }
 first=1000
 for c in 1 16 64 128; do
   first=$((first + 1000))  # prompts the server has not seen: no prompt-cache hits
@@ -54,7 +57,7 @@ for c in 1 16 64 128; do
   timeout 240 python3 bench/serve_load.py "$url" --vocab 128000 --no-warmup -c $c -n $c \
     --prompt 512 --gen 128 --first-prompt $first --save "$out/serve_$c.txt" \
     --previous "$prev/serve_$c.txt" --engine "$out/engine.txt" 2>&1 |
-    grep -E 'output token|engine|TTFT|TPOT|successful'
+    grep -E 'output token|engine|TTFT|TPOT|successful|failed|error|Traceback'
 done
 kill -0 $pid 2>/dev/null && echo "server up at the end" || echo "SERVER DOWN at the end"
 kill -INT $pid

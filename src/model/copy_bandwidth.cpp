@@ -17,7 +17,9 @@ double Model::copy_bandwidth() {
   double best = 0;
   for (int rep = 0; rep < 5; ++rep) {
     const auto t0 = Clock::now();
-    auto copy = [&](size_t lo, size_t hi) { std::memcpy(to.data() + lo, from.data() + lo, hi - lo); };
+    auto copy = [&](size_t lo, size_t hi) {
+      std::memcpy(to.data() + lo, from.data() + lo, hi - lo);
+    };
     if (pool != nullptr) {
       pool->parallel_for(bytes, size_t{1} << 20, copy);
     } else {

@@ -131,8 +131,10 @@ class StepTimer {
   // 0: before the inputs' copy (on its stream), 1: the kernels' start, 2: their end.
   void event(int i, cudaStream_t s) {
     if (!on_) return;
-    if (events_[i] == nullptr) cudaEventCreate(&events_[i]);
-    cudaEventRecord(events_[i], s);
+    if ((events_[i] == nullptr && cudaEventCreate(&events_[i]) != cudaSuccess) ||
+        cudaEventRecord(events_[i], s) != cudaSuccess) {
+      (void)cudaGetLastError();  // a diagnosis must not leave an error for the next launch
+    }
   }
   void finish(bool decode) {  // after the stream's results are back
     if (!on_) return;
@@ -142,9 +144,12 @@ class StepTimer {
         us_[i] += std::chrono::duration<double, std::micro>(t_[i] - t_[i - 1]).count();
       for (int i = 0; i < 2; ++i) {
         float ms = 0;
-        if (cudaEventElapsedTime(&ms, events_[i], events_[i + 1]) == cudaSuccess) {
-          us_[3 + i] += ms * 1e3;
+        if (events_[i] == nullptr || events_[i + 1] == nullptr ||
+            cudaEventElapsedTime(&ms, events_[i], events_[i + 1]) != cudaSuccess) {
+          (void)cudaGetLastError();
+          continue;
         }
+        us_[3 + i] += ms * 1e3;
       }
       ++steps_;
     }
@@ -591,7 +596,7 @@ Status CudaDecoder::step(std::span<const SeqChunk> batch, KvCache& kv, float* lo
   TF_RETURN_IF_ERROR(queue_step(batch, kv, false, argmax != nullptr, q));
   cudaStream_t s = stream_.get();
   const int n_out = q.n_out;
-  step_timer_.event(2, s);
+  if (q.n_out > 0) step_timer_.event(2, s);  // an empty step queued nothing to time
   if (n_out > 0 && argmax != nullptr) {
     TF_CUDA_TRY(cudaMemcpyAsync(argmax, slots_[q.slot].argmax.get(),
                                 static_cast<size_t>(n_out) * sizeof(int32_t),
@@ -606,7 +611,7 @@ Status CudaDecoder::step(std::span<const SeqChunk> batch, KvCache& kv, float* lo
   timer_.finish(q.decode_step ? "decode" : "prefill");
   TF_CUDA_TRY(stream_.sync());
   step_timer_.mark(2);
-  step_timer_.finish(q.graph);
+  step_timer_.finish(q.graph && q.n_out > 0);
   return {};
 }
 
@@ -633,6 +638,7 @@ double CudaDecoder::copy_bandwidth() {
   }
   if (start != nullptr) cudaEventDestroy(start);
   if (end != nullptr) cudaEventDestroy(end);
+  (void)cudaGetLastError();  // a failed measurement leaves no error for the next launch
   return best;
 }
 

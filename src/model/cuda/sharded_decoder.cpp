@@ -28,6 +28,7 @@ class ShardedDecoder final : public Model {
   }
 
   const checkpoint::ModelConfig& config() const override { return cpu_->config(); }
+  double copy_bandwidth() override { return ranks_[0]->copy_bandwidth(); }
   size_t weight_bytes() const override {
     size_t bytes = 0;
     for (const auto& r : ranks_) bytes += r->weight_bytes();
