@@ -249,23 +249,13 @@ void enqueue_step(Model& m, cu::LtGemm& gemm, int n, const Variant& v, cudaStrea
                                nullptr, m.argmax_scratch.get()));
 }
 
-std::vector<int> parse_list(const char* s) {
-  std::vector<int> v;
-  for (const char* p = s; *p;) {
-    v.push_back(std::atoi(p));
-    while (*p && *p != ',') ++p;
-    if (*p == ',') ++p;
-  }
-  return v;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<int> rows{1, 8, 32, 64, 128};
   int base = 512;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::string(argv[i]) == "--rows") rows = parse_list(argv[i + 1]);
+    if (std::string(argv[i]) == "--rows") rows = tf::gpu_check::parse_list(argv[i + 1]);
     if (std::string(argv[i]) == "--context") base = std::atoi(argv[i + 1]);
   }
   for (int n : rows) {

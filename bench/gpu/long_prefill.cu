@@ -243,16 +243,6 @@ std::string fnv1a(const std::vector<float>& v) {
   return buf;
 }
 
-std::vector<int> parse_sizes(const char* s) {
-  std::vector<int> v;
-  for (const char* p = s; *p;) {
-    v.push_back(std::atoi(p));
-    while (*p && *p != ',') ++p;
-    if (*p == ',') ++p;
-  }
-  return v;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -266,7 +256,7 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--chunk") chunk = std::atoi(argv[i + 1]);
     if (a == "--narrow-up-to") narrow_up_to = std::atoi(argv[i + 1]);
-    if (a == "--sizes") sizes = parse_sizes(argv[i + 1]);
+    if (a == "--sizes") sizes = tf::gpu_check::parse_list(argv[i + 1]);
     if (a == "--attention-only") attention_only = std::atoi(argv[i + 1]) != 0;
     if (a == "--compare" && std::string(argv[i + 1]) == "wgmma") {
       before = cu::TileKernel::kWgmma;

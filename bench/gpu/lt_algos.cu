@@ -157,22 +157,12 @@ void run(cublasLtHandle_t h, cu::DeviceBuffer& ws, const Matrix& mx, int m) {
   cublasLtMatmulDescDestroy(op);
 }
 
-std::vector<int> parse_list(const char* s) {
-  std::vector<int> v;
-  for (const char* p = s; *p;) {
-    v.push_back(std::atoi(p));
-    while (*p && *p != ',') ++p;
-    if (*p == ',') ++p;
-  }
-  return v;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<int> rows{8, 16, 32, 64, 128};
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::string(argv[i]) == "--rows") rows = parse_list(argv[i + 1]);
+    if (std::string(argv[i]) == "--rows") rows = tf::gpu_check::parse_list(argv[i + 1]);
   }
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));

@@ -17,15 +17,9 @@ root=/tmp/table_bins
 model=/tmp/llama31-8b
 port=18080
 url=http://127.0.0.1:$port/v1
-mkdir -p "$out" "$root"
-tar -xJf "$pack" -C "$root"
-p=$root/pack
-cu_lib=$(python3 -c "import nvidia,os;print(os.path.join(nvidia.__path__[0],'cu13','lib'))")
-export LD_LIBRARY_PATH=$p/lib:$cu_lib:${LD_LIBRARY_PATH:-}
+mkdir -p "$out"
+source bench/gpu/unpack.sh
 nvidia-smi --query-gpu=name --format=csv,noheader
-[ -f "$model/config.json" ] ||
-  python3 tools/make_random_checkpoint.py --shape llama31-8b --out "$model" >/dev/null
-cp "$p"/tok/tokenizer.json "$p"/tok/tokenizer_config.json "$model"/
 
 echo "== engine_throughput"
 levels=()

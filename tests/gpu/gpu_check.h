@@ -84,6 +84,17 @@ std::vector<T> download(const cu::DeviceBuffer& b, size_t n) {
 
 inline float f(bf16 x) { return __bfloat162float(x); }
 
+// "8,16,32" -> {8, 16, 32}: the benches' list arguments.
+inline std::vector<int> parse_list(const char* s) {
+  std::vector<int> v;
+  for (const char* p = s; *p;) {
+    v.push_back(std::atoi(p));
+    while (*p && *p != ',') ++p;
+    if (*p == ',') ++p;
+  }
+  return v;
+}
+
 // Output poisoned with NaN before every run, so an unwritten element fails the comparison.
 inline void poison(cu::DeviceBuffer& b) { CHECK_CUDA(cudaMemset(b.get(), 0xff, b.bytes())); }
 
