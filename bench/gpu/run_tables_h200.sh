@@ -8,13 +8,14 @@
 # Usage, from the repository root on the GPU machine: bash bench/gpu/run_tables_h200.sh PACK OUT
 #   [PREVIOUS]; PACK: as run_mix_h200.sh's, with engine_throughput and long_prefill in pack/bin.
 #   STREAMS (engine levels, default "1 16 64 128 256") and SIZES (prompt lengths, default
-#   8192,16384,32768,65536,131072) shorten a run.
+#   8192,16384,32768,65536,131072) shorten a run. SHAPE, LAYERS and TOK (unpack.sh) take another
+#   model's shapes, VOCAB its prompt ids' range; long_prefill runs for Llama-3.1-8B's only.
 set -uo pipefail
 pack=$1
 out=$2
 prev=${3:-/nonexistent}
 root=/tmp/table_bins
-model=/tmp/llama31-8b
+model=/tmp/${SHAPE:-llama31-8b}
 port=18080
 url=http://127.0.0.1:$port/v1
 mkdir -p "$out"
@@ -28,10 +29,12 @@ for c in ${STREAMS:-1 16 64 128 256}; do levels+=(-c "$c"); done
   --prompt 512 --gen 128 --kv-gib 40 --max-batch-tokens 8192 --no-draft \
   --save "$out/engine.txt" --previous "$prev/engine.txt" 2>&1 | grep -E '^\||copy rate|error'
 
-echo "== long_prefill"
-"$p"/bin/long_prefill --sizes "${SIZES:-8192,16384,32768,65536,131072}" --compare wgmma \
-  --narrow-up-to 32768 --save "$out/prefill.txt" --previous "$prev/prefill.txt" 2>&1 |
-  grep -vE '^\s*$'
+if [ "${SHAPE:-llama31-8b}" = llama31-8b ]; then
+  echo "== long_prefill"
+  "$p"/bin/long_prefill --sizes "${SIZES:-8192,16384,32768,65536,131072}" --compare wgmma \
+    --narrow-up-to 32768 --save "$out/prefill.txt" --previous "$prev/prefill.txt" 2>&1 |
+    grep -vE '^\s*$'
+fi
 
 echo "== serve_load"
 "$p"/bin/tensorfold serve "$model" --backend cuda --port $port --threads 8 --parallel 256 \
@@ -48,7 +51,7 @@ first=1000
 for c in 1 16 64 128; do
   first=$((first + 1000))  # prompts the server has not seen: no prompt-cache hits
   echo "-- $c streams"
-  timeout 240 python3 bench/serve_load.py "$url" --vocab 128000 --no-warmup -c $c -n $c \
+  timeout 240 python3 bench/serve_load.py "$url" --vocab "${VOCAB:-128000}" --no-warmup -c $c -n $c \
     --prompt 512 --gen 128 --first-prompt $first --save "$out/serve_$c.txt" \
     --previous "$prev/serve_$c.txt" --engine "$out/engine.txt" 2>&1 |
     grep -E 'output token|engine|TTFT|TPOT|successful|failed|error|Traceback'
