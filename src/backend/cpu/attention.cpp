@@ -155,11 +155,16 @@ JobShape whole_groups(int n_heads, int n_kv_heads) {
   return {heads, (group + heads - 1) / heads, kSplitRows};
 }
 
+// A sequence's groups of up to shape.rows rows: each a job per KV head and chunk of its heads.
+int64_t row_groups(int64_t rows, const JobShape& shape) {
+  return (rows + shape.rows - 1) / shape.rows;
+}
+
 // The jobs of sequences of rows[0..n) rows under `shape`.
 int64_t count_jobs(const JobShape& shape, int n_kv_heads, const int64_t* rows, size_t n) {
-  int64_t jobs = 0;
-  for (size_t s = 0; s < n; ++s) jobs += (rows[s] + shape.rows - 1) / shape.rows;
-  return jobs * n_kv_heads * shape.chunks;
+  int64_t groups = 0;
+  for (size_t s = 0; s < n; ++s) groups += row_groups(rows[s], shape);
+  return groups * n_kv_heads * shape.chunks;
 }
 
 bool splits(const JobShape& whole, int n_kv_heads, const int64_t* rows, size_t n, int64_t max_pos,
@@ -230,8 +235,8 @@ Plan make_plan(const AttentionSeq* seqs, size_t n_seqs, int n_heads, int n_kv_he
   p.jobs_per_group = n_kv_heads * p.shape.chunks;
   p.first_job.assign(n_seqs + 1, 0);
   for (size_t s = 0; s < n_seqs; ++s) {
-    const int64_t groups = (rows[s] + p.shape.rows - 1) / p.shape.rows;
-    p.first_job[s + 1] = p.first_job[s] + static_cast<size_t>(groups) * p.jobs_per_group;
+    p.first_job[s + 1] =
+        p.first_job[s] + static_cast<size_t>(row_groups(rows[s], p.shape)) * p.jobs_per_group;
   }
   return p;
 }
