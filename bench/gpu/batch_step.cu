@@ -32,19 +32,7 @@ constexpr int kHidden = 4096, kFfn = 14336, kLayers = 32, kHeads = 32, kKvHeads 
               kVocab = 128256, kBs = 16, kMaxRows = 128;
 constexpr int kQkv = (kHeads + 2 * kKvHeads) * kHd, kQDim = kHeads * kHd;
 
-__global__ void fill_random(bf16* p, size_t n, uint32_t seed, float scale) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x) {
-    const uint32_t h = tf::gpu_check::index_hash(i, seed);
-    p[i] = __float2bfloat16((float(h) * 2.3283064e-10f * 2.0f - 1.0f) * scale);
-  }
-}
-cu::DeviceBuffer random_buffer(size_t n, uint32_t seed, float scale) {
-  cu::DeviceBuffer b(n * sizeof(bf16));
-  fill_random<<<132 * 8, 256>>>(b.get<bf16>(), n, seed, scale);
-  CHECK_CUDA(cudaGetLastError());
-  return b;
-}
+using tf::gpu_check::random_buffer;
 
 struct Graph {
   cudaGraphExec_t exec = nullptr;

@@ -25,18 +25,7 @@ constexpr int kHidden = 4096, kFfn = 14336, kLayers = 32, kHeads = 32, kKvHeads 
               kVocab = 128256;
 constexpr int kQkv = (kHeads + 2 * kKvHeads) * kHeadDim;
 
-// Uniform in [-scale, scale) from a hash of the index: random data, never zeros.
-__global__ void fill_random(bf16* p, size_t n, uint32_t seed, float scale) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x) {
-    const uint32_t h = tf::gpu_check::index_hash(i, seed);
-    p[i] = __float2bfloat16((float(h) * 2.3283064e-10f * 2.0f - 1.0f) * scale);
-  }
-}
-void fill(bf16* p, size_t n, uint32_t seed, float scale) {
-  fill_random<<<132 * 8, 256>>>(p, n, seed, scale);
-  CHECK_CUDA(cudaGetLastError());
-}
+using tf::gpu_check::fill;
 
 using tf::gpu_check::Lt;
 using tf::gpu_check::time_ms;

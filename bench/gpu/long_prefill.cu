@@ -39,20 +39,7 @@ constexpr int kQkv = (kHeads + 2 * kKvHeads) * kHd;
 constexpr double kLayerParams = double(kQkv) * kHidden + double(kHidden) * kHidden +
                                 2.0 * kFfn * kHidden + double(kHidden) * kFfn;
 
-// Uniform in [-scale, scale) from a hash of the index: random data, never zeros.
-__global__ void fill_random(bf16* p, size_t n, uint32_t seed, float scale) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x) {
-    const uint32_t h = tf::gpu_check::index_hash(i, seed);
-    p[i] = __float2bfloat16((float(h) * 2.3283064e-10f * 2.0f - 1.0f) * scale);
-  }
-}
-cu::DeviceBuffer random_buffer(size_t n, uint32_t seed, float scale) {
-  cu::DeviceBuffer b(n * sizeof(bf16));
-  fill_random<<<132 * 8, 256>>>(b.get<bf16>(), n, seed, scale);
-  CHECK_CUDA(cudaGetLastError());
-  return b;
-}
+using tf::gpu_check::random_buffer;
 
 // Prompt FLOPs: the four matmuls per token and layer, causal attention (QK and PV over every
 // visible position) and the last token's lm_head.

@@ -20,21 +20,6 @@ namespace {
 
 namespace gemm = tf::backend::cuda::gemm;
 
-// Random bf16 without a host round trip: a hash of the index, in [-1, 1).
-__global__ void fill_kernel(bf16* p, size_t n, uint32_t seed) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x) {
-    p[i] = __float2bfloat16(float(tf::gpu_check::index_hash(i, seed) >> 8) / 8388608.0f - 1.0f);
-  }
-}
-
-cu::DeviceBuffer random_bf16(size_t n, uint32_t seed) {
-  cu::DeviceBuffer b(n * sizeof(bf16));
-  fill_kernel<<<1024, 256>>>(b.get<bf16>(), n, seed);
-  CHECK_CUDA(cudaGetLastError());
-  return b;
-}
-
 // An algorithm's configuration attribute; false where cuBLASLt does not give it.
 bool config(const cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoConfigAttributes_t attr, uint32_t& v) {
   size_t got = 0;
@@ -68,8 +53,8 @@ void run(cublasLtHandle_t h, cu::DeviceBuffer& ws, const Matrix& mx, int m) {
   // Enough copies of the weights that each run reads them from memory, not from L2.
   const size_t w_elems = size_t(mx.n) * mx.k;
   const int copies = static_cast<int>(std::max<size_t>(2, (size_t(512) << 20) / (w_elems * 2)));
-  cu::DeviceBuffer w = random_bf16(w_elems * copies, 100);
-  cu::DeviceBuffer x = random_bf16(size_t(m) * mx.k, 7);
+  cu::DeviceBuffer w = tf::gpu_check::random_buffer(w_elems * copies, 100, 1.0f);
+  cu::DeviceBuffer x = tf::gpu_check::random_buffer(size_t(m) * mx.k, 7, 1.0f);
   const size_t d_elems = size_t(batch) * m * mx.n;
   cu::DeviceBuffer d_ref(d_elems * 4), d(d_elems * 4);
 

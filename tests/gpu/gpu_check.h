@@ -84,6 +84,25 @@ std::vector<T> download(const cu::DeviceBuffer& b, size_t n) {
 
 inline float f(bf16 x) { return __bfloat162float(x); }
 
+// Uniform in [-scale, scale) from a hash of the index, made on the device: random data, never
+// zeros, for the benches' large buffers.
+__global__ void fill_random_kernel(bf16* p, size_t n, uint32_t seed, float scale) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    const uint32_t h = index_hash(i, seed);
+    p[i] = __float2bfloat16((float(h) * 2.3283064e-10f * 2.0f - 1.0f) * scale);
+  }
+}
+inline void fill(bf16* p, size_t n, uint32_t seed, float scale) {
+  fill_random_kernel<<<132 * 8, 256>>>(p, n, seed, scale);
+  CHECK_CUDA(cudaGetLastError());
+}
+inline cu::DeviceBuffer random_buffer(size_t n, uint32_t seed, float scale) {
+  cu::DeviceBuffer b(n * sizeof(bf16));
+  fill(b.get<bf16>(), n, seed, scale);
+  return b;
+}
+
 // "8,16,32" -> {8, 16, 32}: the benches' list arguments.
 inline std::vector<int> parse_list(const char* s) {
   std::vector<int> v;
