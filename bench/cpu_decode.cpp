@@ -4,40 +4,12 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
-#include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <vector>
 
-#include "base/thread_pool.h"
 #include "checkpoint/checkpoint.h"
 #include "engine/generate.h"
 #include "model/model.h"
-
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-// STREAM-style copy bandwidth (bytes read + bytes written per second), best of several runs, with
-// `threads` threads each copying its own slice.
-double copy_bandwidth(int threads) {
-  const size_t bytes = size_t{256} << 20;
-  std::vector<char> a(bytes, 1), b(bytes, 0);
-  tf::ThreadPool pool(threads);
-  double best = 0;
-  for (int rep = 0; rep < 5; ++rep) {
-    auto t0 = Clock::now();
-    pool.parallel_for(bytes, 1 << 20, [&](size_t lo, size_t hi) {
-      std::memcpy(b.data() + lo, a.data() + lo, hi - lo);
-    });
-    double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    best = std::max(best, 2.0 * bytes / s);
-  }
-  return best;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"CPU decode benchmark"};
@@ -100,7 +72,7 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "error: {}\n", st.error().message);
       return 1;
     }
-    double bw = copy_bandwidth(threads);
+    double bw = m.copy_bandwidth();  // on the model's own threads
     double wbytes = static_cast<double>((*model)->weight_bytes());
     double gen_tps = (st->generated_tokens - 1) / st->decode_seconds;
     double floor_tps = bw / wbytes;
