@@ -4,7 +4,8 @@
 // chain of natural-order k16 mma.sync steps from zero (and with beta = 1, that chain plus C)?
 // (3) how fast is cuBLASLt run part by part, against our tiled kernel? (4) does wgmma (wgmma.cuh)
 // give exactly the mma.sync chain, for the attention tile's two products (Q K^T from zero, P V onto
-// the rescaled O), with A from shared memory or registers? Needs a GPU.
+// the rescaled O), with A from shared memory or registers, and the prefill kernel's 64-position
+// scores by m64n64k16? Needs a GPU. mma_order_probe --wgmma asks (4) alone.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -143,32 +144,47 @@ __device__ void store_frag(const float (&d)[N / 8][4], float* y) {
   }
 }
 
-// (4a) S[64][32] = q[64][128] k[32][128]^T from zero, by 8 wgmma k16 steps; A from shared memory
+// (4a) S[64][N] = q[64][128] k[N][128]^T from zero, by 8 wgmma k16 steps; A from shared memory
 // (a_regs false) or registers. Each descriptor's leading offset is the bytes between core matrices
-// adjacent in K (8 or 4 x 128 here), its stride offset between those adjacent in M or N (128): the
-// other reading made the first run read past the operands.
+// adjacent in K (8 or N x 16 here), its stride offset between those adjacent in M or N (128): the
+// other reading made the first run read past the operands. N = 64 (the prefill kernel's stage of
+// two tiles) runs m64n64k16, A from shared memory only.
+template <int N>
 __global__ void wg_scores(const bf16* q, const bf16* k, float* s, bool a_regs) {
-  __shared__ alignas(128) bf16 sq[64 * 128], sk[32 * 128];
+  __shared__ alignas(128) bf16 sq[64 * 128], sk[N * 128];
   to_core(sq, q, 64, 128);
-  to_core(sk, k, 32, 128);
+  to_core(sk, k, N, 128);
   tf::backend::cuda::wgmma::fence_shared();
   __syncthreads();
   namespace wg = tf::backend::cuda::wgmma;
-  float d[4][4] = {};
+  float d[N / 32][4][4] = {};
   uint32_t fa[8][4];
   for (int ks = 0; ks < 8; ++ks) a_frag(fa[ks], q, 128, ks);
   wg::fence();
-  for (int ks = 0; ks < 8; ++ks) {
-    const uint64_t b = wg::smem_desc(sk + core_off(0, 2 * ks, 32), 512, 128);
-    if (a_regs) {
-      wg::m64n32k16(d, fa[ks], b, ks > 0);
-    } else {
-      wg::m64n32k16(d, wg::smem_desc(sq + core_off(0, 2 * ks, 64), 1024, 128), b, ks > 0);
+  auto a_at = [&](int ks) { return wg::smem_desc(sq + core_off(0, 2 * ks, 64), 1024, 128); };
+  auto b_at = [&](int ks) { return wg::smem_desc(sk + core_off(0, 2 * ks, N), N * 16, 128); };
+  if constexpr (N == 64) {
+    wg::m64n64k16<false>(d, a_at(0), b_at(0));
+    for (int ks = 1; ks < 8; ++ks) wg::m64n64k16<true>(d, a_at(ks), b_at(ks));
+  } else {
+    for (int ks = 0; ks < 8; ++ks) {
+      if (a_regs) {
+        wg::m64n32k16(d[0], fa[ks], b_at(ks), ks > 0);
+      } else {
+        wg::m64n32k16(d[0], a_at(ks), b_at(ks), ks > 0);
+      }
     }
   }
   wg::commit();
   wg::wait<0>();
-  store_frag<32>(d, s);
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  for (int h = 0; h < N / 32; ++h) {
+    for (int j = 0; j < 4; ++j) {
+      for (int r = 0; r < 4; ++r) {
+        s[(16 * w + g + 8 * (r >> 1)) * N + 32 * h + 8 * j + 2 * t + (r & 1)] = d[h][j][r];
+      }
+    }
+  }
 }
 
 // (4b) O[64][128] = c + p[64][32] v[32][128], 2 wgmma k16 steps, P from registers, V MN-major:
@@ -284,10 +300,12 @@ struct Mat {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  // --wgmma: question (4) alone.
+  const bool wgmma_only = argc > 1 && std::strcmp(argv[1], "--wgmma") == 0;
   std::mt19937 rng(7);
   // ---- (1) order inside one mma.
-  {
+  if (!wgmma_only) {
     const int trials = 20000;
     const auto a = spread(size_t(trials) * 256, rng, 12), b = spread(size_t(trials) * 128, rng, 12);
     std::vector<float> c(size_t(trials) * 128);
@@ -325,7 +343,7 @@ int main() {
 
   // ---- (4) wgmma against the natural chain: the attention tile's two products.
   for (int trial = 0; trial < 4; ++trial) {
-    const auto q = spread(64 * 128, rng, 6), k = spread(32 * 128, rng, 6);
+    const auto q = spread(64 * 128, rng, 6), k = spread(64 * 128, rng, 6);
     const auto v = spread(32 * 128, rng, 6);
     std::vector<bf16> p(64 * 32), vt(128 * 32);
     std::uniform_real_distribution<float> u01(0, 1), u(-1, 1);
@@ -333,20 +351,22 @@ int main() {
     for (int r = 0; r < 32; ++r) {
       for (int c = 0; c < 128; ++c) vt[c * 32 + r] = v[r * 128 + c];
     }
-    std::vector<float> c(64 * 128), zero(64 * 32, 0.0f);
+    std::vector<float> c(64 * 128), zero(64 * 64, 0.0f);
     for (auto& x : c) x = std::ldexp(u(rng), int(u(rng) * 8));
     auto dq = upload(q), dk = upload(k), dv = upload(v), dp = upload(p), dvt = upload(vt);
     auto dc = upload(c), dz = upload(zero);
-    cu::DeviceBuffer ref_s(64 * 32 * 4), ref_o(64 * 128 * 4), got_s(64 * 32 * 4),
-        got_o(64 * 128 * 4);
+    cu::DeviceBuffer ref_s(64 * 32 * 4), ref_s64(64 * 64 * 4), ref_o(64 * 128 * 4),
+        got_s(64 * 64 * 4), got_o(64 * 128 * 4);
     chain_from<<<dim3(32 / 8, 4), 32>>>(dq.get<bf16>(), dk.get<bf16>(), dz.get<float>(),
                                         ref_s.get<float>(), 32, 128);
+    chain_from<<<dim3(64 / 8, 4), 32>>>(dq.get<bf16>(), dk.get<bf16>(), dz.get<float>(),
+                                        ref_s64.get<float>(), 64, 128);
     chain_from<<<dim3(128 / 8, 4), 32>>>(dp.get<bf16>(), dvt.get<bf16>(), dc.get<float>(),
                                          ref_o.get<float>(), 128, 32);
     const auto want_s = download<float>(ref_s, 64 * 32), want_o = download<float>(ref_o, 64 * 128);
     for (const bool regs : {false, true}) {
       CHECK_CUDA(cudaMemset(got_s.get(), 0xff, got_s.bytes()));
-      wg_scores<<<1, 128>>>(dq.get<bf16>(), dk.get<bf16>(), got_s.get<float>(), regs);
+      wg_scores<32><<<1, 128>>>(dq.get<bf16>(), dk.get<bf16>(), got_s.get<float>(), regs);
       CHECK_CUDA(cudaDeviceSynchronize());
       std::printf(
           "(4a) trial %d Q.K^T 64x32x128 from zero, A from %s: %zu of %zu differ from the "
@@ -354,6 +374,14 @@ int main() {
           trial, regs ? "registers" : "shared memory",
           count_diff(download<float>(got_s, 64 * 32), want_s), want_s.size());
     }
+    CHECK_CUDA(cudaMemset(got_s.get(), 0xff, got_s.bytes()));
+    wg_scores<64><<<1, 128>>>(dq.get<bf16>(), dk.get<bf16>(), got_s.get<float>(), false);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    const auto want_s64 = download<float>(ref_s64, 64 * 64);
+    std::printf(
+        "(4a) trial %d Q.K^T 64x64x128 from zero by m64n64k16: %zu of %zu differ from the mma "
+        "chain\n",
+        trial, count_diff(download<float>(got_s, 64 * 64), want_s64), want_s64.size());
     CHECK_CUDA(cudaMemset(got_o.get(), 0xff, got_o.bytes()));
     wg_pv<<<1, 128>>>(dp.get<bf16>(), dv.get<bf16>(), dc.get<float>(), got_o.get<float>());
     CHECK_CUDA(cudaDeviceSynchronize());
@@ -362,6 +390,8 @@ int main() {
         "mma chain\n",
         trial, count_diff(download<float>(got_o, 64 * 128), want_o), want_o.size());
   }
+
+  if (wgmma_only) return 0;
 
   // ---- (2) cuBLASLt against the natural chain.
   Lt lt;

@@ -338,20 +338,19 @@ __global__ void __launch_bounds__(kTileWarps * 32, 1)
   // that this block's reads of the caches are done (at entry its copies slowed these).
   if (work.early) pdl_release();
   if (warp < n_tiles) {
+    uint32_t pa[2][4];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int line = g + 8 * h;
       float m_old = -INFINITY;
       for (int i = 0; i < warp; ++i) m_old = fmaxf(m_old, tmax[i * 16 + line]);
       const float m_new = fmaxf(m_old, tmax[warp * 16 + line]);
-      const float sum = tile_probs(s, h, m_new, L.c);
+      const float sum = tile_probs(s, h, m_new, L.c, pa);
       if (t == 0) {
         alphas[warp * 16 + line] = rescale(m_old, m_new, L.c);
         sums[warp * 16 + line] = sum;
       }
     }
-    uint32_t pa[2][4];
-    pack_probs(s, pa);
 #pragma unroll
     for (int i = 0; i < 8; ++i) probs[(warp * 8 + i) * 32 + lane] = pa[i / 4][i % 4];
   }

@@ -68,22 +68,21 @@ constexpr size_t wide_smem_bytes() {
 // in order. A tile fully masked for the warp's lines is left out, as its update would leave every
 // state as it is.
 template <int HD>
-__device__ __forceinline__ void stage_update(Lines<HD>& L, float (&s)[kStageTiles][4][4],
+__device__ __forceinline__ void stage_update(Lines<HD>& L, const float (&s)[kStageTiles][4][4],
                                              const bf16* v0, int v_stride, int t_stage, int w_first,
                                              int w_last, int (&split_end)[2],
                                              float* const (&tot)[2]) {
   float m_new[kStageTiles][2], sum[kStageTiles][2];
   bool ends[kStageTiles][2];
-  stage_softmax(L, s, t_stage, split_end, m_new, sum, ends);
+  uint32_t pa[kStageTiles][2][4];
+  stage_softmax(L, L.m, s, t_stage, split_end, m_new, sum, ends, pa);
 #pragma unroll
   for (int i = 0; i < kStageTiles; ++i) {
     const int t0 = t_stage + i * kTile;
     if (t0 > w_last || t0 + kTile <= w_first) continue;
     float alpha[2];
     advance_state(L, m_new[i], sum[i], alpha);
-    uint32_t pa[2][4];
-    pack_probs(s[i], pa);
-    tile_pv<HD>(L.o, alpha, pa, v0 + i * v_stride, 0, HD / 16);
+    tile_pv<HD>(L.o, alpha, pa[i], v0 + i * v_stride, 0, HD / 16);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       if (ends[i][h]) fold_split(L, h, tot[h]);

@@ -79,14 +79,15 @@ __device__ __forceinline__ bool ends_split(const Lines<HD>& L, int h, int t0, in
 // The first half of a stage's update for the warp's lines after their scores s (kN canonical
 // tiles): tile i's new running maximum is fmax(the one tile i - 1 left, or -inf where tile i - 1
 // ends the line's split, whose fold resets the state; tile i's maximum), known from positions and
-// scores alone, so every tile's exponentials (in s) and sums come before the first rescale of O.
-// split_end moves past the stage. m0: each line's running maximum before the stage (L.m, or -inf
-// where the caller has yet to fold a split the last stage ended).
+// scores alone, so every tile's probabilities (pa, as mma A fragments) and sums come before the
+// first rescale of O. split_end moves past the stage. m0: each line's running maximum before the
+// stage (L.m, or -inf where the caller has yet to fold a split the last stage ended).
 template <int HD, int kN>
 __device__ __forceinline__ void stage_softmax(const Lines<HD>& L, const float (&m0)[2],
-                                              float (&s)[kN][4][4], int t_stage,
+                                              const float (&s)[kN][4][4], int t_stage,
                                               int (&split_end)[2], float (&m_new)[kN][2],
-                                              float (&sum)[kN][2], bool (&ends)[kN][2]) {
+                                              float (&sum)[kN][2], bool (&ends)[kN][2],
+                                              uint32_t (&pa)[kN][2][4]) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     float m = m0[h];
@@ -103,15 +104,8 @@ __device__ __forceinline__ void stage_softmax(const Lines<HD>& L, const float (&
 #pragma unroll
   for (int i = 0; i < kN; ++i) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) sum[i][h] = tile_probs(s[i], h, m_new[i][h], L.c);
+    for (int h = 0; h < 2; ++h) sum[i][h] = tile_probs(s[i], h, m_new[i][h], L.c, pa[i]);
   }
-}
-
-template <int HD, int kN>
-__device__ __forceinline__ void stage_softmax(const Lines<HD>& L, float (&s)[kN][4][4], int t_stage,
-                                              int (&split_end)[2], float (&m_new)[kN][2],
-                                              float (&sum)[kN][2], bool (&ends)[kN][2]) {
-  stage_softmax(L, L.m, s, t_stage, split_end, m_new, sum, ends);
 }
 
 // A tile's step of the warp's running state after stage_softmax: each line's factor alpha for O,

@@ -6,17 +6,19 @@
 // 128 query lines, the union of their positions in canonical 32-position tiles, stages of two
 // tiles, each line's split folded into its shared-memory total where the split ends. The products
 // run on wgmma, which gives exactly the mma.sync chain's bits (bench/gpu/mma_order_probe,
-// question 4): S = Q K^T of a warpgroup's 64 lines by 8 m64n32k16 steps a tile over head dims in
-// order (Q and K in shared memory), O = O alpha + P V by 2 m64n128k16 steps a tile over positions
-// in order (P from registers, V in shared memory). K, V and Q sit in shared memory as core
-// matrices (8 rows of 16 bytes; a tile's chunk of 8 head dims is 32 positions x 16 bytes).
+// question 4): S = Q K^T of a warpgroup's 64 lines by 8 m64n64k16 steps a stage (its two tiles side
+// by side) over head dims in order (Q and K in shared memory), O = O alpha + P V by 2 m64n128k16
+// steps a tile over positions in order (P from registers, V in shared memory). K, V and Q sit in
+// shared memory as core matrices (8 rows of 16 bytes; a stage's K chunk of 8 head dims is 64
+// positions x 16 bytes, a V tile's 32 positions x 16 bytes).
 // The schedule is FlashAttention-3's, within the canonical order:
 //   - warp specialization: a ninth warp only copies K and V (cp.async, each lane one position)
 //     into rings of 3 stages, K and V apart, each stage signalled full when its copies have landed
 //     and empty when every consumer warp is done with it (mbarriers); the two warpgroups of 64
 //     lines each walk the stages on their own, so one's softmax runs while the other's products
 //     do (a shared barrier a stage had kept them in step, and their waits together);
-//   - within a warpgroup, stage st + 1's scores are issued before stage st's softmax, and
+//   - within a warpgroup, stage st + 1's scores are issued before stage st's softmax (into the
+//     other of two score buffers, which swap roles a stage), and
 //     stage st's last P V runs under stage st + 1's softmax: a split that ends at that tile is
 //     folded after it lands, and the softmax starts such a line from -inf, as the fold would have
 //     left it. Tile 1's rescale still waits for tile 0's P V (O alpha + P V is the canonical step);
@@ -74,22 +76,23 @@ __device__ __forceinline__ int core_at(int row, int chunk, int rows) {
   return chunk * rows * 8 + row * 8;
 }
 
-// Position t0 + lane of the kv head's K (or V) rows into a core-matrix tile, from the lane's slot
-// (tile_slot; -1: zeros, so a tile past the walk's end holds no stale values).
-__device__ __forceinline__ void copy_rows(bf16* dst, const bf16* cache, const AttentionParams& p,
-                                          int kv_head, int lane_slot) {
-  const int lane = threadIdx.x & 31;
+// The kv head's K (or V) row of the lane's slot (tile_slot; -1: zeros, so a tile past the walk's
+// end holds no stale values) as row `row` of an operand of `rows` rows in core matrices.
+__device__ __forceinline__ void copy_rows(bf16* dst, int row, int rows, const bf16* cache,
+                                          const AttentionParams& p, int kv_head, int lane_slot) {
   const int64_t off = lane_slot >= 0 ? lane_slot * (static_cast<int64_t>(p.n_kv_heads) * kHd) +
                                            static_cast<int64_t>(kv_head) * kHd
                                      : 0;
 #pragma unroll
   for (int c = 0; c < kHd / 8; ++c) {
-    cp_async16(dst + core_at(lane, c, kTile), cache + off + 8 * c, lane_slot >= 0);
+    cp_async16(dst + core_at(row, c, rows), cache + off + 8 * c, lane_slot >= 0);
   }
 }
 
 // The copy warp: every stage of the walk, K then V, each into its ring once the consumers gave
-// that buffer back. The slots of a stage are read one stage ahead, off the copies' path.
+// that buffer back. The slots of a stage are read one stage ahead, off the copies' path. A stage's
+// K is one operand of its 64 positions (its scores are one chain of m64n64k16 steps), its V two
+// tiles of 32 (each tile's P V is its own step).
 __device__ void copy_stages(bf16* k_ring, bf16* v_ring, Sync& sy, const bf16* k_cache,
                             const bf16* v_cache, const int32_t* table, const AttentionParams& p,
                             int kv_head, int t_begin, int n_stages, int lo, int hi) {
@@ -111,16 +114,22 @@ __device__ void copy_stages(bf16* k_ring, bf16* v_ring, Sync& sy, const bf16* k_
     for (int sub = 0; sub < kStageTiles; ++sub) cur[sub] = slots[sub];
     load_slots(st + 1);
     // The stage into one ring once its buffer is free, signalled full when the copies land.
-    auto fill = [&](bf16* ring, uint64_t* empty, uint64_t* full, const bf16* cache) {
+    const int lane = threadIdx.x & 31;
+    auto fill = [&](bf16* ring, uint64_t* empty, uint64_t* full, const bf16* cache, bool whole) {
       if (st >= kStages) mbar::wait(&empty[buf], parity);
 #pragma unroll
       for (int sub = 0; sub < kStageTiles; ++sub) {
-        copy_rows(ring + buf * kStageElems + sub * kTileElems, cache, p, kv_head, cur[sub]);
+        bf16* stage = ring + buf * kStageElems;
+        if (whole) {
+          copy_rows(stage, sub * kTile + lane, kStageTiles * kTile, cache, p, kv_head, cur[sub]);
+        } else {
+          copy_rows(stage + sub * kTileElems, lane, kTile, cache, p, kv_head, cur[sub]);
+        }
       }
       mbar::arrive_on_copies(&full[buf]);
     };
-    fill(k_ring, sy.k_empty, sy.k_full, k_cache);
-    fill(v_ring, sy.v_empty, sy.v_full, v_cache);
+    fill(k_ring, sy.k_empty, sy.k_full, k_cache, true);
+    fill(v_ring, sy.v_empty, sy.v_full, v_cache, false);
   }
   asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
@@ -169,14 +178,21 @@ __device__ void consume_stages(const bf16* k_ring, const bf16* v_ring, bf16* q_s
   int split_end[2];
   first_split_ends(L, split_end);
 
-  float s_next[kStageTiles][4][4];    // the scores wgmma writes; the softmax runs on a copy
+  // Descriptors as a base and a byte offset: Q's chunks of the warpgroup's 64 lines, a stage's K
+  // (64 positions, K-major) and a tile's V (MN-major).
+  constexpr uint32_t kStageBytes = kStageElems * sizeof(bf16), kTileBytes = kTileElems * sizeof(bf16);
+  const wg::Desc q_desc(q_group, kGroupLines * 16, 128), k_desc(k_ring, kStageTiles * kTile * 16, 128),
+      v_desc(v_ring, 128, kTile * 16);
+  // The scores of two stages in turn: wgmma writes one pair while the softmax reads the other.
+  using Scores = float[kStageTiles][4][4];
+  Scores s_a, s_b;
   uint32_t pa[kStageTiles][2][4];     // a stage's probabilities, wgmma's A operands
   bool fold_due[2] = {false, false};  // the line's split ended at the last P V still in flight
-  auto wait_all = [&] {
+  auto wait_all = [&](Scores& landing) {
     wg::wait<0>();
     wg::fence_operand(L.o);
 #pragma unroll
-    for (int sub = 0; sub < kStageTiles; ++sub) wg::fence_operand(s_next[sub]);
+    for (int sub = 0; sub < kStageTiles; ++sub) wg::fence_operand(landing[sub]);
   };
   auto stage_runs = [&](int st) {  // some line of the warpgroup sees a position of stage st
     const int ts = t_begin + st * kStageTiles * kTile;
@@ -186,29 +202,26 @@ __device__ void consume_stages(const bf16* k_ring, const bf16* v_ring, bf16* q_s
     __syncwarp();
     if (lane == 0) mbar::arrive(bar);
   };
-  // Stage st's K landed, then its scores for the warpgroup's 64 lines issued (asynchronous).
-  auto issue_scores = [&](int st) {
+  // Stage st's K landed, then its scores for the warpgroup's 64 lines issued (asynchronous): per
+  // head-dim step one m64n64k16 over the stage's two tiles.
+  auto issue_scores = [&](int st, Scores& d) {
     const int buf = st % kStages;
     mbar::wait(&sy.k_full[buf], (st / kStages) & 1);
     wg::fence_shared();
     if (!stage_runs(st)) return;
-#pragma unroll
-    for (int sub = 0; sub < kStageTiles; ++sub) wg::fence_operand(s_next[sub]);
     wg::fence();
+    const uint32_t k_at = buf * kStageBytes;
+    // Head dims [16 ks, 16 ks + 16): chunks 2 ks and 2 ks + 1 of 8, Q's of 64 lines x 16 bytes
+    // each, K's of 64 positions. The chain starts from zero (d's old values are not read).
+    auto a_at = [&](int ks) { return q_desc.at(ks * 2 * kGroupLines * 16); };
+    auto b_at = [&](int ks) { return k_desc.at(k_at + ks * 2 * kStageTiles * kTile * 16); };
+    wg::m64n64k16<false>(d, a_at(0), b_at(0));
 #pragma unroll
-    for (int sub = 0; sub < kStageTiles; ++sub) {
-      const bf16* kt = k_ring + buf * kStageElems + sub * kTileElems;
-#pragma unroll
-      for (int ks = 0; ks < kHd / 16; ++ks) {
-        wg::m64n32k16(s_next[sub],
-                      wg::smem_desc(q_group + core_at(0, 2 * ks, kGroupLines), 1024, 128),
-                      wg::smem_desc(kt + core_at(0, 2 * ks, kTile), 512, 128), ks > 0);
-      }
-    }
+    for (int ks = 1; ks < kHd / 16; ++ks) wg::m64n64k16<true>(d, a_at(ks), b_at(ks));
     wg::commit();
   };
   // Tile i's O = O alpha + P V issued after the line state's step.
-  auto issue_pv = [&](const bf16* vt, int i, const float(&m_new)[2], const float(&sum)[2]) {
+  auto issue_pv = [&](uint32_t v_at, int i, const float(&m_new)[2], const float(&sum)[2]) {
     float alpha[2];
     advance_state(L, m_new, sum, alpha);
 #pragma unroll
@@ -216,9 +229,8 @@ __device__ void consume_stages(const bf16* k_ring, const bf16* v_ring, bf16* q_s
     wg::fence_operand(L.o);
     wg::fence();
 #pragma unroll
-    for (int kk = 0; kk < 2; ++kk) {
-      wg::m64n128k16_bt(L.o, pa[i][kk], wg::smem_desc(vt + core_at(16 * kk, 0, kTile), 128, 512),
-                        true);
+    for (int kk = 0; kk < 2; ++kk) {  // positions [16 kk, 16 kk + 16): two rows of core matrices
+      wg::m64n128k16_bt(L.o, pa[i][kk], v_desc.at(v_at + i * kTileBytes + kk * 2 * 128), true);
     }
     wg::commit();
   };
@@ -230,64 +242,66 @@ __device__ void consume_stages(const bf16* k_ring, const bf16* v_ring, bf16* q_s
     }
   };
 
-  issue_scores(0);
-  wait_all();
-  release(&sy.k_empty[0]);
-  for (int st = 0; st < n_stages; ++st) {
+  // Stage st: its scores s landed; stage st + 1's are issued into s_next before the softmax.
+  auto run_stage = [&](int st, const Scores& s, Scores& s_next) {
     const int buf = st % kStages, t_stage = t_begin + st * kStageTiles * kTile;
-    float s[kStageTiles][4][4];
-#pragma unroll
-    for (int i = 0; i < kStageTiles; ++i) {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-#pragma unroll
-        for (int r = 0; r < 4; ++r) s[i][j][r] = s_next[i][j][r];
-      }
-    }
-    if (st + 1 < n_stages) issue_scores(st + 1);
+    if (st + 1 < n_stages) issue_scores(st + 1, s_next);
     const bool runs = stage_runs(st);
     float m_new[kStageTiles][2], sum[kStageTiles][2];
     bool ends[kStageTiles][2];
     if (runs) {
-      if (t_stage >= wr.in_first && t_stage + kStageTiles * kTile - 1 <= wr.in_last) {
-#pragma unroll
-        for (int i = 0; i < kStageTiles; ++i) {
-          score_epilogue<kHd, kMayCap, false>(L, t_stage + i * kTile, p, s[i]);
-        }
-      } else {
-#pragma unroll
-        for (int i = 0; i < kStageTiles; ++i) {
-          score_epilogue<kHd, kMayCap, true>(L, t_stage + i * kTile, p, s[i]);
-        }
-      }
       const float m0[2] = {fold_due[0] ? -INFINITY : L.m[0], fold_due[1] ? -INFINITY : L.m[1]};
-      stage_softmax(L, m0, s, t_stage, split_end, m_new, sum, ends);
+      auto softmax = [&](const Scores& x) {
+        stage_softmax(L, m0, x, t_stage, split_end, m_new, sum, ends, pa);
+      };
+      const bool inside = t_stage >= wr.in_first && t_stage + kStageTiles * kTile - 1 <= wr.in_last;
+      if (!kMayCap && inside) {
+        softmax(s);  // the scores as they landed: nothing to cap or mask
+      } else {
+        Scores x;  // not in s: those registers are the next stage but one's wgmma accumulators
+#pragma unroll
+        for (int i = 0; i < kStageTiles; ++i) {
+          if (inside) {
+            score_epilogue<kHd, kMayCap, false>(L, t_stage + i * kTile, p, s[i], x[i]);
+          } else {
+            score_epilogue<kHd, kMayCap, true>(L, t_stage + i * kTile, p, s[i], x[i]);
+          }
+        }
+        softmax(x);
+      }
     }
     // The last stage's final P V and stage st + 1's scores have landed: the split that P V ended
     // is folded, stage st - 1's V and stage st + 1's K go back to the copy warp.
-    wait_all();
+    wait_all(s_next);
     fold_due_lines();
     if (st > 0) release(&sy.v_empty[(st - 1) % kStages]);
     if (st + 1 < n_stages) release(&sy.k_empty[(st + 1) % kStages]);
-    if (!runs) continue;
-#pragma unroll
-    for (int i = 0; i < kStageTiles; ++i) pack_probs(s[i], pa[i]);
+    if (!runs) return;
     mbar::wait(&sy.v_full[buf], (st / kStages) & 1);
     wg::fence_shared();
-    const bf16* v0 = v_ring + buf * kStageElems;
-    issue_pv(v0, 0, m_new[0], sum[0]);
+    const uint32_t v_at = buf * kStageBytes;
+    issue_pv(v_at, 0, m_new[0], sum[0]);
     // Done before a fold reads O or tile 1 rescales it; waited for by every thread, as a wgmma
     // wait must be executed by the whole warpgroup alike.
-    wait_all();
+    wait_all(s_next);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       if (ends[0][h]) fold_split(L, h, tot[h]);
     }
-    issue_pv(v0 + kTileElems, 1, m_new[1], sum[1]);
+    issue_pv(v_at, 1, m_new[1], sum[1]);
 #pragma unroll
     for (int h = 0; h < 2; ++h) fold_due[h] = ends[1][h];
+  };
+
+  issue_scores(0, s_a);
+  wait_all(s_a);
+  release(&sy.k_empty[0]);
+  // Two stages a turn, so the score buffers swap roles without a copy.
+  for (int st = 0; st < n_stages; st += 2) {
+    run_stage(st, s_a, s_b);
+    if (st + 1 < n_stages) run_stage(st + 1, s_b, s_a);
   }
-  wait_all();
+  wait_all(s_a);
   fold_due_lines();
   write_lines<kHd, true>(L, tot, p, row0, lines, kv_head, warp * 16, out);
 }

@@ -256,10 +256,12 @@ __device__ void stage_tile(bf16* kd, bf16* vd, const bf16* k_cache, const bf16* 
 // kMask = false: the caller knows every position of the tile is visible to every line of the warp,
 // so the mask would change nothing (a prefill warp's interior tiles).
 // The scores' epilogue after their products s (mma.sync C fragments of 16 lines x 32 positions,
-// from mma.sync or wgmma): the soft-cap where there is one, then the mask.
+// from mma.sync or wgmma) into out (which may be s): the soft-cap where there is one, then the
+// mask. A wgmma kernel writes them elsewhere: registers a wgmma accumulates into and other
+// instructions write while one is in flight make ptxas serialize its wgmmas.
 template <int HD, bool kMayCap = true, bool kMask = true>
 __device__ __forceinline__ void score_epilogue(const Lines<HD>& L, int t0, const AttentionParams& p,
-                                               float (&s)[4][4]) {
+                                               const float (&s)[4][4], float (&out)[4][4]) {
   const int t = threadIdx.x & 3;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -271,7 +273,7 @@ __device__ __forceinline__ void score_epilogue(const Lines<HD>& L, int t0, const
         float v = s[j][2 * h + e];
         if (kMayCap && p.softcap > 0.0f) v = tanhf(__fdiv_rn(__fmul_rn(v, p.scale), p.softcap));
         if (kMask && (at < L.first[h] || at > L.last[h])) v = -INFINITY;
-        s[j][2 * h + e] = v;
+        out[j][2 * h + e] = v;
       }
     }
   }
@@ -294,7 +296,7 @@ __device__ void tile_scores(const Lines<HD>& L, const bf16* kt, int t0, const At
       mma16816(s[2 * jp + 1], L.qa[ks][0], L.qa[ks][1], L.qa[ks][2], L.qa[ks][3], b[2], b[3]);
     }
   }
-  score_epilogue<HD, kMayCap, kMask>(L, t0, p, s);
+  score_epilogue<HD, kMayCap, kMask>(L, t0, p, s, s);
 }
 
 // Line h's maximum score in the tile (its 4 lanes agree).
@@ -326,34 +328,23 @@ __device__ __forceinline__ float rescale(float m_old, float m_new, float c) {
   return select_if_neg_inf(m_new, 1.0f, exp_diff(m_old, m_new, c));
 }
 
-// Line h's probabilities exp(s - m_new) in place, as 2^(u c - m_new c) by one fma each (a masked
-// score, -inf, gives 0; an all-masked line's m_new = -inf counts as 0 there, so its zeros are not
-// NaN), and their sum in the fixed tree.
-__device__ __forceinline__ float tile_probs(float (&s)[4][4], int h, float m_new, float c) {
+// Line h's probabilities exp(s - m_new), as 2^(u c - m_new c) by one fma each (a masked score,
+// -inf, gives 0; an all-masked line's m_new = -inf counts as 0 there, so its zeros are not NaN),
+// written as bf16 into the line's halves of the mma A fragments pa (positions [16 kk, 16 kk + 16)
+// in pa[kk]), and their f32 sum in the fixed tree. s itself is only read.
+__device__ __forceinline__ float tile_probs(const float (&s)[4][4], int h, float m_new, float c,
+                                            uint32_t (&pa)[2][4]) {
   const float mc = __fmul_rn(select_if_neg_inf(m_new, 0.0f, m_new), c);
   float sum = 0.0f;
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      const float pr = exp2_ftz(__fmaf_rn(s[j][2 * h + e], c, -mc));
-      s[j][2 * h + e] = pr;
-      sum = __fadd_rn(sum, pr);
-    }
+    const float p0 = exp2_ftz(__fmaf_rn(s[j][2 * h], c, -mc));
+    const float p1 = exp2_ftz(__fmaf_rn(s[j][2 * h + 1], c, -mc));
+    sum = __fadd_rn(__fadd_rn(sum, p0), p1);
+    pa[j / 2][2 * (j % 2) + h] = pack_bf16(p0, p1);
   }
   sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
   return __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
-}
-
-// The probabilities as bf16 mma A fragments, positions [16 kk, 16 kk + 16) in pa[kk].
-__device__ __forceinline__ void pack_probs(const float (&s)[4][4], uint32_t (&pa)[2][4]) {
-#pragma unroll
-  for (int kk = 0; kk < 2; ++kk) {
-    pa[kk][0] = pack_bf16(s[2 * kk][0], s[2 * kk][1]);
-    pa[kk][1] = pack_bf16(s[2 * kk][2], s[2 * kk][3]);
-    pa[kk][2] = pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-    pa[kk][3] = pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-  }
 }
 
 // O += P V for the head dims [16 jd, 16 jd + 16) (accumulators o0, o1: 8 dims each) and the
@@ -395,18 +386,17 @@ __device__ void tile_pv(float (&o)[HD / 8][4], const float (&alpha)[2], const ui
 // A tile's update after its scores s (tile_scores): online softmax, O += P V for the head dims of
 // the 16-wide steps [jb, je) (all of them, or the warp's share: kDimSplit).
 template <int HD>
-__device__ __forceinline__ void tile_update(Lines<HD>& L, float (&s)[4][4], const bf16* vt, int jb,
+__device__ __forceinline__ void tile_update(Lines<HD>& L, const float (&s)[4][4], const bf16* vt, int jb,
                                             int je) {
   float alpha[2];
+  uint32_t pa[2][4];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const float m_new = fmaxf(L.m[h], tile_max(s, h));
     alpha[h] = rescale(L.m[h], m_new, L.c);
-    L.l[h] = __fmaf_rn(L.l[h], alpha[h], tile_probs(s, h, m_new, L.c));
+    L.l[h] = __fmaf_rn(L.l[h], alpha[h], tile_probs(s, h, m_new, L.c, pa));
     L.m[h] = m_new;
   }
-  uint32_t pa[2][4];
-  pack_probs(s, pa);
   tile_pv<HD>(L.o, alpha, pa, vt, jb, je);
 }
 

@@ -25,6 +25,23 @@ __device__ __forceinline__ uint64_t smem_desc(const void* smem, uint32_t lbo, ui
          static_cast<uint64_t>(sbo >> 4) << 32;
 }
 
+// A descriptor kept as its two words, so that an operand at an offset from a base costs one add:
+// the start address field (bits 0-13, the address / 16) cannot carry into the leading offset's,
+// shared memory being under 256 KB. The other reading, one smem_desc per wgmma, cost about ten
+// instructions each in the attention kernel's loop.
+struct Desc {
+  uint32_t lo, hi;
+  __device__ __forceinline__ Desc(const void* smem, uint32_t lbo, uint32_t sbo) {
+    const uint64_t d = smem_desc(smem, lbo, sbo);
+    lo = static_cast<uint32_t>(d);
+    hi = static_cast<uint32_t>(d >> 32);
+  }
+  // The operand `bytes` (a multiple of 16) past the base.
+  __device__ __forceinline__ uint64_t at(uint32_t bytes) const {
+    return static_cast<uint64_t>(hi) << 32 | (lo + (bytes >> 4));
+  }
+};
+
 // This warpgroup's registers a thread from here on, more (kMore) or fewer than at launch, so a
 // warp-specialized kernel's copy warps can give theirs to the warpgroups that run the mma.
 template <int kRegs, bool kMore>
@@ -78,7 +95,39 @@ __device__ __forceinline__ void m64n32k16(float (&d)[4][4], uint64_t a, uint64_t
       : "l"(a), "l"(b), "r"(static_cast<int>(acc)));
 }
 
-// The same with A from registers: the warp's 16 rows as an mma.sync m16n8k16 A fragment.
+// d (+)= A B^T, 64 x 64 x 16, both operands as in m64n32k16: d[h] holds columns [32 h, 32 h + 32)
+// as m64n32k16's d would (so a 64-column product is two 32-column tiles side by side). kAcc false
+// starts a chain: d's old values are not read (outputs only), so the compiler may keep using those
+// registers until the instruction issues (a "+f" there had ptxas serialize the kernel's wgmmas).
+#define TF_WGMMA_D64(c)                                                                          \
+  c(d[0][0][0]), c(d[0][0][1]), c(d[0][0][2]), c(d[0][0][3]), c(d[0][1][0]), c(d[0][1][1]),      \
+      c(d[0][1][2]), c(d[0][1][3]), c(d[0][2][0]), c(d[0][2][1]), c(d[0][2][2]), c(d[0][2][3]),  \
+      c(d[0][3][0]), c(d[0][3][1]), c(d[0][3][2]), c(d[0][3][3]), c(d[1][0][0]), c(d[1][0][1]),  \
+      c(d[1][0][2]), c(d[1][0][3]), c(d[1][1][0]), c(d[1][1][1]), c(d[1][1][2]), c(d[1][1][3]),  \
+      c(d[1][2][0]), c(d[1][2][1]), c(d[1][2][2]), c(d[1][2][3]), c(d[1][3][0]), c(d[1][3][1]),  \
+      c(d[1][3][2]), c(d[1][3][3])
+#define TF_WGMMA_IN(x) "+f"(x)
+#define TF_WGMMA_OUT(x) "=f"(x)
+template <bool kAcc>
+__device__ __forceinline__ void m64n64k16(float (&d)[2][4][4], uint64_t a, uint64_t b) {
+#define TF_WGMMA_M64N64K16                                                                       \
+  "{\n .reg .pred p;\n setp.ne.b32 p, %34, 0;\n"                                                 \
+  " wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, "  \
+  "%9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, "    \
+  "%27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+  if constexpr (kAcc) {
+    TF_WGMMA(TF_WGMMA_M64N64K16 : TF_WGMMA_D64(TF_WGMMA_IN) : "l"(a), "l"(b), "r"(1));
+  } else {
+    TF_WGMMA(TF_WGMMA_M64N64K16 : TF_WGMMA_D64(TF_WGMMA_OUT) : "l"(a), "l"(b), "r"(0));
+  }
+#undef TF_WGMMA_M64N64K16
+}
+
+#undef TF_WGMMA_D64
+#undef TF_WGMMA_IN
+#undef TF_WGMMA_OUT
+
+// m64n32k16 with A from registers: the warp's 16 rows as an mma.sync m16n8k16 A fragment.
 __device__ __forceinline__ void m64n32k16(float (&d)[4][4], const uint32_t (&a)[4], uint64_t b,
                                           bool acc) {
   TF_WGMMA(
