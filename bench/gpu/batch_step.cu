@@ -221,8 +221,18 @@ void enqueue_step(Model& m, cu::LtGemm& gemm, int n, const Variant& v, cudaStrea
     if (v.others)
       CHECK_CUDA(cu::add_rms_norm(x, delta(m.o.get<float>(), o_parts), L.norm2.get<bf16>(),
                                   m.h.get<bf16>(), n, kHidden, eps, s, o_parts));
-    mm(m.h.get<bf16>(), L.gate_up, m.gu.get<float>(), 2 * kFfn, kHidden);
-    if (v.others) CHECK_CUDA(cu::glu_interleaved(m.gu.get<float>(), m.act.get<bf16>(), n, kFfn, s));
+    // The decoder's pick stores gate_up (one part) as bf16 from kMinRows rows.
+    if (v.path == Path::kDecoder && n >= cu::LtGemm::kMinRows) {
+      if (v.matmuls)
+        CHECK_CUDA(gemm.matmul(m.h.get<bf16>(), L.gate_up.get<bf16>(), m.gu.get<bf16>(), n,
+                               2 * kFfn, kHidden, s));
+      if (v.others)
+        CHECK_CUDA(cu::glu_interleaved(m.gu.get<bf16>(), m.act.get<bf16>(), n, kFfn, s));
+    } else {
+      mm(m.h.get<bf16>(), L.gate_up, m.gu.get<float>(), 2 * kFfn, kHidden);
+      if (v.others)
+        CHECK_CUDA(cu::glu_interleaved(m.gu.get<float>(), m.act.get<bf16>(), n, kFfn, s));
+    }
     mm(m.act.get<bf16>(), L.down, m.down.get<float>(), kHidden, kFfn, &mlp_parts);
     mlp_out = delta(m.down.get<float>(), mlp_parts);
   }

@@ -183,9 +183,10 @@ void run_chunk(Model& m, Work& w, cu::LtGemm& gemm, int c0, int n, bool last_chu
                            kHeads * kHd, s));
     CHECK_CUDA(cu::add_rms_norm(w.x.get<float>(), w.o.get<float>(), L.norm2.get<bf16>(),
                                 w.h.get<bf16>(), n, kHidden, eps, s));
-    CHECK_CUDA(gemm.matmul(w.h.get<bf16>(), L.gate_up.get<bf16>(), w.gu.get<float>(), n, 2 * kFfn,
+    // gate_up is one part: stored as bf16, as the decoder does.
+    CHECK_CUDA(gemm.matmul(w.h.get<bf16>(), L.gate_up.get<bf16>(), w.gu.get<bf16>(), n, 2 * kFfn,
                            kHidden, s));
-    CHECK_CUDA(cu::glu_interleaved(w.gu.get<float>(), w.act.get<bf16>(), n, kFfn, s));
+    CHECK_CUDA(cu::glu_interleaved(w.gu.get<bf16>(), w.act.get<bf16>(), n, kFfn, s));
     CHECK_CUDA(gemm.matmul(w.act.get<bf16>(), L.down.get<bf16>(), w.down.get<float>(), n, kHidden,
                            kFfn, s));
     mlp_out = w.down.get<float>();

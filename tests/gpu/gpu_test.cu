@@ -15,6 +15,7 @@
 
 #include "backend/cuda/device.h"
 #include "backend/cuda/gemm_lt.h"
+#include "backend/cuda/gemm_order.cuh"
 #include "backend/cuda/ops.h"
 #include "gpu_check.h"
 
@@ -175,6 +176,47 @@ void test_lt_matches_kernels(int n, int k) {
   std::printf("  runs differing: %d of %d (M without a split-free algorithm: %d)\n", bad, runs,
               unsupported);
   expect(bad == 0 && runs > 6, "cuBLASLt by parts bitwise");
+}
+
+// LtGemm's bf16 output (cuBLASLt rounding its own sums, for a one-part matrix; the kernels
+// otherwise) against the tiled kernel's f32 sums rounded to nearest, bitwise; and glu_interleaved
+// of those rounded sums against glu_interleaved of the f32 ones (the decoder's prefill gate_up
+// stores bf16 where the matrix is one part).
+void test_lt_bf16_out(int n, int k) {
+  std::printf("LtGemm bf16 output n=%d k=%d (parts %d; bitwise against f32 rounded)\n", n, k,
+              tf::backend::cuda::gemm::parts_of(k, n));
+  std::mt19937 rng(12);
+  const int kMax = 1024;
+  auto x = random_bf16(size_t(kMax) * k, rng), w = random_bf16(size_t(n) * k, rng, 0.05f);
+  auto dx = upload(x), dw = upload(w);
+  cu::DeviceBuffer ref(size_t(kMax) * n * 4), dy(size_t(kMax) * n * 2);
+  CHECK_CUDA(cu::matmul(dx.get<bf16>(), dw.get<bf16>(), ref.get<float>(), kMax, n, k, 0,
+                        cu::GemmPath::kTiled));
+  const auto sums = download<float>(ref, size_t(kMax) * n);
+  std::vector<bf16> rounded(sums.size());
+  for (size_t i = 0; i < sums.size(); ++i) rounded[i] = __float2bfloat16(sums[i]);
+  cu::LtGemm lt;
+  CHECK_CUDA(lt.init());
+  int bad = 0, runs = 0;
+  for (int m : {1, 2, 5, 64, 300, 1024}) {
+    poison(dy);
+    CHECK_CUDA(lt.matmul(dx.get<bf16>(), dw.get<bf16>(), dy.get<bf16>(), m, n, k, 0));
+    bad += std::memcmp(download<bf16>(dy, size_t(m) * n).data(), rounded.data(),
+                       size_t(m) * n * 2) != 0;
+    ++runs;
+  }
+  const int rows = 300, ffn = n / 2;
+  auto dr = upload(rounded);
+  cu::DeviceBuffer a_f32(size_t(rows) * ffn * 2), a_bf16(size_t(rows) * ffn * 2);
+  poison(a_bf16);
+  CHECK_CUDA(cu::glu_interleaved(ref.get<float>(), a_f32.get<bf16>(), rows, ffn, 0));
+  CHECK_CUDA(cu::glu_interleaved(dr.get<bf16>(), a_bf16.get<bf16>(), rows, ffn, 0));
+  const bool glu_same = std::memcmp(download<bf16>(a_f32, size_t(rows) * ffn).data(),
+                                    download<bf16>(a_bf16, size_t(rows) * ffn).data(),
+                                    size_t(rows) * ffn * 2) == 0;
+  std::printf("  runs differing: %d of %d; glu_interleaved bf16 = f32: %s\n", bad, runs,
+              glu_same ? "yes" : "no");
+  expect(bad == 0 && glu_same, "LtGemm bf16 output bitwise");
 }
 
 bool close_bf16(float got, float want) {
@@ -960,6 +1002,9 @@ int main() {
   test_lt_matches_kernels(520, 3072);
   test_lt_matches_kernels(1024, 1024);
   test_lt_matches_kernels(16384, 4096);  // wide: one part
+  test_lt_bf16_out(28672, 4096);         // Llama-3.1-8B's gate_up: one part, on cuBLASLt
+  test_lt_bf16_out(3072, 576);           // SmolLM2's: one part of 576
+  test_lt_bf16_out(12288, 4096);         // two parts: the kernels
   for (int n : {576, 4096, 5000}) test_rms_norm(n);
   test_norm_matmul(6144, 4096);          // Llama-3.1-8B qkv: narrow, 2 parts
   test_norm_matmul(28672, 4096);         // gate_up: wide, 1 part

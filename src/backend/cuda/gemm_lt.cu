@@ -82,8 +82,8 @@ cudaError_t LtGemm::init() {
 }
 
 // Column-major view: D^T [n x m] = (w_p [part x n], op T) . x_p [part x m], rows `k` apart.
-const LtGemm::Plan& LtGemm::plan(int m, int n, int part, int k, int batch) {
-  auto [it, fresh] = plans_.try_emplace({m, n, part, k, batch});
+const LtGemm::Plan& LtGemm::plan(int m, int n, int part, int k, int batch, bool bf16_out) {
+  auto [it, fresh] = plans_.try_emplace({m, n, part, k, batch, bf16_out});
   Plan& p = it->second;
   if (!fresh) return p;
   const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
@@ -98,7 +98,8 @@ const LtGemm::Plan& LtGemm::plan(int m, int n, int part, int k, int batch) {
           CUBLAS_STATUS_SUCCESS &&
       cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, part, n, k) == CUBLAS_STATUS_SUCCESS &&
       cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, part, m, k) == CUBLAS_STATUS_SUCCESS &&
-      cublasLtMatrixLayoutCreate(&p.d, CUDA_R_32F, n, m, n) == CUBLAS_STATUS_SUCCESS &&
+      cublasLtMatrixLayoutCreate(&p.d, bf16_out ? CUDA_R_16BF : CUDA_R_32F, n, m, n) ==
+          CUBLAS_STATUS_SUCCESS &&
       cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS;
   if (batch > 1) {
     const int64_t offsets[3] = {part, part, static_cast<int64_t>(m) * n};
@@ -211,6 +212,22 @@ cudaError_t LtGemm::matmul(const bf16* x, const bf16* w, float* y, int m, int n,
   if (m >= kMinRows && handle_) {
     const cudaError_t e = matmul_lt(x, w, y, m, n, k, s, part_scratch, parts_left);
     if (e != cudaErrorNotSupported) return e;
+  }
+  return cuda::matmul(x, w, y, m, n, k, s);
+}
+
+cudaError_t LtGemm::matmul(const bf16* x, const bf16* w, bf16* y, int m, int n, int k,
+                           cudaStream_t s) {
+  if (m >= kMinRows && handle_ && gemm::parts_of(k, n) == 1 && k % 32 == 0 && n % 8 == 0) {
+    if (plans_.size() >= kMaxPlans) clear_plans();
+    const Plan& p = plan(m, n, k, k, 1, true);
+    if (p.ok) {
+      const float alpha = 1.0f, beta = 0.0f;
+      return cublasLtMatmul(handle_, p.op, &alpha, w, p.a, x, p.b, &beta, y, p.d, y, p.d, &p.algo,
+                            workspace_.get(), workspace_.bytes(), s) == CUBLAS_STATUS_SUCCESS
+                 ? cudaSuccess
+                 : cudaErrorLaunchFailure;
+    }
   }
   return cuda::matmul(x, w, y, m, n, k, s);
 }

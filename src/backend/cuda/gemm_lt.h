@@ -35,6 +35,10 @@ class LtGemm {
   // delta_parts); *parts_left = 1 where y was written.
   cudaError_t matmul(const bf16* x, const bf16* w, float* y, int m, int n, int k, cudaStream_t s,
                      float* part_scratch = nullptr, int* parts_left = nullptr);
+  // y[M, N] as bf16: the f32 result rounded to nearest (cuda::matmul's bf16 bits). A matrix of one
+  // part (gemm::parts_of(k, n) == 1: a wide one, gate_up) from kMinRows rows runs as one cuBLASLt
+  // GEMM that rounds its own sums, so the f32 output is never stored; otherwise the kernels.
+  cudaError_t matmul(const bf16* x, const bf16* w, bf16* y, int m, int n, int k, cudaStream_t s);
   // The cuBLASLt path alone (gpu_test compares it bitwise): cudaErrorNotSupported where it has no
   // split-free algorithm or was not initialized.
   cudaError_t matmul_lt(const bf16* x, const bf16* w, float* y, int m, int n, int k, cudaStream_t s,
@@ -64,7 +68,8 @@ class LtGemm {
   };
   // batch > 1: `batch` parts of `part` elements, part p at element p * part of w's and x's rows,
   // its output at slice p of D (m * n floats apart).
-  const Plan& plan(int m, int n, int part, int k, int batch = 1);
+  // bf16_out: D is bf16 (one part: no chain through D).
+  const Plan& plan(int m, int n, int part, int k, int batch = 1, bool bf16_out = false);
   cudaError_t run_chained(const bf16* x, const bf16* w, float* y, int m, int n, int k,
                           cudaStream_t s);
   cudaError_t run_batched(const bf16* x, const bf16* w, float* y, int m, int n, int k,
@@ -74,7 +79,7 @@ class LtGemm {
 
   cublasLtHandle_t handle_ = nullptr;
   DeviceBuffer workspace_;
-  std::map<std::tuple<int, int, int, int, int>, Plan> plans_;  // by (m, n, part, k, batch)
+  std::map<std::tuple<int, int, int, int, int, bool>, Plan> plans_;  // by plan()'s arguments
 };
 
 }  // namespace tf::backend::cuda

@@ -113,19 +113,41 @@ __device__ __forceinline__ bf16 glu_value(In gate, In up) {
   }
 }
 
-// One element a thread (row_math.cuh's swiglu_value, or geglu_value). Grid: (column blocks, rows),
-// so no index division.
-template <typename In, bool kInterleaved, GluAct kAct = GluAct::kSilu>
+// One element a thread (row_math.cuh's swiglu_value). Grid: (column blocks, rows), so no index
+// division.
+template <typename In>
 __global__ void swiglu_kernel(const In* __restrict__ gu, bf16* __restrict__ out, int ffn) {
   const In* gate = gu + static_cast<int64_t>(blockIdx.y) * 2 * ffn;
   bf16* o = out + static_cast<int64_t>(blockIdx.y) * ffn;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < ffn; i += gridDim.x * blockDim.x) {
-    if constexpr (kInterleaved) {
-      const int at = i / 4 * 8 + i % 4;
-      o[i] = glu_value<kAct>(gate[at], gate[at + 4]);
-    } else {
-      o[i] = glu_value<kAct>(gate[i], gate[ffn + i]);
+    o[i] = swiglu_value(gate[i], gate[ffn + i]);
+  }
+}
+
+// The interleaved layout's GLU, four outputs a thread: a tile's 4 gates and the 4 ups after them
+// are 8 adjacent inputs (one or two 16-byte loads, where an output a thread would read two
+// scattered scalars), and the 4 outputs one 8-byte store. Grid: (column blocks, rows).
+template <typename In, GluAct kAct>
+__global__ void glu_interleaved_kernel(const In* __restrict__ gu, bf16* __restrict__ out,
+                                       int ffn) {
+  constexpr int kPerLoad = 16 / sizeof(In);  // inputs a 16-byte load
+  using Vec = uint4;
+  const In* row = gu + static_cast<int64_t>(blockIdx.y) * 2 * ffn;
+  bf16* o = out + static_cast<int64_t>(blockIdx.y) * ffn;
+  for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < ffn / 4; q += gridDim.x * blockDim.x) {
+    alignas(16) In v[8];
+#pragma unroll
+    for (int i = 0; i < 8 / kPerLoad; ++i) {
+      *reinterpret_cast<Vec*>(v + i * kPerLoad) =
+          __ldcs(reinterpret_cast<const Vec*>(row + 8 * q) + i);
     }
+    alignas(8) __nv_bfloat162 r[2];
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      r[e] = __halves2bfloat162(glu_value<kAct>(v[2 * e], v[4 + 2 * e]),
+                                glu_value<kAct>(v[2 * e + 1], v[4 + 2 * e + 1]));
+    }
+    *reinterpret_cast<uint2*>(o + 4 * q) = *reinterpret_cast<const uint2*>(r);
   }
 }
 
@@ -424,14 +446,14 @@ cudaError_t rms_norm_f32(const float* in, const float* weight, float* out, int r
                      n, eps, s);
 }
 
-template <typename In, bool kInterleaved = false, GluAct kAct = GluAct::kSilu>
+template <typename In>
 cudaError_t launch_swiglu(const In* gate_up, bf16* out, int rows, int ffn, cudaStream_t s) {
   if (rows <= 0 || ffn <= 0) return cudaSuccess;
   const int blocks = (ffn + 255) / 256;  // one element a thread: no serial memory waits
   constexpr int kMaxGridRows = 65535;
   for (int r = 0; r < rows; r += kMaxGridRows) {
     const int n = rows - r < kMaxGridRows ? rows - r : kMaxGridRows;
-    swiglu_kernel<In, kInterleaved, kAct><<<dim3(blocks, n), 256, 0, s>>>(
+    swiglu_kernel<In><<<dim3(blocks, n), 256, 0, s>>>(
         gate_up + static_cast<int64_t>(r) * 2 * ffn, out + static_cast<int64_t>(r) * ffn, ffn);
   }
   return cudaGetLastError();
@@ -443,12 +465,40 @@ cudaError_t swiglu(const bf16* gate_up, bf16* out, int rows, int ffn, cudaStream
 cudaError_t swiglu(const float* gate_up, bf16* out, int rows, int ffn, cudaStream_t s) {
   return launch_swiglu(gate_up, out, rows, ffn, s);
 }
+template <typename In, GluAct kAct>
+cudaError_t launch_glu_interleaved(const In* gate_up, bf16* out, int rows, int ffn,
+                                   cudaStream_t s) {
+  if (rows <= 0 || ffn <= 0) return cudaSuccess;
+  const int blocks = (ffn / 4 + 255) / 256;
+  constexpr int kMaxGridRows = 65535;
+  for (int r = 0; r < rows; r += kMaxGridRows) {
+    const int n = rows - r < kMaxGridRows ? rows - r : kMaxGridRows;
+    glu_interleaved_kernel<In, kAct><<<dim3(blocks, n), 256, 0, s>>>(
+        gate_up + static_cast<int64_t>(r) * 2 * ffn, out + static_cast<int64_t>(r) * ffn, ffn);
+  }
+  return cudaGetLastError();
+}
+
+template <typename In>
+cudaError_t glu_interleaved_of(const In* gate_up, bf16* out, int rows, int ffn, cudaStream_t s,
+                               GluAct act) {
+  // ffn % 4: whole tiles; the 16- and 8-byte accesses need 16-byte aligned rows.
+  if (ffn % 4 != 0 || reinterpret_cast<uintptr_t>(gate_up) % 16 != 0 ||
+      reinterpret_cast<uintptr_t>(out) % 8 != 0) {
+    return cudaErrorInvalidValue;
+  }
+  return act == GluAct::kSilu
+             ? launch_glu_interleaved<In, GluAct::kSilu>(gate_up, out, rows, ffn, s)
+             : launch_glu_interleaved<In, GluAct::kGeluTanh>(gate_up, out, rows, ffn, s);
+}
+
 cudaError_t glu_interleaved(const float* gate_up, bf16* out, int rows, int ffn, cudaStream_t s,
                             GluAct act) {
-  if (ffn % 4 != 0) return cudaErrorInvalidValue;
-  return act == GluAct::kSilu
-             ? launch_swiglu<float, true>(gate_up, out, rows, ffn, s)
-             : launch_swiglu<float, true, GluAct::kGeluTanh>(gate_up, out, rows, ffn, s);
+  return glu_interleaved_of(gate_up, out, rows, ffn, s, act);
+}
+cudaError_t glu_interleaved(const bf16* gate_up, bf16* out, int rows, int ffn, cudaStream_t s,
+                            GluAct act) {
+  return glu_interleaved_of(gate_up, out, rows, ffn, s, act);
 }
 
 cudaError_t embedding(const bf16* table, const int32_t* ids, float* out, int rows, int hidden,

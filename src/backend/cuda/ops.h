@@ -122,7 +122,11 @@ cudaError_t swiglu(const float* gate_up, bf16* out, int rows, int ffn, cudaStrea
 // gate i at column 8 (i / 4) + i % 4, up i 4 columns after it; with SiLU (SwiGLU) or gelu_tanh
 // (GeGLU: 0.5 g (1 + tanh(sqrt(2 / pi) (g + 0.044715 g^3))) u) as the gate's activation.
 enum class GluAct { kSilu, kGeluTanh };
+// A bf16 gate_up (LtGemm's bf16 output of a one-part matmul) gives the f32 one's bits, as swiglu's
+// overloads do. Rows 16-byte aligned (gate_up) and 8-byte aligned (out).
 cudaError_t glu_interleaved(const float* gate_up, bf16* out, int rows, int ffn, cudaStream_t s,
+                            GluAct act = GluAct::kSilu);
+cudaError_t glu_interleaved(const bf16* gate_up, bf16* out, int rows, int ffn, cudaStream_t s,
                             GluAct act = GluAct::kSilu);
 // The row order glu_interleaved and norm_matmul_swiglu expect: output row r of the
 // interleaved [gate; up] (2 ffn rows, ffn % 4 == 0) is input row interleave_gate_up(r, ffn).

@@ -1179,6 +1179,10 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
              row_down = n == 1 && cuda::row_matmul_fits(d, f);
   // and the o projection stages its input row in shared memory the same way.
   const bool row_o = n == 1 && cuda::row_matmul_fits(d, q_dim);
+  // Many rows and a gate_up of one part (a wide one): its projection is stored as bf16, not f32
+  // (half the bytes written and read back by the GLU; the same bits, gpu_test).
+  const bool gate_up_bf16 = !fuse_norm(2 * f) && n >= cuda::LtGemm::kMinRows &&
+                            cuda::matmul_parts(d, 2 * f) == 1;
   float* x_other = x2_.get<float>();
   // resid (+ delta) -> RMSNorm with norm_w -> y = w . normed: the residual ends up in x.
   // One row: every kernel but qkv starts early (pdl.cuh), released by its producer (at entry;
@@ -1295,6 +1299,12 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
                                            L.w_gate_up.get<bf16>(), act_.get<bf16>(), f, d, s,
                                            early));
       std::swap(x, x_other);
+    } else if (gate_up_bf16) {
+      // One part: cuBLASLt stores the projection as bf16, the rounding the GLU makes first.
+      TF_CUDA_TRY(add_norm(x, attn_out, L.ffn_norm, h, n, o_parts));
+      TF_CUDA_TRY(gemm_.matmul(h, L.w_gate_up.get<bf16>(), gu_.get<bf16>(), n, 2 * f, d, s));
+      TF_CUDA_TRY(
+          cuda::glu_interleaved(gu_.get<bf16>(), act_.get<bf16>(), n, f, s, glu_act(spec_.act)));
     } else {
       TF_RETURN_IF_ERROR(norm_then_matmul(attn_out, L.ffn_norm, L.w_gate_up, gu_.get<float>(),
                                           2 * f, early, o_parts));
