@@ -16,6 +16,7 @@
 #include "backend/cuda/device.h"
 #include "backend/cuda/gemm_lt.h"
 #include "backend/cuda/gemm_order.cuh"
+#include "backend/cuda/gemm_wgmma.h"
 #include "backend/cuda/ops.h"
 #include "gpu_check.h"
 
@@ -217,6 +218,41 @@ void test_lt_bf16_out(int n, int k) {
   std::printf("  runs differing: %d of %d; glu_interleaved bf16 = f32: %s\n", bad, runs,
               glu_same ? "yes" : "no");
   expect(bad == 0 && glu_same, "LtGemm bf16 output bitwise");
+}
+
+// wgmma_matmul (TMA-fed wgmma, the parts summed in registers) against LtGemm's chained cuBLASLt
+// passes, bitwise, at row counts with and without a partial last row tile; skipped off Hopper.
+void test_wgmma_matmul(int n, int k) {
+  std::printf("wgmma_matmul n=%d k=%d (parts %d; bitwise against cuBLASLt by parts)\n", n, k,
+              tf::backend::cuda::gemm::parts_of(k, n));
+  if (!cu::wgmma_matmul_fits(128, n, k)) {
+    std::printf("  not run: needs compute capability 9.0 and whole 64-wide parts\n");
+    return;
+  }
+  std::mt19937 rng(13);
+  const int kMax = 1024;
+  auto x = random_bf16(size_t(kMax) * k, rng), w = random_bf16(size_t(n) * k, rng, 0.05f);
+  auto dx = upload(x), dw = upload(w);
+  cu::DeviceBuffer ref(size_t(kMax) * n * 4), dy(size_t(kMax) * n * 4);
+  cu::LtGemm lt;
+  CHECK_CUDA(lt.init());
+  int bad = 0, runs = 0;
+  for (int m : {1, 100, 128, 300, 1024}) {
+    poison(ref);
+    poison(dy);
+    const cudaError_t e =
+        lt.matmul_lt(dx.get<bf16>(), dw.get<bf16>(), ref.get<float>(), m, n, k, 0);
+    CHECK_CUDA(e == cudaErrorNotSupported
+                   ? cu::matmul(dx.get<bf16>(), dw.get<bf16>(), ref.get<float>(), m, n, k, 0)
+                   : e);
+    CHECK_CUDA(cu::wgmma_matmul(dx.get<bf16>(), dw.get<bf16>(), dy.get<float>(), m, n, k, 0));
+    CHECK_CUDA(cudaDeviceSynchronize());
+    bad += std::memcmp(download<float>(dy, size_t(m) * n).data(),
+                       download<float>(ref, size_t(m) * n).data(), size_t(m) * n * 4) != 0;
+    ++runs;
+  }
+  std::printf("  runs differing: %d of %d\n", bad, runs);
+  expect(bad == 0, "wgmma_matmul bitwise");
 }
 
 bool close_bf16(float got, float want) {
@@ -1005,6 +1041,10 @@ int main() {
   test_lt_bf16_out(28672, 4096);         // Llama-3.1-8B's gate_up: one part, on cuBLASLt
   test_lt_bf16_out(3072, 576);           // SmolLM2's: one part of 576
   test_lt_bf16_out(12288, 4096);         // two parts: the kernels
+  test_wgmma_matmul(4096, 14336);        // Llama-3.1-8B's down: 7 parts
+  test_wgmma_matmul(6144, 4096);         // qkv: 2 parts
+  test_wgmma_matmul(28672, 4096);        // gate_up: one part
+  test_wgmma_matmul(1024, 5120);         // 3 parts, the last shorter
   for (int n : {576, 4096, 5000}) test_rms_norm(n);
   test_norm_matmul(6144, 4096);          // Llama-3.1-8B qkv: narrow, 2 parts
   test_norm_matmul(28672, 4096);         // gate_up: wide, 1 part

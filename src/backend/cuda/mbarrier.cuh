@@ -1,5 +1,6 @@
 // Shared-memory barriers (mbarrier) for a block's producer and consumer warps: init, arrive, the
-// arrive that fires when the arriving thread's cp.async copies have landed, and the parity wait.
+// arrive that fires when the arriving thread's cp.async copies have landed, the arrive that
+// expects TMA bytes, and the parity wait.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,13 @@ __device__ __forceinline__ void arrive(uint64_t* bar) {
 // init includes it: .noinc).
 __device__ __forceinline__ void arrive_on_copies(uint64_t* bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_addr(bar))
+               : "memory");
+}
+
+// The producer's arrival for a phase that also waits for `bytes` of TMA copies to land on it.
+__device__ __forceinline__ void arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)),
+               "r"(bytes)
                : "memory");
 }
 

@@ -127,6 +127,40 @@ __device__ __forceinline__ void m64n64k16(float (&d)[2][4][4], uint64_t a, uint6
 #undef TF_WGMMA_IN
 #undef TF_WGMMA_OUT
 
+// A K-major operand staged by TMA with 128-byte swizzle (rows of 64 bf16, 16-byte chunk c of row r
+// at chunk c ^ (r % 8)), 8-row groups 1024 bytes apart: the descriptor of its rows from `smem`
+// (1024-byte aligned), whose start moves 32 bytes a k16 step within the 64-element row.
+__device__ __forceinline__ Desc sw128_desc(const void* smem) {
+  Desc d(smem, 16, 1024);
+  d.hi |= 1u << 30;  // layout type (bits 62-63): 128-byte swizzle
+  return d;
+}
+
+// d (+)= A B^T, 64 x 128 x 16, A (64 x 16) and B (128 x 16) K-major in shared memory (sw128_desc);
+// d[j] is the mma.sync m16n8 C fragment of columns [8 j, 8 j + 8) for the warp's 16 rows. Always
+// accumulates: a chain starts from zeroed registers, as the mma.sync chain does.
+__device__ __forceinline__ void m64n128k16_ss(float (&d)[16][4], uint64_t a, uint64_t b) {
+  TF_WGMMA(
+      "{\n wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, "
+      "%8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, "
+      "%26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "
+      "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "
+      "%62, %63}, %64, %65, 1, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),
+        "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]),
+        "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]),
+        "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
+        "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
+        "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]),
+        "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
+        "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]),
+        "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]),
+        "+f"(d[15][2]), "+f"(d[15][3])
+      : "l"(a), "l"(b));
+}
+
 // m64n32k16 with A from registers: the warp's 16 rows as an mma.sync m16n8k16 A fragment.
 __device__ __forceinline__ void m64n32k16(float (&d)[4][4], const uint32_t (&a)[4], uint64_t b,
                                           bool acc) {

@@ -1,0 +1,20 @@
+// Matmuls of many rows on Hopper's wgmma, fed by TMA, in the canonical order (gemm.cu's design
+// note): each part of K a chain of k16 steps from zero, the parts added in part order in
+// registers, so no part's sums make a round trip through memory as cuBLASLt's chained passes do.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "backend/cuda/ops.h"
+
+namespace tf::backend::cuda {
+
+// Whether wgmma_matmul takes the shape on this GPU: compute capability 9.0, N % 128 == 0,
+// K % 64 == 0 and the part length a multiple of 64.
+bool wgmma_matmul_fits(int m, int n, int k);
+
+// y[M, N] = x[M, K] . w[N, K]^T, f32: LtGemm::matmul's bits (gpu_test). x and w 16-byte aligned.
+cudaError_t wgmma_matmul(const bf16* x, const bf16* w, float* y, int m, int n, int k,
+                         cudaStream_t s);
+
+}  // namespace tf::backend::cuda
