@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The H200 run that decides the decoder's prefill kernel: the warp-specialized wgmma kernel against
-# the mma.sync wide kernel. Correctness first (every attention launch shape with both kernels, 32K
-# positions whole = chunked = decode splits, the fixtures on CUDA), then prefill attention alone
-# and TTFT side by side in one program (their logits compared bit for bit), then the engine's
-# prompt tok/s with each kernel (TF_CUDA_PREFILL_KERNEL); a table last.
+# The H200 run that decides the decoder's prefill kernels: the warp-specialized wgmma attention
+# kernel against the mma.sync wide kernel, and the prefill matmuls (cuBLASLt by parts against
+# wgmma_matmul). Correctness first (wgmma's k16 chains against mma.sync's, the matmuls' bits,
+# every attention launch shape with both kernels, 32K positions whole = chunked = decode splits,
+# the fixtures on CUDA), then prefill attention alone and TTFT side by side in one program (their
+# logits compared bit for bit), the matmuls' TFLOP/s, then the engine's prompt tok/s with each
+# attention kernel (TF_CUDA_PREFILL_KERNEL); a table last.
 # Usage, from the repository root on the H200 machine: bash bench/gpu/run_prefill_kernels_h200.sh
-#   PACK OUT. PACK: a .tar.xz of pack/bin (gpu_attention_test, gpu_attention_chunks_test,
-#   long_prefill, cuda_model_test, engine_throughput, built on the development machine) and
-#   pack/lib (the shared libraries the H200 image lacks).
+#   PACK OUT. PACK: a .tar.xz of pack/bin (mma_order_probe, gpu_test, gpu_attention_test,
+#   gpu_attention_chunks_test, long_prefill, prefill_gemm, cuda_model_test, engine_throughput,
+#   built on the development machine) and pack/lib (the shared libraries the H200 image lacks).
 set -uo pipefail
 pack=$1
 out=$2
@@ -24,6 +26,9 @@ check() {  # name, seconds, command...
   echo "== $name: exit $? | $(grep -E 'passed|PASSED|FAILED|differ|error' "$out/$name.txt" | tail -1)"
 }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+timeout 60 "$b/mma_order_probe" --wgmma >"$out/probe.txt" 2>&1
+grep "(4" "$out/probe.txt" | tail -4
+check gpu_test 300 "$b/gpu_test"
 check attention 120 "$b/gpu_attention_test"
 check chunks 120 "$b/gpu_attention_chunks_test" 32768
 TF_CUDA_PREFILL_KERNEL=wgmma check cuda_model_test 200 "$b/cuda_model_test"
@@ -31,6 +36,7 @@ timeout 150 "$b/long_prefill" --compare wgmma --attention-only 1 --sizes 4096,81
   >"$out/attention_only.txt" 2>&1
 timeout 200 "$b/long_prefill" --compare wgmma --sizes 4096,8192,16384,32768 \
   >"$out/ttft.txt" 2>&1
+timeout 200 "$b/prefill_gemm" >"$out/prefill_gemm.txt" 2>&1
 [ -f /tmp/llama31-8b/config.json ] ||
   python3 tools/make_random_checkpoint.py --shape llama31-8b --out /tmp/llama31-8b >/dev/null
 for k in wide wgmma; do
@@ -42,6 +48,8 @@ echo "== prefill attention alone (wide, then wgmma in the compare columns)"
 grep -v '^\s*$' "$out/attention_only.txt" | tail -5
 echo "== TTFT (logits: same = bitwise equal)"
 grep -v '^\s*$' "$out/ttft.txt" | tail -6
+echo "== prefill matmuls (cuBLASLt by parts, wgmma_matmul; bits: same = bitwise equal)"
+grep '^|' "$out/prefill_gemm.txt"
 for k in wide wgmma; do
   echo "== engine, $k"
   grep -iE "prefill|prompt" "$out/engine_$k.txt" | tail -3
