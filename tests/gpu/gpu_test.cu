@@ -255,6 +255,41 @@ void test_wgmma_matmul(int n, int k) {
   expect(bad == 0, "wgmma_matmul bitwise");
 }
 
+// wgmma_matmul_glu (the GLU as the matmul's store) against LtGemm's bf16 projection then
+// glu_interleaved, bitwise, with SiLU and gelu_tanh; skipped off Hopper.
+void test_wgmma_matmul_glu(int n, int k) {
+  std::printf("wgmma_matmul_glu n=%d k=%d (bitwise against the projection then the GLU)\n", n, k);
+  if (!cu::wgmma_matmul_glu_fits(128, n, k)) {
+    std::printf("  not run: needs compute capability 9.0, N %% 256 == 0 and one part\n");
+    return;
+  }
+  std::mt19937 rng(14);
+  const int kMax = 1024, ffn = n / 2;
+  auto x = random_bf16(size_t(kMax) * k, rng), w = random_bf16(size_t(n) * k, rng, 0.05f);
+  auto dx = upload(x), dw = upload(w);
+  cu::DeviceBuffer gu(size_t(kMax) * n * 2), want(size_t(kMax) * ffn * 2),
+      got(size_t(kMax) * ffn * 2);
+  cu::LtGemm lt;
+  CHECK_CUDA(lt.init());
+  int bad = 0, runs = 0;
+  for (const cu::GluAct act : {cu::GluAct::kSilu, cu::GluAct::kGeluTanh}) {
+    for (int m : {1, 100, 300, 1024}) {
+      poison(want);
+      poison(got);
+      CHECK_CUDA(lt.matmul(dx.get<bf16>(), dw.get<bf16>(), gu.get<bf16>(), m, n, k, 0));
+      CHECK_CUDA(cu::glu_interleaved(gu.get<bf16>(), want.get<bf16>(), m, ffn, 0, act));
+      CHECK_CUDA(
+          cu::wgmma_matmul_glu(dx.get<bf16>(), dw.get<bf16>(), got.get<bf16>(), m, n, k, act, 0));
+      CHECK_CUDA(cudaDeviceSynchronize());
+      bad += std::memcmp(download<bf16>(got, size_t(m) * ffn).data(),
+                         download<bf16>(want, size_t(m) * ffn).data(), size_t(m) * ffn * 2) != 0;
+      ++runs;
+    }
+  }
+  std::printf("  runs differing: %d of %d\n", bad, runs);
+  expect(bad == 0, "wgmma_matmul_glu bitwise");
+}
+
 bool close_bf16(float got, float want) {
   return std::fabs(got - want) <= 1e-2f * std::fabs(want) + 1e-3f;
 }
@@ -1043,8 +1078,11 @@ int main() {
   test_lt_bf16_out(12288, 4096);         // two parts: the kernels
   test_wgmma_matmul(4096, 14336);        // Llama-3.1-8B's down: 7 parts
   test_wgmma_matmul(6144, 4096);         // qkv: 2 parts
-  test_wgmma_matmul(28672, 4096);        // gate_up: one part
+  test_wgmma_matmul(28672, 4096);        // gate_up: one part, 256-wide tiles
   test_wgmma_matmul(1024, 5120);         // 3 parts, the last shorter
+  test_wgmma_matmul(3072, 576);          // SmolLM2's gate_up: one part, 256-wide tiles
+  test_wgmma_matmul_glu(28672, 4096);    // Llama-3.1-8B's gate_up
+  test_wgmma_matmul_glu(3072, 576);      // SmolLM2's
   for (int n : {576, 4096, 5000}) test_rms_norm(n);
   test_norm_matmul(6144, 4096);          // Llama-3.1-8B qkv: narrow, 2 parts
   test_norm_matmul(28672, 4096);         // gate_up: wide, 1 part
