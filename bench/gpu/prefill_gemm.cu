@@ -1,8 +1,8 @@
 // The prefill matmuls of Llama-3.1-8B's shapes two ways: LtGemm (cuBLASLt, K's parts chained
 // through beta = 1 passes over the f32 output, the decoder's path) and wgmma_matmul (TMA-fed
-// wgmma, the parts summed in registers); and gate_up with its SwiGLU as the decoder runs it (LtGemm's
-// bf16 projection, then glu_interleaved) against wgmma_matmul_glu. Prints TFLOP/s each (the
-// matmul's FLOPs over the whole time), their ratio, and whether the outputs are bitwise equal.
+// wgmma, the parts summed in registers); and gate_up with its SwiGLU as the decoder runs it
+// (LtGemm's bf16 projection, then glu_interleaved) against wgmma_matmul_glu. Prints TFLOP/s each
+// (the matmul's FLOPs over the whole time), their ratio, and whether the outputs are bitwise equal.
 //   prefill_gemm [--rows 512,2048,8192]
 #include <cuda_runtime.h>
 

@@ -212,9 +212,9 @@ void test_lt_bf16_out(int n, int k) {
   poison(a_bf16);
   CHECK_CUDA(cu::glu_interleaved(ref.get<float>(), a_f32.get<bf16>(), rows, ffn, 0));
   CHECK_CUDA(cu::glu_interleaved(dr.get<bf16>(), a_bf16.get<bf16>(), rows, ffn, 0));
-  const bool glu_same = std::memcmp(download<bf16>(a_f32, size_t(rows) * ffn).data(),
-                                    download<bf16>(a_bf16, size_t(rows) * ffn).data(),
-                                    size_t(rows) * ffn * 2) == 0;
+  const bool glu_same =
+      std::memcmp(download<bf16>(a_f32, size_t(rows) * ffn).data(),
+                  download<bf16>(a_bf16, size_t(rows) * ffn).data(), size_t(rows) * ffn * 2) == 0;
   std::printf("  runs differing: %d of %d; glu_interleaved bf16 = f32: %s\n", bad, runs,
               glu_same ? "yes" : "no");
   expect(bad == 0 && glu_same, "LtGemm bf16 output bitwise");

@@ -180,9 +180,10 @@ __device__ void consume_stages(const bf16* k_ring, const bf16* v_ring, bf16* q_s
 
   // Descriptors as a base and a byte offset: Q's chunks of the warpgroup's 64 lines, a stage's K
   // (64 positions, K-major) and a tile's V (MN-major).
-  constexpr uint32_t kStageBytes = kStageElems * sizeof(bf16), kTileBytes = kTileElems * sizeof(bf16);
-  const wg::Desc q_desc(q_group, kGroupLines * 16, 128), k_desc(k_ring, kStageTiles * kTile * 16, 128),
-      v_desc(v_ring, 128, kTile * 16);
+  constexpr uint32_t kStageBytes = kStageElems * sizeof(bf16),
+                     kTileBytes = kTileElems * sizeof(bf16);
+  const wg::Desc q_desc(q_group, kGroupLines * 16, 128),
+      k_desc(k_ring, kStageTiles * kTile * 16, 128), v_desc(v_ring, 128, kTile * 16);
   // The scores of two stages in turn: wgmma writes one pair while the softmax reads the other.
   using Scores = float[kStageTiles][4][4];
   Scores s_a, s_b;

@@ -386,8 +386,8 @@ __device__ void tile_pv(float (&o)[HD / 8][4], const float (&alpha)[2], const ui
 // A tile's update after its scores s (tile_scores): online softmax, O += P V for the head dims of
 // the 16-wide steps [jb, je) (all of them, or the warp's share: kDimSplit).
 template <int HD>
-__device__ __forceinline__ void tile_update(Lines<HD>& L, const float (&s)[4][4], const bf16* vt, int jb,
-                                            int je) {
+__device__ __forceinline__ void tile_update(Lines<HD>& L, const float (&s)[4][4], const bf16* vt,
+                                            int jb, int je) {
   float alpha[2];
   uint32_t pa[2][4];
 #pragma unroll

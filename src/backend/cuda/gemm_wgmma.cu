@@ -13,13 +13,12 @@
 // registers), 256 for one part (no total), which reads shared memory less per product and lets
 // a gate_up store its GLU (the bits of glu_interleaved on the rounded projection). Tiles go out
 // in groups of 8 row tiles, so the blocks running at once share their w slices in L2.
-#include "backend/cuda/gemm_wgmma.h"
-
-#include <cuda.h>           // CUtensorMap
+#include <cuda.h>          // CUtensorMap
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 
 #include <cstdint>
 
+#include "backend/cuda/gemm_wgmma.h"
 #include "backend/cuda/mbarrier.cuh"
 #include "backend/cuda/row_math.cuh"
 #include "backend/cuda/wgmma.cuh"
@@ -28,7 +27,7 @@ namespace tf::backend::cuda {
 namespace {
 
 constexpr int kBm = 128, kBk = 64, kGroupM = 8;
-constexpr int kThreads = 384;                     // a producer warpgroup, two consumer warpgroups
+constexpr int kThreads = 384;                    // a producer warpgroup, two consumer warpgroups
 constexpr uint32_t kSliceBytes = kBm * kBk * 2;  // x's 128 rows of a K block
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 constexpr int kConsumerWarps = 8;

@@ -128,8 +128,7 @@ __global__ void swiglu_kernel(const In* __restrict__ gu, bf16* __restrict__ out,
 // are 8 adjacent inputs (one or two 16-byte loads, where an output a thread would read two
 // scattered scalars), and the 4 outputs one 8-byte store. Grid: (column blocks, rows).
 template <typename In, GluAct kAct>
-__global__ void glu_interleaved_kernel(const In* __restrict__ gu, bf16* __restrict__ out,
-                                       int ffn) {
+__global__ void glu_interleaved_kernel(const In* __restrict__ gu, bf16* __restrict__ out, int ffn) {
   constexpr int kPerLoad = 16 / sizeof(In);  // inputs a 16-byte load
   using Vec = uint4;
   const In* row = gu + static_cast<int64_t>(blockIdx.y) * 2 * ffn;
@@ -453,8 +452,8 @@ cudaError_t launch_swiglu(const In* gate_up, bf16* out, int rows, int ffn, cudaS
   constexpr int kMaxGridRows = 65535;
   for (int r = 0; r < rows; r += kMaxGridRows) {
     const int n = rows - r < kMaxGridRows ? rows - r : kMaxGridRows;
-    swiglu_kernel<In><<<dim3(blocks, n), 256, 0, s>>>(
-        gate_up + static_cast<int64_t>(r) * 2 * ffn, out + static_cast<int64_t>(r) * ffn, ffn);
+    swiglu_kernel<In><<<dim3(blocks, n), 256, 0, s>>>(gate_up + static_cast<int64_t>(r) * 2 * ffn,
+                                                      out + static_cast<int64_t>(r) * ffn, ffn);
   }
   return cudaGetLastError();
 }

@@ -25,6 +25,7 @@
 #include "backend/cpu/matmul.h"
 #include "backend/cuda/device.h"
 #include "backend/cuda/gemm_lt.h"
+#include "backend/cuda/gemm_wgmma.h"
 #include "backend/cuda/ops.h"
 #include "backend/cuda/token_mask.h"
 #include "base/half.h"
@@ -518,6 +519,14 @@ class CudaDecoder final : public Model {
     const char* k = std::getenv("TF_CUDA_PREFILL_KERNEL");
     return k != nullptr && std::string_view(k) == "wide" ? cuda::TileKernel::kWide
                                                           : cuda::TileKernel::kWgmma;
+  }();
+  // TF_CUDA_PREFILL_GEMM=wgmma: steps of kWgmmaMinRows rows and more run their dense matmuls on
+  // gemm_wgmma.cu's kernels where they fit (the parts summed in registers, a gate_up's GLU as its
+  // store; the same bits as cuBLASLt's, gpu_test), for side-by-side runs until they are measured.
+  static constexpr int kWgmmaMinRows = 128;
+  bool wgmma_gemm_ = [] {
+    const char* g = std::getenv("TF_CUDA_PREFILL_GEMM");
+    return g != nullptr && std::string_view(g) == "wgmma";
   }();
   uint64_t gen_ = 0, graphs_gen_ = 0;
   DeviceBuffer embed_, output_, out_norm_, cos_, sin_, local_cos_, local_sin_;
@@ -1181,8 +1190,8 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
   const bool row_o = n == 1 && cuda::row_matmul_fits(d, q_dim);
   // Many rows and a gate_up of one part (a wide one): its projection is stored as bf16, not f32
   // (half the bytes written and read back by the GLU; the same bits, gpu_test).
-  const bool gate_up_bf16 = !fuse_norm(2 * f) && n >= cuda::LtGemm::kMinRows &&
-                            cuda::matmul_parts(d, 2 * f) == 1;
+  const bool gate_up_bf16 =
+      !fuse_norm(2 * f) && n >= cuda::LtGemm::kMinRows && cuda::matmul_parts(d, 2 * f) == 1;
   float* x_other = x2_.get<float>();
   // resid (+ delta) -> RMSNorm with norm_w -> y = w . normed: the residual ends up in x.
   // One row: every kernel but qkv starts early (pdl.cuh), released by its producer (at entry;
@@ -1203,6 +1212,17 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
                       : cuda::add_rms_norm(resid, delta, norm_w.get<bf16>(), out, rows, d, eps, s,
                                            delta_parts);
   };
+  // A dense matmul of the step's n rows: y = in . w^T (cols x k), on cuBLASLt (LtGemm), or on
+  // wgmma_matmul where TF_CUDA_PREFILL_GEMM=wgmma takes it (its parts are always summed).
+  const bool wgmma_rows = wgmma_gemm_ && n >= kWgmmaMinRows;
+  auto dense = [&](const bf16* in, const DeviceBuffer& w, float* y, int cols, int k,
+                   int* parts_left = nullptr) {
+    if (wgmma_rows && cuda::wgmma_matmul_fits(n, cols, k)) {
+      if (parts_left != nullptr) *parts_left = 1;
+      return cuda::wgmma_matmul(in, w.get<bf16>(), y, n, cols, k, s);
+    }
+    return gemm_.matmul(in, w.get<bf16>(), y, n, cols, k, s, parts, parts_left);
+  };
   // parts_left: as LtGemm::matmul's (y's parts may be left unsummed in parts_ for the reader).
   auto norm_then_matmul = [&](const float* delta, const DeviceBuffer& norm_w, const DeviceBuffer& w,
                               float* y, int cols, bool early_mm, int delta_parts = 1,
@@ -1214,7 +1234,7 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
       return {};
     }
     TF_CUDA_TRY(add_norm(x, delta, norm_w, h, n, delta_parts));
-    TF_CUDA_TRY(gemm_.matmul(h, w.get<bf16>(), y, n, cols, d, s, parts, parts_left));
+    TF_CUDA_TRY(dense(h, w, y, cols, d, parts_left));
     return {};
   };
   // A sandwich norm (Gemma) of a block's output before it joins the residual: the output, or its
@@ -1282,8 +1302,8 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
       TF_CUDA_TRY(cuda::matmul_row(att_.get<bf16>(), L.wo.get<bf16>(), o_.get<float>(), d, q_dim, s,
                                    early));
     } else {
-      TF_CUDA_TRY(gemm_.matmul(att_.get<bf16>(), L.wo.get<bf16>(), o_.get<float>(), n, d, q_dim, s,
-                               parts, unsummed(L.attn_out_norm, &o_parts)));
+      TF_CUDA_TRY(dense(att_.get<bf16>(), L.wo, o_.get<float>(), d, q_dim,
+                        unsummed(L.attn_out_norm, &o_parts)));
     }
     TF_RETURN_IF_ERROR(all_reduce(o_.get<float>()));
     timer_.mark("o_proj", s);
@@ -1300,11 +1320,16 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
                                            early));
       std::swap(x, x_other);
     } else if (gate_up_bf16) {
-      // One part: cuBLASLt stores the projection as bf16, the rounding the GLU makes first.
       TF_CUDA_TRY(add_norm(x, attn_out, L.ffn_norm, h, n, o_parts));
-      TF_CUDA_TRY(gemm_.matmul(h, L.w_gate_up.get<bf16>(), gu_.get<bf16>(), n, 2 * f, d, s));
-      TF_CUDA_TRY(
-          cuda::glu_interleaved(gu_.get<bf16>(), act_.get<bf16>(), n, f, s, glu_act(spec_.act)));
+      if (wgmma_rows && cuda::wgmma_matmul_glu_fits(n, 2 * f, d)) {  // the GLU as its store
+        TF_CUDA_TRY(cuda::wgmma_matmul_glu(h, L.w_gate_up.get<bf16>(), act_.get<bf16>(), n, 2 * f,
+                                           d, glu_act(spec_.act), s));
+      } else {  // one part: cuBLASLt stores the projection as bf16, the rounding the GLU makes
+                // first
+        TF_CUDA_TRY(gemm_.matmul(h, L.w_gate_up.get<bf16>(), gu_.get<bf16>(), n, 2 * f, d, s));
+        TF_CUDA_TRY(
+            cuda::glu_interleaved(gu_.get<bf16>(), act_.get<bf16>(), n, f, s, glu_act(spec_.act)));
+      }
     } else {
       TF_RETURN_IF_ERROR(norm_then_matmul(attn_out, L.ffn_norm, L.w_gate_up, gu_.get<float>(),
                                           2 * f, early, o_parts));
@@ -1317,8 +1342,8 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
       if (row_down) {
         TF_CUDA_TRY(cuda::matmul_row(act_.get<bf16>(), L.w_down.get<bf16>(), down, d, f, s, early));
       } else {
-        TF_CUDA_TRY(gemm_.matmul(act_.get<bf16>(), L.w_down.get<bf16>(), down, n, d, f, s, parts,
-                                 unsummed(L.ffn_out_norm, &down_parts)));
+        TF_CUDA_TRY(
+            dense(act_.get<bf16>(), L.w_down, down, d, f, unsummed(L.ffn_out_norm, &down_parts)));
       }
       TF_RETURN_IF_ERROR(all_reduce(down));
       timer_.mark("down", s);
