@@ -5,7 +5,8 @@
 # every attention launch shape with both kernels, 32K positions whole = chunked = decode splits,
 # the fixtures on CUDA), then prefill attention alone and TTFT side by side in one program (their
 # logits compared bit for bit), the matmuls' TFLOP/s, then the engine's prompt tok/s with each
-# attention kernel (TF_CUDA_PREFILL_KERNEL); a table last.
+# attention kernel (TF_CUDA_PREFILL_KERNEL), and with the wgmma matmuls (TF_CUDA_PREFILL_GEMM);
+# a table last.
 # Usage, from the repository root on the H200 machine: bash bench/gpu/run_prefill_kernels_h200.sh
 #   PACK OUT. PACK: a .tar.xz of pack/bin (mma_order_probe, gpu_test, gpu_attention_test,
 #   gpu_attention_chunks_test, long_prefill, prefill_gemm, cuda_model_test, engine_throughput,
@@ -32,6 +33,7 @@ check gpu_test 300 "$b/gpu_test"
 check attention 120 "$b/gpu_attention_test"
 check chunks 120 "$b/gpu_attention_chunks_test" 32768
 TF_CUDA_PREFILL_KERNEL=wgmma check cuda_model_test 200 "$b/cuda_model_test"
+TF_CUDA_PREFILL_GEMM=wgmma check cuda_model_test_gemm 200 "$b/cuda_model_test"
 timeout 150 "$b/long_prefill" --compare wgmma --attention-only 1 --sizes 4096,8192,32768 \
   >"$out/attention_only.txt" 2>&1
 timeout 200 "$b/long_prefill" --compare wgmma --sizes 4096,8192,16384,32768 \
@@ -39,8 +41,9 @@ timeout 200 "$b/long_prefill" --compare wgmma --sizes 4096,8192,16384,32768 \
 timeout 200 "$b/prefill_gemm" >"$out/prefill_gemm.txt" 2>&1
 [ -f /tmp/llama31-8b/config.json ] ||
   python3 tools/make_random_checkpoint.py --shape llama31-8b --out /tmp/llama31-8b >/dev/null
-for k in wide wgmma; do
-  TF_CUDA_PREFILL_KERNEL=$k timeout 240 "$b/engine_throughput" /tmp/llama31-8b --backend cuda \
+for k in wide wgmma wgmma+gemm; do
+  TF_CUDA_PREFILL_KERNEL=${k%+gemm} TF_CUDA_PREFILL_GEMM=$([ "$k" = wgmma+gemm ] && echo wgmma) \
+    timeout 240 "$b/engine_throughput" /tmp/llama31-8b --backend cuda \
     --threads 8 -c 1 --prompt 512 --gen 16 --kv-gib 40 --max-batch-tokens 8192 \
     --prefill 4096 --prefill 32768 >"$out/engine_$k.txt" 2>&1
 done
@@ -50,7 +53,7 @@ echo "== TTFT (logits: same = bitwise equal)"
 grep -v '^\s*$' "$out/ttft.txt" | tail -6
 echo "== prefill matmuls (cuBLASLt by parts, wgmma_matmul; bits: same = bitwise equal)"
 grep '^|' "$out/prefill_gemm.txt"
-for k in wide wgmma; do
+for k in wide wgmma wgmma+gemm; do
   echo "== engine, $k"
   grep -iE "prefill|prompt" "$out/engine_$k.txt" | tail -3
 done
