@@ -353,15 +353,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 }  // namespace
 
 bool wgmma_tile_attention_fits(const AttentionParams& p) {
-  static const bool hopper = [] {
-    int dev = 0, major = 0, minor = 0;
-    return cudaGetDevice(&dev) == cudaSuccess &&
-           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-           cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
-           major == 9 && minor == 0;
-  }();
   const int group = p.n_heads / p.n_kv_heads;
-  return hopper && p.head_dim == kHd && group <= kWideLines && kWideLines % group == 0;
+  return wgmma::device_fits() && p.head_dim == kHd && group <= kWideLines &&
+         kWideLines % group == 0;
 }
 
 cudaError_t wgmma_tile_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache,

@@ -275,17 +275,6 @@ bool encode(CUtensorMap* map, const bf16* p, int rows, int k, int box_rows) {
             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-bool hopper() {
-  static const bool is = [] {
-    int dev = 0, major = 0, minor = 0;
-    return cudaGetDevice(&dev) == cudaSuccess &&
-           cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-           cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
-           major == 9 && minor == 0;
-  }();
-  return is;
-}
-
 template <int kBn, bool kParts, typename Out>
 cudaError_t launch(const bf16* x, const bf16* w, Out out, int m, int n, int k, cudaStream_t s) {
   CUtensorMap xmap, wmap;
@@ -304,7 +293,8 @@ cudaError_t launch(const bf16* x, const bf16* w, Out out, int m, int n, int k, c
 }  // namespace
 
 bool wgmma_matmul_fits(int m, int n, int k) {
-  return hopper() && m > 0 && n % 128 == 0 && k % kBk == 0 && matmul_part_len(k, n) % kBk == 0;
+  return wgmma::device_fits() && m > 0 && n % 128 == 0 && k % kBk == 0 &&
+         matmul_part_len(k, n) % kBk == 0;
 }
 
 cudaError_t wgmma_matmul(const bf16* x, const bf16* w, float* y, int m, int n, int k,
@@ -316,7 +306,7 @@ cudaError_t wgmma_matmul(const bf16* x, const bf16* w, float* y, int m, int n, i
 }
 
 bool wgmma_matmul_glu_fits(int m, int n, int k) {
-  return hopper() && m > 0 && n % 256 == 0 && k % kBk == 0 && matmul_parts(k, n) == 1;
+  return wgmma::device_fits() && m > 0 && n % 256 == 0 && k % kBk == 0 && matmul_parts(k, n) == 1;
 }
 
 cudaError_t wgmma_matmul_glu(const bf16* x, const bf16* w, bf16* act, int m, int n, int k,
