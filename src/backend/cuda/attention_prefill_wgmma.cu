@@ -187,7 +187,10 @@ __device__ void consume_stages(const bf16* k_ring, const bf16* v_ring, bf16* q_s
   // The scores of two stages in turn: wgmma writes one pair while the softmax reads the other.
   using Scores = float[kStageTiles][4][4];
   Scores s_a, s_b;
-  uint32_t pa[kStageTiles][2][4];     // a stage's probabilities, wgmma's A operands
+  // A stage's probabilities, P V's A operands, in two buffers as the scores are: the softmax
+  // writes them while the last stage's tile 1 P V may still be reading that stage's.
+  using Probs = uint32_t[kStageTiles][2][4];
+  Probs pa_a, pa_b;
   bool fold_due[2] = {false, false};  // the line's split ended at the last P V still in flight
   auto wait_all = [&](Scores& landing) {
     wg::wait<0>();
@@ -222,7 +225,8 @@ __device__ void consume_stages(const bf16* k_ring, const bf16* v_ring, bf16* q_s
     wg::commit();
   };
   // Tile i's O = O alpha + P V issued after the line state's step.
-  auto issue_pv = [&](uint32_t v_at, int i, const float(&m_new)[2], const float(&sum)[2]) {
+  auto issue_pv = [&](const Probs& pa, uint32_t v_at, int i, const float(&m_new)[2],
+                      const float(&sum)[2]) {
     float alpha[2];
     advance_state(L, m_new, sum, alpha);
 #pragma unroll
@@ -243,8 +247,9 @@ __device__ void consume_stages(const bf16* k_ring, const bf16* v_ring, bf16* q_s
     }
   };
 
-  // Stage st: its scores s landed; stage st + 1's are issued into s_next before the softmax.
-  auto run_stage = [&](int st, const Scores& s, Scores& s_next) {
+  // Stage st: its scores s landed; stage st + 1's are issued into s_next before the softmax,
+  // which writes the probabilities into pa.
+  auto run_stage = [&](int st, const Scores& s, Scores& s_next, Probs& pa) {
     const int buf = st % kStages, t_stage = t_begin + st * kStageTiles * kTile;
     if (st + 1 < n_stages) issue_scores(st + 1, s_next);
     const bool runs = stage_runs(st);
@@ -281,7 +286,7 @@ __device__ void consume_stages(const bf16* k_ring, const bf16* v_ring, bf16* q_s
     mbar::wait(&sy.v_full[buf], (st / kStages) & 1);
     wg::fence_shared();
     const uint32_t v_at = buf * kStageBytes;
-    issue_pv(v_at, 0, m_new[0], sum[0]);
+    issue_pv(pa, v_at, 0, m_new[0], sum[0]);
     // Done before a fold reads O or tile 1 rescales it; waited for by every thread, as a wgmma
     // wait must be executed by the whole warpgroup alike.
     wait_all(s_next);
@@ -289,7 +294,7 @@ __device__ void consume_stages(const bf16* k_ring, const bf16* v_ring, bf16* q_s
     for (int h = 0; h < 2; ++h) {
       if (ends[0][h]) fold_split(L, h, tot[h]);
     }
-    issue_pv(v_at, 1, m_new[1], sum[1]);
+    issue_pv(pa, v_at, 1, m_new[1], sum[1]);
 #pragma unroll
     for (int h = 0; h < 2; ++h) fold_due[h] = ends[1][h];
   };
@@ -297,10 +302,10 @@ __device__ void consume_stages(const bf16* k_ring, const bf16* v_ring, bf16* q_s
   issue_scores(0, s_a);
   wait_all(s_a);
   release(&sy.k_empty[0]);
-  // Two stages a turn, so the score buffers swap roles without a copy.
+  // Two stages a turn, so the buffers swap roles without a copy.
   for (int st = 0; st < n_stages; st += 2) {
-    run_stage(st, s_a, s_b);
-    if (st + 1 < n_stages) run_stage(st + 1, s_b, s_a);
+    run_stage(st, s_a, s_b, pa_a);
+    if (st + 1 < n_stages) run_stage(st + 1, s_b, s_a, pa_b);
   }
   wait_all(s_a);
   fold_due_lines();
