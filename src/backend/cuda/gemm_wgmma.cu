@@ -199,17 +199,11 @@ struct GluOut {
       for (int h = 0; h < 2; ++h) {
         const int row = row0 + g + 8 * h;
         if (row >= m) continue;
-        const __nv_bfloat162 v = __halves2bfloat162(value(d[j][2 * h], up[2 * h]),
-                                                    value(d[j][2 * h + 1], up[2 * h + 1]));
+        const __nv_bfloat162 v =
+            __halves2bfloat162(glu_value<kAct>(d[j][2 * h], up[2 * h]),
+                               glu_value<kAct>(d[j][2 * h + 1], up[2 * h + 1]));
         *reinterpret_cast<__nv_bfloat162*>(act + static_cast<int64_t>(row) * ffn + e) = v;
       }
-    }
-  }
-  __device__ static bf16 value(float gate, float up) {
-    if constexpr (kAct == GluAct::kSilu) {
-      return swiglu_value(gate, up);
-    } else {
-      return geglu_value(gate, up);
     }
   }
 };

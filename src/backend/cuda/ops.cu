@@ -104,15 +104,6 @@ __global__ void __launch_bounds__(kNormThreads)
   }
 }
 
-template <GluAct kAct, typename In>
-__device__ __forceinline__ bf16 glu_value(In gate, In up) {
-  if constexpr (kAct == GluAct::kSilu) {
-    return swiglu_value(gate, up);
-  } else {
-    return geglu_value(gate, up);
-  }
-}
-
 // One element a thread (row_math.cuh's swiglu_value). Grid: (column blocks, rows), so no index
 // division.
 template <typename In>

@@ -6,6 +6,8 @@
 
 #include <cuda_bf16.h>
 
+#include "backend/cuda/ops.h"  // GluAct
+
 namespace tf::backend::cuda {
 
 constexpr int kNormThreads = 256;
@@ -47,6 +49,16 @@ __device__ __forceinline__ __nv_bfloat16 geglu_value(In gate, In up) {
   const float u = __bfloat162float(__nv_bfloat16(up));
   const float inner = 0.7978845608028654f * (g + 0.044715f * g * g * g);
   return __float2bfloat16(0.5f * g * (1.0f + tanhf(inner)) * u);
+}
+
+// The GLU glu_interleaved applies (ops.h's GluAct), picked at compile time.
+template <GluAct kAct, typename In>
+__device__ __forceinline__ __nv_bfloat16 glu_value(In gate, In up) {
+  if constexpr (kAct == GluAct::kSilu) {
+    return swiglu_value(gate, up);
+  } else {
+    return geglu_value(gate, up);
+  }
 }
 
 }  // namespace tf::backend::cuda
