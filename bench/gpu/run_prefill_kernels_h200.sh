@@ -10,10 +10,14 @@
 # Usage, from the repository root on the H200 machine: bash bench/gpu/run_prefill_kernels_h200.sh
 #   PACK OUT. PACK: a .tar.xz of pack/bin (mma_order_probe, gpu_test, gpu_attention_test,
 #   gpu_attention_chunks_test, long_prefill, prefill_gemm, cuda_model_test, engine_throughput,
-#   built on the development machine) and pack/lib (the shared libraries the H200 image lacks).
+#   built on the development machine; optionally long_prefill_old, the same program built from the
+#   commit before, for the before column and its logits' hashes) and pack/lib (the shared libraries
+#   the H200 image lacks). PARTS (default "check time engine") picks which of the three parts run,
+#   so that a run can be split over calls of a few minutes each.
 set -uo pipefail
 pack=$1
 out=$2
+parts=${PARTS:-check time engine}
 root=/tmp/prefill_bins
 mkdir -p "$out" "$root"
 tar -xJf "$pack" -C "$root"
@@ -27,33 +31,47 @@ check() {  # name, seconds, command...
   echo "== $name: exit $? | $(grep -E 'passed|PASSED|FAILED|differ|error' "$out/$name.txt" | tail -1)"
 }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
-timeout 60 "$b/mma_order_probe" --wgmma >"$out/probe.txt" 2>&1
-grep "(4" "$out/probe.txt" | tail -4
-check gpu_test 300 "$b/gpu_test"
-check attention 120 "$b/gpu_attention_test"
-check chunks 120 "$b/gpu_attention_chunks_test" 32768
-TF_CUDA_PREFILL_KERNEL=wgmma check cuda_model_test 200 "$b/cuda_model_test"
-TF_CUDA_PREFILL_GEMM=wgmma check cuda_model_test_gemm 200 "$b/cuda_model_test"
-timeout 150 "$b/long_prefill" --compare wgmma --attention-only 1 --sizes 4096,8192,32768 \
-  >"$out/attention_only.txt" 2>&1
-timeout 200 "$b/long_prefill" --compare wgmma --sizes 4096,8192,16384,32768 \
-  >"$out/ttft.txt" 2>&1
+if [[ $parts == *check* ]]; then
+  timeout 60 "$b/mma_order_probe" --wgmma >"$out/probe.txt" 2>&1
+  grep "(4" "$out/probe.txt" | tail -4
+  check gpu_test 300 "$b/gpu_test"
+  check attention 120 "$b/gpu_attention_test"
+  check chunks 120 "$b/gpu_attention_chunks_test" 32768
+  TF_CUDA_PREFILL_KERNEL=wgmma check cuda_model_test 200 "$b/cuda_model_test"
+  TF_CUDA_PREFILL_GEMM=wgmma check cuda_model_test_gemm 200 "$b/cuda_model_test"
+fi
+if [[ $parts == *time* ]]; then
+  timeout 150 "$b/long_prefill" --compare wgmma --attention-only 1 --sizes 4096,8192,32768 \
+    >"$out/attention_only.txt" 2>&1
+  timeout 200 "$b/long_prefill" --compare wgmma --sizes 4096,8192,16384,32768 \
+    >"$out/ttft.txt" 2>&1
+  if [ -x "$b/long_prefill_old" ]; then
+    timeout 100 "$b/long_prefill_old" --compare wgmma --attention-only 1 --sizes 4096,8192,32768 \
+      >"$out/attention_only_old.txt" 2>&1
+    timeout 150 "$b/long_prefill_old" --sizes 4096,8192,32768 >"$out/ttft_old.txt" 2>&1
+fi
 timeout 200 "$b/prefill_gemm" >"$out/prefill_gemm.txt" 2>&1
-[ -f /tmp/llama31-8b/config.json ] ||
-  python3 tools/make_random_checkpoint.py --shape llama31-8b --out /tmp/llama31-8b >/dev/null
-for k in wide wgmma wgmma+gemm; do
-  TF_CUDA_PREFILL_KERNEL=${k%+gemm} TF_CUDA_PREFILL_GEMM=$([ "$k" = wgmma+gemm ] && echo wgmma) \
-    timeout 240 "$b/engine_throughput" /tmp/llama31-8b --backend cuda \
-    --threads 8 -c 1 --prompt 512 --gen 16 --kv-gib 40 --max-batch-tokens 8192 \
-    --prefill 4096 --prefill 32768 >"$out/engine_$k.txt" 2>&1
-done
+fi
+if [[ $parts == *engine* ]]; then
+  [ -f /tmp/llama31-8b/config.json ] ||
+    python3 tools/make_random_checkpoint.py --shape llama31-8b --out /tmp/llama31-8b >/dev/null
+  for k in wide wgmma wgmma+gemm; do
+    TF_CUDA_PREFILL_KERNEL=${k%+gemm} TF_CUDA_PREFILL_GEMM=$([ "$k" = wgmma+gemm ] && echo wgmma) \
+      timeout 240 "$b/engine_throughput" /tmp/llama31-8b --backend cuda \
+      --threads 8 -c 1 --prompt 512 --gen 16 --kv-gib 40 --max-batch-tokens 8192 \
+      --prefill 4096 --prefill 32768 >"$out/engine_$k.txt" 2>&1
+  done
+fi
 echo "== prefill attention alone (wide, then wgmma in the compare columns)"
-grep -v '^\s*$' "$out/attention_only.txt" | tail -5
+grep -v '^\s*$' "$out/attention_only.txt" 2>/dev/null | tail -5
 echo "== TTFT (logits: same = bitwise equal)"
-grep -v '^\s*$' "$out/ttft.txt" | tail -6
+grep -v '^\s*$' "$out/ttft.txt" 2>/dev/null | tail -6
+for f in attention_only_old ttft_old; do
+  [ -f "$out/$f.txt" ] && echo "== $f (the commit before)" && grep -v '^\s*$' "$out/$f.txt" | tail -5
+done
 echo "== prefill matmuls (cuBLASLt by parts, wgmma_matmul; bits: same = bitwise equal)"
-grep '^|' "$out/prefill_gemm.txt"
+grep '^|' "$out/prefill_gemm.txt" 2>/dev/null
 for k in wide wgmma wgmma+gemm; do
   echo "== engine, $k"
-  grep -iE "prefill|prompt" "$out/engine_$k.txt" | tail -3
+  grep -iE "prefill|prompt" "$out/engine_$k.txt" 2>/dev/null | tail -3
 done
