@@ -57,6 +57,23 @@ struct Setup {
   int64_t kv_gib = 8;
 };
 
+// A step's time from one stream's tokens (at, id): the prompt step gives token 0, and every kept
+// draft makes step j end with token j (k + 1). Its steps that end inside [from, to] (every stream
+// decoding) are timed first to last; the last step, which max_tokens may cut short (fewer drafts,
+// a cheaper step), is left out, as counting tokens over k + 1 would not.
+double step_ms(const std::vector<std::pair<double, int32_t>>& tokens, int k, double from,
+               double to) {
+  double first = 0, last = 0;
+  int ends = 0;
+  for (size_t at = k + 1; at < tokens.size(); at += k + 1) {
+    const double t = tokens[at].first;
+    if (t < from || t > to) continue;
+    if (ends++ == 0) first = t;
+    last = t;
+  }
+  return ends >= 2 ? (last - first) / (ends - 1) * 1e3 : 0.0;
+}
+
 tf::Result<Run> run(const std::shared_ptr<tf::model::Model>& model, const Setup& su, int rows,
                     int k, const Replies* oracle) {
   tf::engine::EngineOptions opt;
@@ -114,12 +131,8 @@ tf::Result<Run> run(const std::shared_ptr<tf::model::Model>& model, const Setup&
   for (const auto& g : got) {
     for (const auto& [at, id] : g) in_window += at > from && at <= to ? 1 : 0;
   }
-  if (to > from && in_window > 0) {
-    out.tps = static_cast<double>(in_window) / (to - from);
-    // Every draft is kept: a step gives each stream k + 1 tokens.
-    const double steps = static_cast<double>(in_window) / (rows * (k + 1));
-    out.step_ms = (to - from) / steps * 1e3;
-  }
+  if (to > from && in_window > 0) out.tps = static_cast<double>(in_window) / (to - from);
+  out.step_ms = step_ms(got[0], k, from, to);
   return out;
 }
 
