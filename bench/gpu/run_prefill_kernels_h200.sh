@@ -12,8 +12,9 @@
 #   gpu_attention_chunks_test, long_prefill, prefill_gemm, cuda_model_test, engine_throughput,
 #   built on the development machine; optionally long_prefill_old, the same program built from the
 #   commit before, for the before column and its logits' hashes) and pack/lib (the shared libraries
-#   the H200 image lacks). PARTS (default "check time engine") picks which of the three parts run,
-#   so that a run can be split over calls of a few minutes each.
+#   the H200 image lacks). PARTS (default "check time engine") picks which of the parts run, so
+#   that a run can be split over calls of a few minutes each; PARTS with "verify" also runs the
+#   pack's verify_oracle (the draft issue's verify cost curve at 1, 8 and 32 rows).
 set -uo pipefail
 pack=$1
 out=$2
@@ -29,6 +30,9 @@ check() {  # name, seconds, command...
   shift 2
   timeout "$secs" "$@" >"$out/$name.txt" 2>&1
   echo "== $name: exit $? | $(grep -E 'passed|PASSED|FAILED|differ|error' "$out/$name.txt" | tail -1)"
+}
+checkpoint() {  # random Llama-3.1-8B weights at /tmp/llama31-8b, once
+  checkpoint
 }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
 if [[ $parts == *check* ]]; then
@@ -53,14 +57,20 @@ fi
 timeout 200 "$b/prefill_gemm" >"$out/prefill_gemm.txt" 2>&1
 fi
 if [[ $parts == *engine* ]]; then
-  [ -f /tmp/llama31-8b/config.json ] ||
-    python3 tools/make_random_checkpoint.py --shape llama31-8b --out /tmp/llama31-8b >/dev/null
+  checkpoint
   for k in wide wgmma wgmma+gemm; do
     TF_CUDA_PREFILL_KERNEL=${k%+gemm} TF_CUDA_PREFILL_GEMM=$([ "$k" = wgmma+gemm ] && echo wgmma) \
       timeout 240 "$b/engine_throughput" /tmp/llama31-8b --backend cuda \
       --threads 8 -c 1 --prompt 512 --gen 16 --kv-gib 40 --max-batch-tokens 8192 \
       --prefill 4096 --prefill 32768 >"$out/engine_$k.txt" 2>&1
   done
+fi
+if [[ $parts == *verify* ]]; then
+  checkpoint
+  timeout 240 "$b/verify_oracle" /tmp/llama31-8b --backend cuda --rows 1,8,32 --max-k 8 \
+    >"$out/verify.txt" 2>&1
+  echo "== verify cost (verify_oracle)"
+  grep '^|' "$out/verify.txt"
 fi
 echo "== prefill attention alone (wide, then wgmma in the compare columns)"
 grep -v '^\s*$' "$out/attention_only.txt" 2>/dev/null | tail -5
