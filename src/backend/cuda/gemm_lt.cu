@@ -138,6 +138,16 @@ const LtGemm::Plan& LtGemm::plan(int m, int n, int part, int k, int batch, bool 
   return p;
 }
 
+// D = w . x (alpha 1) + beta D with plan p: the one call every path makes.
+cudaError_t LtGemm::run(const Plan& p, const bf16* w, const bf16* x, float beta, void* d,
+                        cudaStream_t s) {
+  const float alpha = 1.0f;
+  return cublasLtMatmul(handle_, p.op, &alpha, w, p.a, x, p.b, &beta, d, p.d, d, p.d, &p.algo,
+                        workspace_.get(), workspace_.bytes(), s) == CUBLAS_STATUS_SUCCESS
+             ? cudaSuccess
+             : cudaErrorLaunchFailure;
+}
+
 cudaError_t LtGemm::run_chained(const bf16* x, const bf16* w, float* y, int m, int n, int k,
                                 cudaStream_t s) {
   const int parts = gemm::parts_of(k, n), len = parts == 1 ? k : gemm::part_len(k, n);
@@ -146,13 +156,10 @@ cudaError_t LtGemm::run_chained(const bf16* x, const bf16* w, float* y, int m, i
   const Plan& tail = last == len ? full : plan(m, n, last, k);
   if (!full.ok || !tail.ok) return cudaErrorNotSupported;
   for (int q = 0; q < parts; ++q) {
-    const Plan& p = q + 1 < parts ? full : tail;
-    const float alpha = 1.0f, beta = q == 0 ? 0.0f : 1.0f;
     const size_t off = static_cast<size_t>(q) * len;
-    if (cublasLtMatmul(handle_, p.op, &alpha, w + off, p.a, x + off, p.b, &beta, y, p.d, y, p.d,
-                       &p.algo, workspace_.get(), workspace_.bytes(), s) != CUBLAS_STATUS_SUCCESS) {
-      return cudaErrorLaunchFailure;
-    }
+    const cudaError_t e = run(q + 1 < parts ? full : tail, w + off, x + off, q == 0 ? 0.0f : 1.0f,
+                              y, s);
+    if (e != cudaSuccess) return e;
   }
   return cudaSuccess;
 }
@@ -166,22 +173,13 @@ cudaError_t LtGemm::run_batched(const bf16* x, const bf16* w, float* y, int m, i
   const Plan& full = plan(m, n, len, k, full_parts);
   const Plan& tail = last == len ? full : plan(m, n, last, k);
   if (!full.ok || !tail.ok) return cudaErrorNotSupported;
-  const float alpha = 1.0f, beta = 0.0f;
   const size_t slice = static_cast<size_t>(m) * n;
-  if (cublasLtMatmul(handle_, full.op, &alpha, w, full.a, x, full.b, &beta, part_scratch, full.d,
-                     part_scratch, full.d, &full.algo, workspace_.get(), workspace_.bytes(),
-                     s) != CUBLAS_STATUS_SUCCESS) {
-    return cudaErrorLaunchFailure;
-  }
-  if (full_parts < parts) {
+  cudaError_t e = run(full, w, x, 0.0f, part_scratch, s);
+  if (e == cudaSuccess && full_parts < parts) {
     const size_t off = static_cast<size_t>(full_parts) * len;
-    float* d = part_scratch + full_parts * slice;
-    if (cublasLtMatmul(handle_, tail.op, &alpha, w + off, tail.a, x + off, tail.b, &beta, d, tail.d,
-                       d, tail.d, &tail.algo, workspace_.get(), workspace_.bytes(),
-                       s) != CUBLAS_STATUS_SUCCESS) {
-      return cudaErrorLaunchFailure;
-    }
+    e = run(tail, w + off, x + off, 0.0f, part_scratch + full_parts * slice, s);
   }
+  if (e != cudaSuccess) return e;
   if (!sum) return cudaSuccess;
   const size_t n4 = slice / 4;  // n % 8 == 0
   sum_parts_kernel<<<static_cast<unsigned>((n4 + 255) / 256), 256, 0, s>>>(
@@ -221,13 +219,7 @@ cudaError_t LtGemm::matmul(const bf16* x, const bf16* w, bf16* y, int m, int n, 
   if (m >= kMinRows && handle_ && gemm::parts_of(k, n) == 1 && k % 32 == 0 && n % 8 == 0) {
     if (plans_.size() >= kMaxPlans) clear_plans();
     const Plan& p = plan(m, n, k, k, 1, true);
-    if (p.ok) {
-      const float alpha = 1.0f, beta = 0.0f;
-      return cublasLtMatmul(handle_, p.op, &alpha, w, p.a, x, p.b, &beta, y, p.d, y, p.d, &p.algo,
-                            workspace_.get(), workspace_.bytes(), s) == CUBLAS_STATUS_SUCCESS
-                 ? cudaSuccess
-                 : cudaErrorLaunchFailure;
-    }
+    if (p.ok) return run(p, w, x, 0.0f, y, s);
   }
   return cuda::matmul(x, w, y, m, n, k, s);
 }

@@ -70,6 +70,8 @@ class LtGemm {
   // its output at slice p of D (m * n floats apart).
   // bf16_out: D is bf16 (one part: no chain through D).
   const Plan& plan(int m, int n, int part, int k, int batch = 1, bool bf16_out = false);
+  cudaError_t run(const Plan& p, const bf16* w, const bf16* x, float beta, void* d,
+                  cudaStream_t s);
   cudaError_t run_chained(const bf16* x, const bf16* w, float* y, int m, int n, int k,
                           cudaStream_t s);
   cudaError_t run_batched(const bf16* x, const bf16* w, float* y, int m, int n, int k,
