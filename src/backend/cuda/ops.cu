@@ -436,17 +436,25 @@ cudaError_t rms_norm_f32(const float* in, const float* weight, float* out, int r
                      n, eps, s);
 }
 
+// A GLU kernel over rows of gate_up (grid: column blocks x rows, the rows in chunks of what the
+// grid's y dimension holds).
 template <typename In>
-cudaError_t launch_swiglu(const In* gate_up, bf16* out, int rows, int ffn, cudaStream_t s) {
+cudaError_t launch_glu_rows(void (*kernel)(const In*, bf16*, int), int blocks, const In* gate_up,
+                            bf16* out, int rows, int ffn, cudaStream_t s) {
   if (rows <= 0 || ffn <= 0) return cudaSuccess;
-  const int blocks = (ffn + 255) / 256;  // one element a thread: no serial memory waits
   constexpr int kMaxGridRows = 65535;
   for (int r = 0; r < rows; r += kMaxGridRows) {
     const int n = rows - r < kMaxGridRows ? rows - r : kMaxGridRows;
-    swiglu_kernel<In><<<dim3(blocks, n), 256, 0, s>>>(gate_up + static_cast<int64_t>(r) * 2 * ffn,
-                                                      out + static_cast<int64_t>(r) * ffn, ffn);
+    kernel<<<dim3(blocks, n), 256, 0, s>>>(gate_up + static_cast<int64_t>(r) * 2 * ffn,
+                                           out + static_cast<int64_t>(r) * ffn, ffn);
   }
   return cudaGetLastError();
+}
+
+template <typename In>
+cudaError_t launch_swiglu(const In* gate_up, bf16* out, int rows, int ffn, cudaStream_t s) {
+  // One element a thread: no serial memory waits.
+  return launch_glu_rows(swiglu_kernel<In>, (ffn + 255) / 256, gate_up, out, rows, ffn, s);
 }
 
 cudaError_t swiglu(const bf16* gate_up, bf16* out, int rows, int ffn, cudaStream_t s) {
@@ -458,15 +466,8 @@ cudaError_t swiglu(const float* gate_up, bf16* out, int rows, int ffn, cudaStrea
 template <typename In, GluAct kAct>
 cudaError_t launch_glu_interleaved(const In* gate_up, bf16* out, int rows, int ffn,
                                    cudaStream_t s) {
-  if (rows <= 0 || ffn <= 0) return cudaSuccess;
-  const int blocks = (ffn / 4 + 255) / 256;
-  constexpr int kMaxGridRows = 65535;
-  for (int r = 0; r < rows; r += kMaxGridRows) {
-    const int n = rows - r < kMaxGridRows ? rows - r : kMaxGridRows;
-    glu_interleaved_kernel<In, kAct><<<dim3(blocks, n), 256, 0, s>>>(
-        gate_up + static_cast<int64_t>(r) * 2 * ffn, out + static_cast<int64_t>(r) * ffn, ffn);
-  }
-  return cudaGetLastError();
+  return launch_glu_rows(glu_interleaved_kernel<In, kAct>, (ffn / 4 + 255) / 256, gate_up, out,
+                         rows, ffn, s);
 }
 
 template <typename In>
