@@ -522,7 +522,8 @@ class CudaDecoder final : public Model {
   }();
   // TF_CUDA_PREFILL_GEMM=wgmma: steps of kWgmmaMinRows rows and more run their dense matmuls on
   // gemm_wgmma.cu's kernels where they fit (the parts summed in registers, a gate_up's GLU as its
-  // store; the same bits as cuBLASLt's, gpu_test), for side-by-side runs until they are measured.
+  // store; the same bits as cuBLASLt's, gpu_test), for side-by-side runs: slower than cuBLASLt at
+  // a prompt step's rows on an H100 (docs/benchmarks.md).
   static constexpr int kWgmmaMinRows = 128;
   bool wgmma_gemm_ = [] {
     const char* g = std::getenv("TF_CUDA_PREFILL_GEMM");
@@ -1324,8 +1325,8 @@ Status CudaDecoder::enqueue(int n, int n_out, int bs, int width, const Attention
       if (wgmma_rows && cuda::wgmma_matmul_glu_fits(n, 2 * f, d)) {  // the GLU as its store
         TF_CUDA_TRY(cuda::wgmma_matmul_glu(h, L.w_gate_up.get<bf16>(), act_.get<bf16>(), n, 2 * f,
                                            d, glu_act(spec_.act), s));
-      } else {  // one part: cuBLASLt stores the projection as bf16, the rounding the GLU makes
-                // first
+      } else {
+        // One part: cuBLASLt stores the projection as bf16, the rounding the GLU makes first.
         TF_CUDA_TRY(gemm_.matmul(h, L.w_gate_up.get<bf16>(), gu_.get<bf16>(), n, 2 * f, d, s));
         TF_CUDA_TRY(
             cuda::glu_interleaved(gu_.get<bf16>(), act_.get<bf16>(), n, f, s, glu_act(spec_.act)));
