@@ -16,13 +16,14 @@ Status apply_engine_sizes(const EngineSizes& given, model::Model& model, int64_t
                        : host                     ? kHostBatchTokens
                                                   : kDeviceBatchTokens;
   o.max_parallel = given.parallel > 0 ? given.parallel : host ? kHostParallel : kDeviceParallel;
-  // Every step's buffers for these sizes, now, so that the pool may take the rest: a step's rows,
-  // its logits (each stream's token and drafts, and a prompt's scored rows) and its split rows.
+  // Every step's buffers for these sizes, now, so that the pool may take the rest: a step's rows
+  // (its prompt tokens and drafts, and each stream's decode row on top), its logits (each stream's
+  // token and drafts, and a prompt's scored rows) and its split rows.
   const int64_t per_stream = 1 + (o.draft.enabled ? o.draft.max_k : 0);
   model::StepLimits limits;
-  limits.rows = o.max_batch_tokens;
-  limits.split_rows = std::min(o.max_batch_tokens, o.max_parallel * per_stream);
-  limits.logit_rows = std::min(o.max_batch_tokens, limits.split_rows + kMaxScoredRows);
+  limits.rows = o.max_batch_tokens + o.max_parallel;
+  limits.split_rows = std::min(limits.rows, o.max_parallel * per_stream);
+  limits.logit_rows = std::min(limits.rows, limits.split_rows + kMaxScoredRows);
   // A model that declares no context: reserved as for 128K positions.
   const int64_t declared = model.config().max_position;
   limits.context = o.context > 0 ? o.context : declared > 0 ? declared : int64_t{1} << 17;
