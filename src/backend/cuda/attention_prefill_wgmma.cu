@@ -206,11 +206,18 @@ __device__ void consume_stages(const bf16* k_ring, const bf16* v_ring, bf16* q_s
     __syncwarp();
     if (lane == 0) mbar::arrive(bar);
   };
+  // The copy warp's V of stage st has landed, for wgmma's reads. It copies that V before stage
+  // st + 1's K, into a buffer the walk gave back a stage before this one (kStages >= 2), so the
+  // wait cannot hold the walk up on itself.
+  static_assert(kStages >= 2, "V of a stage is waited for in the next stage's scores");
+  auto wait_v = [&](int st) { mbar::wait(&sy.v_full[st % kStages], (st / kStages) & 1); };
   // Stage st's K landed, then its scores for the warpgroup's 64 lines issued (asynchronous): per
-  // head-dim step one m64n64k16 over the stage's two tiles.
+  // head-dim step one m64n64k16 over the stage's two tiles. The stage before's V (copied before
+  // this K) is waited for here too, so that one proxy fence a stage covers both.
   auto issue_scores = [&](int st, Scores& d) {
     const int buf = st % kStages;
     mbar::wait(&sy.k_full[buf], (st / kStages) & 1);
+    if (st > 0) wait_v(st - 1);
     wg::fence_shared();
     if (!stage_runs(st)) return;
     wg::fence();
@@ -283,8 +290,10 @@ __device__ void consume_stages(const bf16* k_ring, const bf16* v_ring, bf16* q_s
     if (st > 0) release(&sy.v_empty[(st - 1) % kStages]);
     if (st + 1 < n_stages) release(&sy.k_empty[(st + 1) % kStages]);
     if (!runs) return;
-    mbar::wait(&sy.v_full[buf], (st / kStages) & 1);
-    wg::fence_shared();
+    if (st + 1 == n_stages) {  // no next stage's scores waited for this V
+      wait_v(st);
+      wg::fence_shared();
+    }
     const uint32_t v_at = buf * kStageBytes;
     issue_pv(pa, v_at, 0, m_new[0], sum[0]);
     // Done before a fold reads O or tile 1 rescales it; waited for by every thread, as a wgmma
