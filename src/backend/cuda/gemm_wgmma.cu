@@ -12,10 +12,14 @@
 // is the total as it is). BN is 128 where K has several parts (accumulators and total: 128
 // registers), 256 for one part (no total), which reads shared memory less per product and lets
 // a gate_up store its GLU (the bits of glu_interleaved on the rounded projection). Tiles go out
-// in groups of 8 row tiles, so the blocks running at once share their w slices in L2.
+// in groups of 8 row tiles, so the blocks running at once share their w slices in L2, and the
+// two row tiles of a column next to each other run as a cluster of two blocks that share that
+// slice: each copies half of it into both blocks' stages (TMA multicast), halving what the pair
+// reads of w from L2, and a stage is refilled once both blocks' consumers gave it back.
 #include <cuda.h>          // CUtensorMap
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 
+#include <cooperative_groups.h>
 #include <cstdint>
 
 #include "backend/cuda/gemm_wgmma.h"
@@ -31,6 +35,7 @@ constexpr int kThreads = 384;                    // a producer warpgroup, two co
 constexpr uint32_t kSliceBytes = kBm * kBk * 2;  // x's 128 rows of a K block
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 constexpr int kConsumerWarps = 8;
+constexpr int kCluster = 2;  // blocks sharing a w slice
 
 // The ring of a BN-wide tile: 192 KB of stages either way.
 template <int kBn>
@@ -55,6 +60,8 @@ __device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, int 
 }
 
 // Tile `id`'s row and column tiles: ids run down groups of kGroupM row tiles, column by column.
+// With tiles_m even (the launch rounds it up), ids 2 c and 2 c + 1 are row tiles tm and tm + 1 of
+// one column: a cluster's two blocks.
 __device__ __forceinline__ void tile_of(int id, int tiles_m, int tiles_n, int& tm, int& tn) {
   const int per_group = kGroupM * tiles_n, first = id / per_group * kGroupM;
   const int rows = min(kGroupM, tiles_m - first), in = id % per_group;
@@ -68,18 +75,40 @@ __device__ __forceinline__ void zero(float (&d)[kRows][4]) {
   for (int j = 0; j < kRows; ++j) d[j][0] = d[j][1] = d[j][2] = d[j][3] = 0.0f;
 }
 
-// The producer: every K block's two slices into the ring, once the consumers gave the stage back.
+// Copies the box at (c0, c1) of `map` into dst of every block of the cluster, counted on each
+// one's barrier at bar's place (sm_90a code only, as the kernel's wgmma).
+__device__ __forceinline__ void tma_load_both(void* dst, const CUtensorMap* map, int c0, int c1,
+                                              uint64_t* bar) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr uint16_t kAll = (1u << kCluster) - 1;
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::"
+      "cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(
+          static_cast<uint32_t>(__cvta_generic_to_shared(dst))),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(mbar::smem_addr(bar)),
+      "h"(kAll)
+      : "memory");
+#else
+  __trap();
+#endif
+}
+
+// The producer: every K block's x slice into this block's ring and half of its w slice into both
+// blocks' (rank 0 the first half), once both blocks' consumers gave the stage back.
 template <int kBn>
 __device__ void produce(unsigned char* ring, typename Ring<kBn>::Barriers& bar,
                         const CUtensorMap* xmap, const CUtensorMap* wmap, int tm, int tn,
-                        int blocks) {
+                        int blocks, uint32_t rank) {
   using R = Ring<kBn>;
+  constexpr uint32_t kHalfBytes = uint32_t(kBn / 2) * kBk * 2;
   for (int kb = 0; kb < blocks; ++kb) {
     const int st = kb % R::kStages;
     if (kb >= R::kStages) mbar::wait(&bar.empty[st], ((kb / R::kStages) - 1) & 1);
-    mbar::arrive_expect_tx(&bar.full[st], R::kStageBytes);
-    tma_load(ring + st * R::kStageBytes, xmap, kb * kBk, tm * kBm, &bar.full[st]);
-    tma_load(ring + st * R::kStageBytes + kSliceBytes, wmap, kb * kBk, tn * kBn, &bar.full[st]);
+    mbar::arrive_expect_tx(&bar.full[st], R::kStageBytes);  // x, and both halves of w
+    unsigned char* stage = ring + st * R::kStageBytes;
+    tma_load(stage, xmap, kb * kBk, tm * kBm, &bar.full[st]);
+    tma_load_both(stage + kSliceBytes + rank * kHalfBytes, wmap, kb * kBk,
+                  tn * kBn + static_cast<int>(rank) * (kBn / 2), &bar.full[st]);
   }
 }
 
@@ -102,9 +131,9 @@ __device__ void walk(unsigned char* ring, typename Ring<kBn>::Barriers& bar, int
   const int lane = threadIdx.x & 31;
   const wg::Desc a_desc = wg::sw128_desc(ring + group * 64 * 128),
                  b_desc = wg::sw128_desc(ring + kSliceBytes);
-  auto release = [&](int kb) {  // this warp is done reading K block kb's stage
+  auto release = [&](int kb) {  // this warp is done reading K block kb's stage: lane r tells rank r
     __syncwarp();
-    if (lane == 0) mbar::arrive(&bar.empty[kb % R::kStages]);
+    if (lane < kCluster) mbar::arrive_cluster(&bar.empty[kb % R::kStages], lane);
   };
   // A part's blocks: the accumulators are touched (zeroed, fenced, added) only outside its loop,
   // while no wgmma is in flight; inside it, ptxas would wait for the last step at each touch.
@@ -211,8 +240,8 @@ struct GluOut {
 template <int kBn, bool kParts, typename Out>
 __global__ void __launch_bounds__(kThreads, 1)
     wgmma_matmul_kernel(const __grid_constant__ CUtensorMap xmap,
-                        const __grid_constant__ CUtensorMap wmap, Out out, int m, int n, int k,
-                        int part_blocks) {
+                        const __grid_constant__ CUtensorMap wmap, Out out, int m, int tiles_m,
+                        int n, int k, int part_blocks) {
   using R = Ring<kBn>;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
@@ -221,25 +250,30 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (threadIdx.x == 0) {
     for (int st = 0; st < R::kStages; ++st) {
       mbar::init(&bar.full[st], 1);
-      mbar::init(&bar.empty[st], kConsumerWarps);
+      mbar::init(&bar.empty[st], kCluster * kConsumerWarps);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     wgmma::fence_shared();
   }
-  __syncthreads();
+  // Both blocks' barriers are set before either copies into the other or arrives on its barriers;
+  // and neither leaves while the other may still do so (the last sync).
+  const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  cluster.sync();
   int tm, tn;
-  tile_of(blockIdx.x, (m + kBm - 1) / kBm, n / kBn, tm, tn);
+  tile_of(blockIdx.x, tiles_m, n / kBn, tm, tn);
   const int blocks = k / kBk, warp = threadIdx.x >> 5;
   if (warp < 4) {
     wgmma::set_max_regs<kProducerRegs, false>();
-    if (threadIdx.x == 0) produce<kBn>(ring, bar, &xmap, &wmap, tm, tn, blocks);
-    return;
+    if (threadIdx.x == 0) produce<kBn>(ring, bar, &xmap, &wmap, tm, tn, blocks, cluster.block_rank());
+    __syncwarp();
+  } else {
+    wgmma::set_max_regs<kConsumerRegs, true>();
+    const int group = warp / 4 - 1;
+    float res[kBn / 8][4];
+    consume<kBn, kParts>(ring, bar, group, blocks, part_blocks, res);
+    out.store(res, m, tm * kBm + group * 64 + (warp % 4) * 16, tn * kBn);
   }
-  wgmma::set_max_regs<kConsumerRegs, true>();
-  const int group = warp / 4 - 1;
-  float res[kBn / 8][4];
-  consume<kBn, kParts>(ring, bar, group, blocks, part_blocks, res);
-  out.store(res, m, tm * kBm + group * 64 + (warp % 4) * 16, tn * kBn);
+  cluster.sync();
 }
 
 // The driver's tensor-map encoder, through the runtime (no link to the driver library).
@@ -272,16 +306,30 @@ bool encode(CUtensorMap* map, const bf16* p, int rows, int k, int box_rows) {
 template <int kBn, bool kParts, typename Out>
 cudaError_t launch(const bf16* x, const bf16* w, Out out, int m, int n, int k, cudaStream_t s) {
   CUtensorMap xmap, wmap;
-  if (!encode(&xmap, x, m, k, kBm) || !encode(&wmap, w, n, k, kBn)) return cudaErrorInvalidValue;
+  if (!encode(&xmap, x, m, k, kBm) || !encode(&wmap, w, n, k, kBn / 2)) {
+    return cudaErrorInvalidValue;
+  }
   constexpr size_t smem = Ring<kBn>::smem_bytes();
   static const cudaError_t attr =
       cudaFuncSetAttribute(wgmma_matmul_kernel<kBn, kParts, Out>,
                            cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (attr != cudaSuccess) return attr;
-  const int tiles = (m + kBm - 1) / kBm * (n / kBn);
-  wgmma_matmul_kernel<kBn, kParts, Out>
-      <<<tiles, kThreads, smem, s>>>(xmap, wmap, out, m, n, k, matmul_part_len(k, n) / kBk);
-  return cudaGetLastError();
+  // Row tiles rounded up to the cluster: a last tile past m reads zeros (the tensor map's bounds)
+  // and stores nothing.
+  const int tiles_m = ((m + kBm - 1) / kBm + kCluster - 1) / kCluster * kCluster;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(tiles_m * (n / kBn));
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = kCluster;
+  cluster.val.clusterDim.y = cluster.val.clusterDim.z = 1;
+  cfg.attrs = &cluster;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, wgmma_matmul_kernel<kBn, kParts, Out>, xmap, wmap, out, m,
+                            tiles_m, n, k, matmul_part_len(k, n) / kBk);
 }
 
 }  // namespace

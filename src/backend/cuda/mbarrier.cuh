@@ -29,6 +29,18 @@ __device__ __forceinline__ void arrive_on_copies(uint64_t* bar) {
                : "memory");
 }
 
+// One arrival on the barrier at this one's place in the shared memory of the cluster's block
+// `rank` (a block's consumers giving a stage back to both blocks that copy into it, once their
+// wgmma reads of it are done). The default semantics, as CUTLASS's cluster barriers use: the
+// release at cluster scope put two memory barriers, one GPU-wide, before every arrival.
+__device__ __forceinline__ void arrive_cluster(uint64_t* bar, uint32_t rank) {
+  asm volatile(
+      "{\n .reg .b32 remote;\n mapa.shared::cluster.u32 remote, %0, %1;\n"
+      " mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_addr(bar)),
+      "r"(rank)
+      : "memory");
+}
+
 // The producer's arrival for a phase that also waits for `bytes` of TMA copies to land on it.
 __device__ __forceinline__ void arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)),
