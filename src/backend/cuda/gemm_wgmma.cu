@@ -121,6 +121,26 @@ __device__ __forceinline__ void mma(float (&d)[kBn / 8][4], uint64_t a, uint64_t
   }
 }
 
+// This warp is done reading K block kb's stage: lane r gives it back to rank r.
+template <int kBn>
+__device__ __forceinline__ void release_stage(typename Ring<kBn>::Barriers& bar, int kb) {
+  __syncwarp();
+  const int lane = threadIdx.x & 31;
+  if (lane < kCluster) mbar::arrive_cluster(&bar.empty[kb % Ring<kBn>::kStages], lane);
+}
+
+// A block whose row tile lies past m (the launch rounds the row tiles up to the cluster): its
+// consumers only wait for each stage and give it back, which the other block's producer needs,
+// and run no products.
+template <int kBn>
+__device__ void drain(typename Ring<kBn>::Barriers& bar, int blocks) {
+  using R = Ring<kBn>;
+  for (int kb = 0; kb < blocks; ++kb) {
+    mbar::wait(&bar.full[kb % R::kStages], (kb / R::kStages) & 1);
+    release_stage<kBn>(bar, kb);
+  }
+}
+
 // A consumer warpgroup's 64 rows (group 0 or 1) of the tile: each part of K as a chain from zero
 // in acc, handed to part_done(part) once its last step has landed.
 template <int kBn, typename PartDone>
@@ -128,13 +148,9 @@ __device__ void walk(unsigned char* ring, typename Ring<kBn>::Barriers& bar, int
                      int part_blocks, float (&acc)[kBn / 8][4], PartDone part_done) {
   namespace wg = wgmma;
   using R = Ring<kBn>;
-  const int lane = threadIdx.x & 31;
   const wg::Desc a_desc = wg::sw128_desc(ring + group * 64 * 128),
                  b_desc = wg::sw128_desc(ring + kSliceBytes);
-  auto release = [&](int kb) {  // this warp is done reading K block kb's stage: lane r tells rank r
-    __syncwarp();
-    if (lane < kCluster) mbar::arrive_cluster(&bar.empty[kb % R::kStages], lane);
-  };
+  auto release = [&](int kb) { release_stage<kBn>(bar, kb); };
   // A part's blocks: the accumulators are touched (zeroed, fenced, added) only outside its loop,
   // while no wgmma is in flight; inside it, ptxas would wait for the last step at each touch.
   for (int begin = 0, part = 0; begin < blocks; begin += part_blocks, ++part) {
@@ -265,13 +281,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (warp < 4) {
     wgmma::set_max_regs<kProducerRegs, false>();
     if (threadIdx.x == 0) produce<kBn>(ring, bar, &xmap, &wmap, tm, tn, blocks, cluster.block_rank());
-    __syncwarp();
   } else {
     wgmma::set_max_regs<kConsumerRegs, true>();
     const int group = warp / 4 - 1;
-    float res[kBn / 8][4];
-    consume<kBn, kParts>(ring, bar, group, blocks, part_blocks, res);
-    out.store(res, m, tm * kBm + group * 64 + (warp % 4) * 16, tn * kBn);
+    if (tm * kBm >= m) {
+      drain<kBn>(bar, blocks);
+    } else {
+      float res[kBn / 8][4];
+      consume<kBn, kParts>(ring, bar, group, blocks, part_blocks, res);
+      out.store(res, m, tm * kBm + group * 64 + (warp % 4) * 16, tn * kBn);
+    }
   }
   cluster.sync();
 }
