@@ -21,10 +21,7 @@
 //     other of two score buffers, which swap roles a stage), and
 //     stage st's last P V runs under stage st + 1's softmax: a split that ends at that tile is
 //     folded after it lands, and the softmax starts such a line from -inf, as the fold would have
-//     left it. Tile 1's rescale waits for tile 0's P V (O alpha + P V is the canonical step),
-//     except where no line of the warpgroup moves its maximum at tile 1 (alpha = 1 exactly, and
-//     O 1 = O; a vote on a named barrier): then its P V chains on tile 0's in flight, as the
-//     steps of one P V do;
+//     left it. Tile 1's rescale still waits for tile 0's P V (O alpha + P V is the canonical step);
 //   - K of a stage is given back once its scores have landed, V once its last P V has, so the
 //     copy warp refills K well ahead of the scores.
 // A stage runs or is skipped per warpgroup (a wgmma is issued, and waited for, by all its warps
