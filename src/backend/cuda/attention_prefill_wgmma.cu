@@ -144,16 +144,6 @@ __device__ void consume_stages(const bf16* k_ring, const bf16* v_ring, bf16* q_s
   const int group = p.n_heads / p.n_kv_heads;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wgroup = warp / 4;
   auto group_sync = [&] { asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wgroup) : "memory"); };
-  auto group_all = [&](bool v) {  // v holds for every thread of the warpgroup
-    int all;
-    asm volatile(
-        "{\n .reg .pred p, q;\n setp.ne.s32 p, %1, 0;\n bar.red.and.pred q, %2, 128, p;\n"
-        " selp.s32 %0, 1, 0, q;\n}"
-        : "=r"(all)
-        : "r"(static_cast<int>(v)), "r"(1 + wgroup)
-        : "memory");
-    return all != 0;
-  };
 
   Lines<kHd> L;
   L.init(q, pos, p, row0, lines, kv_head, warp * 16, false);
@@ -241,18 +231,14 @@ __device__ void consume_stages(const bf16* k_ring, const bf16* v_ring, bf16* q_s
     for (int ks = 1; ks < kHd / 16; ++ks) wg::m64n64k16<true>(d, a_at(ks), b_at(ks));
     wg::commit();
   };
-  // Tile i's O = O alpha + P V issued after the line state's step; O is left as it is where the
-  // caller knows every alpha of the warpgroup is exactly 1 (scale false), so the product may chain
-  // on a P V still in flight.
+  // Tile i's O = O alpha + P V issued after the line state's step.
   auto issue_pv = [&](const Probs& pa, uint32_t v_at, int i, const float(&m_new)[2],
-                      const float(&sum)[2], bool scale = true) {
+                      const float(&sum)[2]) {
     float alpha[2];
     advance_state(L, m_new, sum, alpha);
-    if (scale) {
 #pragma unroll
-      for (int j = 0; j < L.kDTiles; ++j) scale_rows(L.o[j], alpha);
-      wg::fence_operand(L.o);
-    }
+    for (int j = 0; j < L.kDTiles; ++j) scale_rows(L.o[j], alpha);
+    wg::fence_operand(L.o);
     wg::fence();
 #pragma unroll
     for (int kk = 0; kk < 2; ++kk) {  // positions [16 kk, 16 kk + 16): two rows of core matrices
@@ -310,23 +296,14 @@ __device__ void consume_stages(const bf16* k_ring, const bf16* v_ring, bf16* q_s
     }
     const uint32_t v_at = buf * kStageBytes;
     issue_pv(pa, v_at, 0, m_new[0], sum[0]);
-    // Tile 1 keeps O's scale where no line of the warpgroup moves its maximum (alpha = 1 exactly,
-    // and O 1 = O) and no split ended at tile 0: its P V then chains on tile 0's in flight, as the
-    // steps of one P V do. Otherwise tile 0's P V is waited for, by every thread alike (a wgmma
-    // wait must be executed by the whole warpgroup), before a fold reads O or the rescale does.
-    bool keeps = !ends[0][0] && !ends[0][1];
+    // Done before a fold reads O or tile 1 rescales it; waited for by every thread, as a wgmma
+    // wait must be executed by the whole warpgroup alike.
+    wait_all(s_next);
 #pragma unroll
-    for (int h = 0; h < 2; ++h) keeps = keeps && rescale(L.m[h], m_new[1][h], L.c) == 1.0f;
-    if (group_all(keeps)) {
-      issue_pv(pa, v_at, 1, m_new[1], sum[1], false);
-    } else {
-      wait_all(s_next);
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        if (ends[0][h]) fold_split(L, h, tot[h]);
-      }
-      issue_pv(pa, v_at, 1, m_new[1], sum[1]);
+    for (int h = 0; h < 2; ++h) {
+      if (ends[0][h]) fold_split(L, h, tot[h]);
     }
+    issue_pv(pa, v_at, 1, m_new[1], sum[1]);
 #pragma unroll
     for (int h = 0; h < 2; ++h) fold_due[h] = ends[1][h];
   };
