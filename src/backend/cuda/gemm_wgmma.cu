@@ -16,10 +16,10 @@
 // two row tiles of a column next to each other run as a cluster of two blocks that share that
 // slice: each copies half of it into both blocks' stages (TMA multicast), halving what the pair
 // reads of w from L2, and a stage is refilled once both blocks' consumers gave it back.
+#include <cooperative_groups.h>
 #include <cuda.h>          // CUtensorMap
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 
-#include <cooperative_groups.h>
 #include <cstdint>
 
 #include "backend/cuda/gemm_wgmma.h"
@@ -85,8 +85,7 @@ __device__ __forceinline__ void tma_load_both(void* dst, const CUtensorMap* map,
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::"
       "cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(
           static_cast<uint32_t>(__cvta_generic_to_shared(dst))),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(mbar::smem_addr(bar)),
-      "h"(kAll)
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(mbar::smem_addr(bar)), "h"(kAll)
       : "memory");
 #else
   __trap();
@@ -280,7 +279,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int blocks = k / kBk, warp = threadIdx.x >> 5;
   if (warp < 4) {
     wgmma::set_max_regs<kProducerRegs, false>();
-    if (threadIdx.x == 0) produce<kBn>(ring, bar, &xmap, &wmap, tm, tn, blocks, cluster.block_rank());
+    if (threadIdx.x == 0) {
+      produce<kBn>(ring, bar, &xmap, &wmap, tm, tn, blocks, cluster.block_rank());
+    }
   } else {
     wgmma::set_max_regs<kConsumerRegs, true>();
     const int group = warp / 4 - 1;
