@@ -30,8 +30,8 @@ Status apply_engine_sizes(const EngineSizes& given, model::Model& model, int64_t
   auto reserved = model.reserve_steps(limits);
   if (!reserved) {
     return reserved.error().with_context(
-        fmt::format("the step buffers of {} tokens a step (--max-batch-tokens) and {} streams "
-                    "(--parallel)",
+        fmt::format("the step buffers of {} prompt tokens a step (--max-batch-tokens) and {} "
+                    "streams (--parallel)",
                     o.max_batch_tokens, o.max_parallel));
   }
   const int64_t room = *reserved;
@@ -45,10 +45,11 @@ Status apply_engine_sizes(const EngineSizes& given, model::Model& model, int64_t
   }
   const int64_t pool = room - device_reserved;
   if (pool < 64 * model::kv_block_bytes(model)) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "the GPU has {} MiB left for the KV pool beside the weights and the step "
-                      "buffers of {} tokens a step; give --kv-gib, or fewer --max-batch-tokens",
-                      std::max<int64_t>(pool, 0) >> 20, o.max_batch_tokens);
+    return make_error(
+        ErrorCode::kInvalidArgument,
+        "the GPU has {} MiB left for the KV pool beside the weights and the step "
+        "buffers of {} prompt tokens a step; give --kv-gib, or fewer --max-batch-tokens",
+        std::max<int64_t>(pool, 0) >> 20, o.max_batch_tokens);
   }
   o.kv_budget_bytes = pool;
   return {};

@@ -100,7 +100,7 @@ TEST_F(EngineSizingTest, StepBuffersThatDoNotFitNameTheirFlags) {
   const Status s = apply_engine_sizes({65536, 0, 0}, m, 0, o);
   ASSERT_FALSE(s.ok());
   for (const char* part :
-       {"65536 tokens a step (--max-batch-tokens)", "--parallel", "out of memory"}) {
+       {"65536 prompt tokens a step (--max-batch-tokens)", "--parallel", "out of memory"}) {
     EXPECT_NE(s.error().message.find(part), std::string::npos) << s.error().message;
   }
 }
