@@ -5,10 +5,13 @@
 
 namespace tf::engine {
 
-int64_t Scheduler::chunk_tokens(const Sequence& s, int64_t budget) {
-  const int64_t n = std::min(s.pending(), budget);
-  const bool scores = s.req.prompt_logprobs >= 0 && !s.prefilled_sent;
-  return scores ? std::min(n, kMaxScoredRows) : n;
+int64_t Scheduler::chunk_tokens(const Sequence& s, int64_t budget, int64_t& scored_left) {
+  int64_t n = std::min(s.pending(), budget);
+  if (s.req.prompt_logprobs >= 0 && !s.prefilled_sent) {
+    n = std::min(n, scored_left);
+    scored_left -= n;
+  }
+  return n;
 }
 
 void Scheduler::preempt(Sequence& seq) {
@@ -42,6 +45,7 @@ bool Scheduler::pause_idle(std::deque<Sequence*>& waiting, std::vector<Sequence*
 StepPlan Scheduler::schedule(std::deque<Sequence*>& waiting, std::vector<Sequence*>& running) {
   StepPlan plan;
   int64_t budget = opt_.max_batch_tokens;
+  int64_t scored_left = kMaxScoredRows;  // the step's scored prompt rows, all chunks together
   const bool any_live = pause_idle(waiting, running);
   std::sort(running.begin(), running.end(),
             [](const Sequence* a, const Sequence* b) { return a->arrival < b->arrival; });
@@ -68,7 +72,8 @@ StepPlan Scheduler::schedule(std::deque<Sequence*>& waiting, std::vector<Sequenc
       Sequence* s = running[i];
       const bool decode = s->pending() == 1;
       if (decode != (pass == 0) || s->pending() == 0) continue;
-      int64_t n = decode ? 1 : chunk_tokens(*s, budget);
+      int64_t n = decode ? 1 : chunk_tokens(*s, budget, scored_left);
+      if (n == 0) continue;  // a prompt to score, and the step's scored rows are taken
       bool ok = kv_.reserve(*s, s->computed + n);
       while (!ok && preempt_newest(s)) {
         ok = kv_.reserve(*s, s->computed + n);
@@ -96,6 +101,7 @@ StepPlan Scheduler::schedule(std::deque<Sequence*>& waiting, std::vector<Sequenc
     Sequence* s = waiting.front();
     if (std::find(plan.preempted.begin(), plan.preempted.end(), s) != plan.preempted.end()) break;
     if (any_live && s->req.idle()) break;
+    if (s->req.prompt_logprobs >= 0 && !s->prefilled_sent && scored_left == 0) break;
     kv_.attach_prefix(*s);
     const int64_t need = kv_.blocks_for(static_cast<int64_t>(s->tokens.size()) + 1) -
                          static_cast<int64_t>(s->blocks.size());
@@ -106,7 +112,7 @@ StepPlan Scheduler::schedule(std::deque<Sequence*>& waiting, std::vector<Sequenc
     waiting.pop_front();
     s->state = SeqState::kRunning;
     running.push_back(s);
-    int64_t n = chunk_tokens(*s, budget);
+    int64_t n = chunk_tokens(*s, budget, scored_left);
     kv_.reserve(*s, s->computed + n);
     plan.chunks.push_back({s, n});
     budget -= n;

@@ -44,7 +44,8 @@ struct ScheduledChunk {
 };
 
 // A chunk that scores its prompt brings a logits row per token to the host: this many at most
-// per step, which bounds the step's logits buffer (chunking never changes a row's values).
+// per step, all such chunks together, which bounds the step's logits buffer (chunking never
+// changes a row's values).
 inline constexpr int64_t kMaxScoredRows = 64;
 
 struct StepPlan {
@@ -66,8 +67,9 @@ class Scheduler {
   // Puts idle sequences behind live ones in `waiting` and, when any live one is running or
   // waiting, moves the running idle ones back there; whether any live one is.
   bool pause_idle(std::deque<Sequence*>& waiting, std::vector<Sequence*>& running);
-  // The tokens of s to run this step within `budget`.
-  static int64_t chunk_tokens(const Sequence& s, int64_t budget);
+  // The tokens of s to run this step within `budget`, and for a prompt being scored within the
+  // step's scored rows left (taken from scored_left).
+  static int64_t chunk_tokens(const Sequence& s, int64_t budget, int64_t& scored_left);
 
   SchedulerOptions opt_;
   KvCacheManager& kv_;

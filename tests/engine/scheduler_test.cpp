@@ -81,6 +81,19 @@ TEST_F(SchedulerTest, DecodeRowsComeOnTopOfThePromptBudget) {
   EXPECT_EQ(p.chunks[2].n, 8);
 }
 
+TEST_F(SchedulerTest, PromptsScoredTogetherShareTheStepsScoredRows) {
+  Scheduler wide({/*max_batch_tokens=*/256, /*max_parallel=*/4, kBs}, kv_);
+  for (int32_t first : {100, 300, 500}) add(tokens(60, first), false).req.prompt_logprobs = 0;
+  StepPlan p = wide.schedule(waiting_, running_);
+  ASSERT_EQ(p.chunks.size(), 2u);  // the third waits: the step's scored rows are taken
+  EXPECT_EQ(p.chunks[0].n, 60);
+  EXPECT_EQ(p.chunks[1].n, kMaxScoredRows - 60);
+  int64_t rows = 0;
+  for (const auto& c : p.chunks) rows += c.n_logits();
+  EXPECT_EQ(rows, kMaxScoredRows);
+  EXPECT_EQ(waiting_.size(), 1u);
+}
+
 TEST_F(SchedulerTest, IdleRunsAloneOnTheBudget) {
   Sequence& idle = add(tokens(20, 100), true);
   StepPlan p = step();
