@@ -479,11 +479,8 @@ void Engine::run_host_rows(std::span<const ScheduledChunk> chunks,
 void Engine::plan_drafts(StepPlan& plan) {
   if (!drafter_.enabled()) return;
   int rows = 0;
-  int64_t budget = opt_.max_batch_tokens;  // what the prompts left of it (decode rows are apart)
-  for (const auto& c : plan.chunks) {
-    rows += c.wants_logits() ? 1 : 0;
-    if (c.n > 1 || !c.wants_logits()) budget -= c.n;
-  }
+  int64_t budget = plan.budget_left;
+  for (const auto& c : plan.chunks) rows += c.wants_logits() ? 1 : 0;
   // Drafts and the token after them stay within max_tokens and the context (and the step's
   // budget, below); rows with no room for one are not prepared either.
   auto room = [&](const ScheduledChunk& c) -> int64_t {

@@ -44,7 +44,7 @@ bool RowSampler::draws_drafts_in_model(const Sequence& s) const { return device_
 RowSampler::Choice RowSampler::choice(const Sequence& s) const {
   if (s.rules && s.rules->forced()) return Choice::kForced;
   // A scored prompt's step brings every row to the host (and carries no device draw or mask).
-  if (s.req.prompt_logprobs >= 0 && !s.prefilled_sent) return Choice::kHost;
+  if (s.scoring_prompt()) return Choice::kHost;
   if (!greedy_from_argmax(s) && !draws_in_model(s)) return Choice::kHost;
   if (free_next(s)) return Choice::kModelValue;
   return model_may_pick(s) ? Choice::kMaskedModelValue : Choice::kHost;

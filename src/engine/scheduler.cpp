@@ -7,7 +7,7 @@ namespace tf::engine {
 
 int64_t Scheduler::chunk_tokens(const Sequence& s, int64_t budget, int64_t& scored_left) {
   int64_t n = std::min(s.pending(), budget);
-  if (s.req.prompt_logprobs >= 0 && !s.prefilled_sent) {
+  if (s.scoring_prompt()) {
     n = std::min(n, scored_left);
     scored_left -= n;
   }
@@ -64,15 +64,13 @@ StepPlan Scheduler::schedule(std::deque<Sequence*>& waiting, std::vector<Sequenc
     return false;
   };
 
-  // Pass 1: a decode row for every running sequence with one token to run, on top of the budget
-  // (prompts never hold a decoder back, nor decoders a prompt); pass 2: prefill chunks of running
-  // sequences, oldest first, within the budget.
+  // Pass 1: decode rows, then pass 2: prefill chunks of running sequences, oldest first.
   for (int pass = 0; pass < 2; ++pass) {
-    for (size_t i = 0; i < running.size() && (pass == 0 || budget > 0); ++i) {
+    for (size_t i = 0; i < running.size() && budget > 0; ++i) {
       Sequence* s = running[i];
       const bool decode = s->pending() == 1;
       if (decode != (pass == 0) || s->pending() == 0) continue;
-      int64_t n = decode ? 1 : chunk_tokens(*s, budget, scored_left);
+      int64_t n = chunk_tokens(*s, budget, scored_left);
       if (n == 0) continue;  // a prompt to score, and the step's scored rows are taken
       bool ok = kv_.reserve(*s, s->computed + n);
       while (!ok && preempt_newest(s)) {
@@ -87,7 +85,7 @@ StepPlan Scheduler::schedule(std::deque<Sequence*>& waiting, std::vector<Sequenc
         continue;
       }
       plan.chunks.push_back({s, n});
-      if (!decode) budget -= n;
+      budget -= n;
     }
   }
   // Preempted sequences go back to the front of the queue, oldest first.
@@ -101,7 +99,7 @@ StepPlan Scheduler::schedule(std::deque<Sequence*>& waiting, std::vector<Sequenc
     Sequence* s = waiting.front();
     if (std::find(plan.preempted.begin(), plan.preempted.end(), s) != plan.preempted.end()) break;
     if (any_live && s->req.idle()) break;
-    if (s->req.prompt_logprobs >= 0 && !s->prefilled_sent && scored_left == 0) break;
+    if (s->scoring_prompt() && scored_left == 0) break;
     kv_.attach_prefix(*s);
     const int64_t need = kv_.blocks_for(static_cast<int64_t>(s->tokens.size()) + 1) -
                          static_cast<int64_t>(s->blocks.size());
@@ -117,6 +115,7 @@ StepPlan Scheduler::schedule(std::deque<Sequence*>& waiting, std::vector<Sequenc
     plan.chunks.push_back({s, n});
     budget -= n;
   }
+  plan.budget_left = budget;
   return plan;
 }
 

@@ -1,6 +1,5 @@
 // Capacity and step scheduling: each step runs one decode row for every running sequence, then
-// chunked prefill under the token budget (prompt tokens: the decode rows come on top of it), then
-// admits waiting sequences while KV blocks last.
+// chunked prefill under the token budget, then admits waiting sequences while KV blocks last.
 // When blocks run out, the newest running sequence is preempted (its blocks freed; it will be
 // recomputed from its tokens, which the keyed sampler makes exact). Blocks are the KV cache
 // manager's: the scheduler asks it for room and gives preempted sequences' blocks back to it.
@@ -17,7 +16,7 @@
 namespace tf::engine {
 
 struct SchedulerOptions {
-  int64_t max_batch_tokens = 256;  // prefill tokens per step; the decode rows come on top
+  int64_t max_batch_tokens = 256;  // rows per step (decode rows + prefill tokens)
   int max_parallel = 16;           // running sequences at once
   int block_size = 16;
 };
@@ -36,9 +35,7 @@ struct ScheduledChunk {
   }
   // The chunk scores the prompt tokens it holds (Request::prompt_logprobs): each position yields
   // logits, the next prompt token's score; the last, where wants_logits, the next token's row.
-  bool scores_prompt() const {
-    return seq->req.prompt_logprobs >= 0 && !seq->prefilled_sent && seq->computed < seq->prompt_len;
-  }
+  bool scores_prompt() const { return seq->scoring_prompt() && seq->computed < seq->prompt_len; }
   // Logits rows the step yields for this chunk, its last row the token's where wants_logits.
   int64_t n_logits() const { return scores_prompt() ? n : (wants_logits() ? 1 + drafts : 0); }
 };
@@ -51,6 +48,7 @@ inline constexpr int64_t kMaxScoredRows = 64;
 struct StepPlan {
   std::vector<ScheduledChunk> chunks;
   std::vector<Sequence*> preempted;
+  int64_t budget_left = 0;  // what the step's rows left of the budget (the drafts take it)
 };
 
 class Scheduler {

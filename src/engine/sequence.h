@@ -47,6 +47,9 @@ struct Sequence {
   int64_t generated() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
   // Tokens still to run through the model before the next token can be sampled.
   int64_t pending() const { return static_cast<int64_t>(tokens.size()) - computed; }
+  // The prompt is being scored (Request::prompt_logprobs): its positions bring logits rows to the
+  // host until the scores went out with Prefilled.
+  bool scoring_prompt() const { return req.prompt_logprobs >= 0 && !prefilled_sent; }
 };
 
 }  // namespace tf::engine
