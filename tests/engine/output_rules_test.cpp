@@ -125,8 +125,12 @@ TEST_F(OutputRulesTest, MaskedRepliesFollowTheSchemaAndMatchSoloRuns) {
     ASSERT_TRUE(ch.ok());
     chans.push_back(*ch);
   }
+  // Every batched reply first: a solo engine stepping beside `e` would share the model, which
+  // serves one engine at a time.
+  std::vector<Reply> batched_replies;
+  for (const auto& ch : chans) batched_replies.push_back(collect(*ch));
   for (size_t i = 0; i < reqs.size(); ++i) {
-    Reply batched = collect(*chans[i]);
+    const Reply& batched = batched_replies[i];
     EXPECT_EQ(batched.ids, solo(reqs[i]).ids) << "request " << i;
     ASSERT_EQ(batched.reason, FinishReason::kStop) << text(batched.ids);
     EXPECT_EQ(batched.ids.back(), kEos);
