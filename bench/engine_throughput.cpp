@@ -160,7 +160,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(tf::model::backend_names()));
   int64_t kv_gib = 2;
   app.add_option("--kv-gib", kv_gib, "KV cache budget in GiB");
-  app.add_option("--max-batch-tokens", max_batch_tokens, "Rows per engine step");
+  app.add_option("--max-batch-tokens", max_batch_tokens,
+                 "Prompt tokens per engine step (each stream's decode row on top)");
   tf::engine::SamplingParams sampling;  // greedy unless --temperature
   app.add_option("--temperature", sampling.temperature, "Sampling temperature (0: greedy)");
   app.add_option("--top-p", sampling.top_p, "Nucleus sampling's top_p (1: off)");

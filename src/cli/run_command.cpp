@@ -189,7 +189,8 @@ std::function<int()> add_run_command(CLI::App& app) {
   cmd->add_option("--context", a->context, "Context length in tokens (default: the model's)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-batch-tokens", a->max_batch_tokens,
-                  "Tokens per engine step (0: 256 on the CPU, 8192 on a GPU)")
+                  "Prompt tokens per engine step, each stream's decode row on top (0: 256 on the "
+                  "CPU, 8192 on a GPU)")
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_flag("--ignore-eos", a->ignore_eos, "Keep generating past end-of-generation tokens");
   cmd->add_flag("--raw", a->raw, "Treat special-token text in the prompt as plain text");

@@ -228,7 +228,8 @@ std::function<int()> add_serve_command(CLI::App& app) {
                   "Streams decoded at once (0: 16 on the CPU, 128 on a GPU)")
       ->check(CLI::Range(0, 4096));
   cmd->add_option("--max-batch-tokens", a->max_batch_tokens,
-                  "Tokens per engine step (0: 256 on the CPU, 8192 on a GPU)")
+                  "Prompt tokens per engine step, each stream's decode row on top (0: 256 on the "
+                  "CPU, 8192 on a GPU)")
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--kv-gib", a->kv_gib,
                   "KV cache pool size in GiB (0: 1 on the CPU; on a GPU, the memory it has left)")

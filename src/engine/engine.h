@@ -34,7 +34,7 @@
 namespace tf::engine {
 
 struct EngineOptions {
-  int64_t max_batch_tokens = 256;
+  int64_t max_batch_tokens = 256;  // prefill tokens (and drafts) a step; decode rows on top
   int max_parallel = 16;
   int64_t max_queue = 1024;                    // waiting requests beyond which submit refuses
   int64_t kv_budget_bytes = int64_t{1} << 30;  // sizes the KV pool (Model::kv_element_bytes)

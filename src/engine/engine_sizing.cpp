@@ -16,11 +16,12 @@ Status apply_engine_sizes(const EngineSizes& given, model::Model& model, int64_t
                        : host                     ? kHostBatchTokens
                                                   : kDeviceBatchTokens;
   o.max_parallel = given.parallel > 0 ? given.parallel : host ? kHostParallel : kDeviceParallel;
-  // Every step's buffers for these sizes, now, so that the pool may take the rest: a step's rows,
-  // its logits (each stream's token and drafts, and the step's scored rows) and its split rows.
+  // Every step's buffers for these sizes, now, so that the pool may take the rest: a step's rows
+  // (its prompt tokens and drafts, and each stream's decode row on top), its logits (each stream's
+  // token and drafts, and a prompt's scored rows) and its split rows.
   const int64_t per_stream = 1 + (o.draft.enabled ? o.draft.max_k : 0);
   model::StepLimits limits;
-  limits.rows = o.max_batch_tokens;
+  limits.rows = o.max_batch_tokens + o.max_parallel;
   limits.split_rows = std::min(limits.rows, o.max_parallel * per_stream);
   limits.logit_rows = std::min(limits.rows, limits.split_rows + kMaxScoredRows);
   // A model that declares no context: reserved as for 128K positions.
@@ -29,7 +30,7 @@ Status apply_engine_sizes(const EngineSizes& given, model::Model& model, int64_t
   auto reserved = model.reserve_steps(limits);
   if (!reserved) {
     return reserved.error().with_context(
-        fmt::format("the step buffers of {} tokens a step (--max-batch-tokens) and {} "
+        fmt::format("the step buffers of {} prompt tokens a step (--max-batch-tokens) and {} "
                     "streams (--parallel)",
                     o.max_batch_tokens, o.max_parallel));
   }
@@ -47,7 +48,7 @@ Status apply_engine_sizes(const EngineSizes& given, model::Model& model, int64_t
     return make_error(
         ErrorCode::kInvalidArgument,
         "the GPU has {} MiB left for the KV pool beside the weights and the step "
-        "buffers of {} tokens a step; give --kv-gib, or fewer --max-batch-tokens",
+        "buffers of {} prompt tokens a step; give --kv-gib, or fewer --max-batch-tokens",
         std::max<int64_t>(pool, 0) >> 20, o.max_batch_tokens);
   }
   o.kv_budget_bytes = pool;

@@ -64,13 +64,15 @@ StepPlan Scheduler::schedule(std::deque<Sequence*>& waiting, std::vector<Sequenc
     return false;
   };
 
-  // Pass 1: decode rows, then pass 2: prefill chunks of running sequences, oldest first.
+  // Pass 1: a decode row for every running sequence with one token to run, on top of the budget
+  // (prompts never hold a decoder back, nor decoders a prompt); pass 2: prefill chunks of running
+  // sequences, oldest first, within the budget.
   for (int pass = 0; pass < 2; ++pass) {
-    for (size_t i = 0; i < running.size() && budget > 0; ++i) {
+    for (size_t i = 0; i < running.size() && (pass == 0 || budget > 0); ++i) {
       Sequence* s = running[i];
       const bool decode = s->pending() == 1;
       if (decode != (pass == 0) || s->pending() == 0) continue;
-      int64_t n = chunk_tokens(*s, budget, scored_left);
+      int64_t n = decode ? 1 : chunk_tokens(*s, budget, scored_left);
       if (n == 0) continue;  // a prompt to score, and the step's scored rows are taken
       bool ok = kv_.reserve(*s, s->computed + n);
       while (!ok && preempt_newest(s)) {
@@ -85,7 +87,7 @@ StepPlan Scheduler::schedule(std::deque<Sequence*>& waiting, std::vector<Sequenc
         continue;
       }
       plan.chunks.push_back({s, n});
-      budget -= n;
+      if (!decode) budget -= n;
     }
   }
   // Preempted sequences go back to the front of the queue, oldest first.

@@ -1,5 +1,6 @@
 // Capacity and step scheduling: each step runs one decode row for every running sequence, then
-// chunked prefill under the token budget, then admits waiting sequences while KV blocks last.
+// chunked prefill under the token budget (prompt tokens: the decode rows come on top of it), then
+// admits waiting sequences while KV blocks last.
 // When blocks run out, the newest running sequence is preempted (its blocks freed; it will be
 // recomputed from its tokens, which the keyed sampler makes exact). Blocks are the KV cache
 // manager's: the scheduler asks it for room and gives preempted sequences' blocks back to it.
@@ -16,7 +17,7 @@
 namespace tf::engine {
 
 struct SchedulerOptions {
-  int64_t max_batch_tokens = 256;  // rows per step (decode rows + prefill tokens)
+  int64_t max_batch_tokens = 256;  // prefill tokens per step; the decode rows come on top
   int max_parallel = 16;           // running sequences at once
   int block_size = 16;
 };
@@ -48,7 +49,7 @@ inline constexpr int64_t kMaxScoredRows = 64;
 struct StepPlan {
   std::vector<ScheduledChunk> chunks;
   std::vector<Sequence*> preempted;
-  int64_t budget_left = 0;  // what the step's rows left of the budget (the drafts take it)
+  int64_t budget_left = 0;  // what the step's prompt chunks left of the budget (the drafts take it)
 };
 
 class Scheduler {

@@ -69,7 +69,7 @@ inline const std::map<std::string, Backend>& backend_names() {
 
 // The largest steps a model will be given (Model::reserve_steps).
 struct StepLimits {
-  int64_t rows = 0;        // tokens a step (the engine's max_batch_tokens)
+  int64_t rows = 0;        // tokens a step (prefill budget + one decode row a stream)
   int64_t logit_rows = 0;  // rows of logits a step
   int64_t split_rows = 0;  // short chunks' rows a step (decode rows and their drafts)
   int64_t context = 0;     // positions a sequence may reach

@@ -68,19 +68,20 @@ TEST_F(EngineSizingTest, DeviceModelsGetWhatTheGpuHasLeft) {
   EXPECT_EQ(o.max_batch_tokens, kDeviceBatchTokens);
   EXPECT_EQ(o.max_parallel, kDeviceParallel);
   EXPECT_EQ(o.kv_budget_bytes, room - draft_pool);
-  // The step buffers reserved first: every row, each stream's token and drafts as split rows,
-  // and their logits with the step's scored rows, to the model's context.
+  // The step buffers reserved first: every row (the prompt tokens, and each stream's decode row on
+  // top), each stream's token and drafts as split rows, and their logits with a prompt's scored
+  // rows, to the model's context.
   EXPECT_EQ(m.reserved, 1);
-  EXPECT_EQ(m.asked.rows, kDeviceBatchTokens);
+  EXPECT_EQ(m.asked.rows, kDeviceBatchTokens + kDeviceParallel);
   EXPECT_EQ(m.asked.split_rows, kDeviceParallel * 9);
   EXPECT_EQ(m.asked.logit_rows, kDeviceParallel * 9 + kMaxScoredRows);
   EXPECT_EQ(m.asked.context, model_->config().max_position);
   // A given pool is kept; the buffers are still reserved for the given sizes.
   ASSERT_TRUE(apply_engine_sizes({64, 2, int64_t{1} << 20}, m, 0, o).ok());
   EXPECT_EQ(o.kv_budget_bytes, int64_t{1} << 20);
-  EXPECT_EQ(m.asked.rows, 64);
+  EXPECT_EQ(m.asked.rows, 66);
   EXPECT_EQ(m.asked.split_rows, 18);
-  EXPECT_EQ(m.asked.logit_rows, 64);  // no more than the step's rows
+  EXPECT_EQ(m.asked.logit_rows, 66);  // no more than the step's rows
 }
 
 TEST_F(EngineSizingTest, TooLittleGpuMemoryIsRefusedByName) {
@@ -99,7 +100,7 @@ TEST_F(EngineSizingTest, StepBuffersThatDoNotFitNameTheirFlags) {
   const Status s = apply_engine_sizes({65536, 0, 0}, m, 0, o);
   ASSERT_FALSE(s.ok());
   for (const char* part :
-       {"65536 tokens a step (--max-batch-tokens)", "--parallel", "out of memory"}) {
+       {"65536 prompt tokens a step (--max-batch-tokens)", "--parallel", "out of memory"}) {
     EXPECT_NE(s.error().message.find(part), std::string::npos) << s.error().message;
   }
 }

@@ -1,6 +1,6 @@
-// The scheduler's policy without a model: prompts being scored share the step's scored rows; idle
-// requests run only while no live request is running or waiting, give way at once, and keep what
-// they computed in the prefix index.
+// The scheduler's policy without a model: decode rows come on top of the prompt budget; prompts
+// being scored share the step's scored rows; idle requests run only while no live request is running
+// or waiting, give way at once, and keep what they computed in the prefix index.
 #include "engine/scheduler.h"
 
 #include <gtest/gtest.h>
@@ -56,6 +56,30 @@ class SchedulerTest : public ::testing::Test {
   std::vector<std::unique_ptr<Sequence>> seqs_;
   uint64_t next_arrival_ = 0;
 };
+
+TEST_F(SchedulerTest, DecodeRowsComeOnTopOfThePromptBudget) {
+  Sequence& a = add(tokens(8, 100), false);
+  Sequence& b = add(tokens(8, 200), false);
+  StepPlan p = step();  // the budget of 8 prompt tokens: a's prompt whole, b still waits
+  ASSERT_EQ(p.chunks.size(), 1u);
+  EXPECT_EQ(p.chunks[0].seq, &a);
+  a.tokens.push_back(1);
+  p = step();  // a's decode row and b's whole prompt: 9 rows
+  ASSERT_EQ(p.chunks.size(), 2u);
+  EXPECT_EQ(p.chunks[0].seq, &a);
+  EXPECT_EQ(p.chunks[0].n, 1);
+  EXPECT_EQ(p.chunks[1].seq, &b);
+  EXPECT_EQ(p.chunks[1].n, 8);
+  // Prompts that fill the budget hold no decoder back.
+  Sequence& c = add(tokens(20, 300), false);
+  a.tokens.push_back(2);
+  b.tokens.push_back(3);
+  p = step();
+  ASSERT_EQ(p.chunks.size(), 3u);
+  EXPECT_EQ(p.chunks[0].n + p.chunks[1].n, 2);
+  EXPECT_EQ(p.chunks[2].seq, &c);
+  EXPECT_EQ(p.chunks[2].n, 8);
+}
 
 TEST_F(SchedulerTest, PromptsScoredTogetherShareTheStepsScoredRows) {
   Scheduler wide({/*max_batch_tokens=*/256, /*max_parallel=*/4, kBs}, kv_);
