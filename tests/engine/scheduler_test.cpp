@@ -1,6 +1,6 @@
 // The scheduler's policy without a model: decode rows come on top of the prompt budget; prompts
-// being scored share the step's scored rows; idle requests run only while no live request is running
-// or waiting, give way at once, and keep what they computed in the prefix index.
+// being scored share the step's scored rows; idle requests run only while no live request is
+// running or waiting, give way at once, and keep what they computed in the prefix index.
 #include "engine/scheduler.h"
 
 #include <gtest/gtest.h>
