@@ -1,12 +1,23 @@
 // ModelRunner: the step's batch for the model, fault isolation, and the overlapped launches.
 #include "engine/model_runner.h"
 
+#include <algorithm>
 #include <exception>
 
 namespace tf::engine {
 
 Status ModelRunner::check_fault(std::span<const RequestId> ids) const {
   return fault_hook_ ? fault_hook_(ids) : Status{};
+}
+
+Status ModelRunner::claim() {
+  if (model_.claim(this)) return {};
+  return make_error(ErrorCode::kInternal,
+                    "the model is being stepped by another engine (a model serves one at a time)");
+}
+
+void ModelRunner::release_if_idle() {
+  if (queued_ == 0) model_.release(this);
 }
 
 Status ModelRunner::forward(std::span<const ScheduledChunk> chunks, float* logits, int32_t* values,
@@ -51,12 +62,15 @@ Status ModelRunner::forward(std::span<const ScheduledChunk> chunks, float* logit
       batch.back().row_masks = row_masks_[i];
     }
   }
-  TF_RETURN_IF_ERROR(check_fault(ids));
+  TF_RETURN_IF_ERROR(claim());
+  Status st = check_fault(ids);
   try {
-    return model_.forward_argmax(batch, kv_, logits, values, logits_needed);
+    if (st.ok()) st = model_.forward_argmax(batch, kv_, logits, values, logits_needed);
   } catch (const std::exception& e) {  // e.g. bad_alloc: contained to this step's streams
-    return make_error(ErrorCode::kInternal, "model step failed: {}", e.what());
+    st = make_error(ErrorCode::kInternal, "model step failed: {}", e.what());
   }
+  release_if_idle();
+  return st;
 }
 
 std::vector<Status> ModelRunner::run(std::span<const ScheduledChunk> chunks, float* logits,
@@ -105,11 +119,29 @@ Status ModelRunner::launch(const std::vector<Sequence*>& rows, bool follow, bool
       batch.back().mask = masks_[i];
     }
   }
+  TF_RETURN_IF_ERROR(claim());
+  Status st;
   try {
-    return model_.launch_decode(batch, kv_, follow, defer_masks);
+    st = model_.launch_decode(batch, kv_, follow, defer_masks);
   } catch (const std::exception& e) {
-    return make_error(ErrorCode::kInternal, "model step failed: {}", e.what());
+    st = make_error(ErrorCode::kInternal, "model step failed: {}", e.what());
   }
+  if (st.ok()) ++queued_;
+  release_if_idle();
+  return st;
+}
+
+Status ModelRunner::collect(int32_t* values) {
+  Status st = model_.collect(values);
+  queued_ = std::max(queued_ - 1, 0);
+  release_if_idle();
+  return st;
+}
+
+void ModelRunner::discard() {
+  model_.discard_queued();
+  queued_ = 0;
+  release_if_idle();
 }
 
 Status ModelRunner::select(const std::vector<Sequence*>& rows) {

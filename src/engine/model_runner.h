@@ -36,18 +36,23 @@ class ModelRunner {
   // allowed tokens, or the one token the rules force (which the masked argmax and draw then
   // pick); none for a free row or one that ended.
   Status select(const std::vector<Sequence*>& rows);
-  Status collect(int32_t* values) { return model_.collect(values); }
-  void discard() { model_.discard_queued(); }
+  Status collect(int32_t* values);
+  void discard();
 
  private:
   Status forward(std::span<const ScheduledChunk> chunks, float* logits, int32_t* values,
                  bool logits_needed);
   Status check_fault(std::span<const RequestId> ids) const;
+  // Holds the model for this runner's steps (Model::claim); an error where another engine's are
+  // under way. Released once no step of this runner is left queued.
+  Status claim();
+  void release_if_idle();
 
   model::Model& model_;
   model::KvCache& kv_;
   const RowSampler& sampler_;
   FaultHook fault_hook_;
+  int queued_ = 0;  // overlapped steps launched and not yet collected or discarded
   std::vector<std::vector<uint32_t>> masks_;   // per chunk of the step being run: its mask
   std::vector<std::vector<int32_t>> drafted_;  // per drafted chunk: its token, then its drafts
   std::vector<std::vector<model::DeviceDraw>> row_draws_;  // per drafted chunk drawn on the device

@@ -2,6 +2,7 @@
 // sequence's cache, and return logits. Families implement it; load_model picks the family.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -172,7 +173,17 @@ class Model {
   // routed experts); weight_bytes() where a model does not track it.
   virtual size_t bytes_read_last_step() const { return weight_bytes(); }
 
+  // The caller stepping the model now (an engine's ModelRunner, from its first step until nothing
+  // it queued is left): a second caller is refused (false) rather than let the two share the
+  // thread pool and buffers, which would corrupt both. claim() by the holder is true again.
+  bool claim(const void* user) {
+    const void* holder = nullptr;
+    return user_.compare_exchange_strong(holder, user) || holder == user;
+  }
+  void release(const void* user) { user_.compare_exchange_strong(user, nullptr); }
+
  private:
+  std::atomic<const void*> user_{nullptr};
   std::deque<std::vector<int32_t>> queued_;  // the default launch_decode()'s results
   // The default's deferred step: run by select_queued() with its masks.
   struct Deferred {

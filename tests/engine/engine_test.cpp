@@ -1,5 +1,6 @@
 // Engine exactness and robustness on a real model: concurrent streams equal solo runs, chunked
-// prefill and preemption change nothing, seeds behave, faults and cancellations stay contained.
+// prefill and preemption change nothing, seeds behave, faults and cancellations stay contained, a
+// second engine on the model is refused while the first steps.
 #include "engine/engine.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include "checkpoint/checkpoint.h"
 #include "support/engine_reply.h"
 #include "support/paths.h"
+#include "support/step_gate.h"
 #include "support/stories_model.h"
 
 namespace tf::engine {
@@ -152,6 +154,31 @@ TEST_F(EngineTest, FaultFailsOnlyTheStreamsItHits) {
     }
   }
   expect_all_blocks_returned(e);
+}
+
+// A model serves one engine at a time (Model::claim): a second engine's steps while the first's
+// is under way end its requests with an error naming the cause, not in a shared pool and buffers;
+// once the first is idle, the second steps the model.
+TEST_F(EngineTest, ASecondEngineIsRefusedWhileTheFirstSteps) {
+  test::StepGate gate;
+  EngineOptions o = options();
+  o.fault_hook = gate.hook();
+  Engine first(model_, o);
+  test::StepGate::OpenOnExit open_on_exit{gate};
+  const Request r = make_request(1, 10, 0.0f, 0, 8);
+  auto held = first.submit(r);
+  ASSERT_TRUE(held.ok());
+  gate.wait_held();
+  Engine second(model_, options());
+  Reply refused = collect(**second.submit(make_request(2, 10, 0.0f, 0, 8)));
+  EXPECT_EQ(refused.reason, FinishReason::kError);
+  EXPECT_NE(refused.error.find("another engine"), std::string::npos) << refused.error;
+  EXPECT_TRUE(refused.ids.empty());
+  gate.open();
+  Reply got = collect(**held);
+  Reply after = collect(**second.submit(r));
+  EXPECT_EQ(after.reason, FinishReason::kLength);
+  EXPECT_EQ(got.ids, after.ids);
 }
 
 TEST_F(EngineTest, CancelAndDeadlineEndStreams) {

@@ -3,11 +3,9 @@
 // work is bounded without taking live requests' queue places.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <future>
-
 #include "engine/engine.h"
 #include "support/engine_reply.h"
+#include "support/step_gate.h"
 #include "support/stories_model.h"
 
 namespace tf::engine {
@@ -112,34 +110,16 @@ TEST_F(IdleRequestsTest, LiveRepliesBesideIdleWorkEqualSoloOnes) {
 
 TEST_F(IdleRequestsTest, IdleWorkIsBoundedApartFromTheQueue) {
   // The first step waits on a gate, so every later submission is still in transit when counted.
-  std::promise<void> gate;
-  std::shared_future<void> open = gate.get_future().share();
-  std::promise<void> stepping;
-  std::atomic<bool> first{true};
+  test::StepGate gate;
   EngineOptions o = options();
   o.max_parallel = 2;
   o.max_queue = 3;
-  o.fault_hook = [&](std::span<const RequestId>) -> Status {
-    if (first.exchange(false)) {
-      stepping.set_value();
-      open.wait();
-    }
-    return {};
-  };
+  o.fault_hook = gate.hook();
   Engine e(model_, o);
-  // Opens the gate on every way out, a failed ASSERT's too: ~Engine waits for the gated step.
-  struct Opener {
-    std::promise<void>& gate;
-    bool opened = false;
-    void open() {
-      if (!opened) gate.set_value();
-      opened = true;
-    }
-    ~Opener() { open(); }
-  } opener{gate};
+  test::StepGate::OpenOnExit open_on_exit{gate};
   auto busy = e.submit(live(1, prompt(8, 1), 4));
   ASSERT_TRUE(busy.ok());
-  stepping.get_future().wait();
+  gate.wait_held();
   int held = 0;
   std::vector<std::shared_ptr<Channel>> idle_channels;
   for (int i = 0; i < 6; ++i) {
@@ -157,7 +137,7 @@ TEST_F(IdleRequestsTest, IdleWorkIsBoundedApartFromTheQueue) {
   auto b = e.submit(live(3, prompt(8, 3), 4));
   ASSERT_TRUE(a.ok()) << a.error().message;
   ASSERT_TRUE(b.ok()) << b.error().message;
-  opener.open();
+  gate.open();
   EXPECT_EQ(collect(**busy).reason, FinishReason::kLength);
   EXPECT_EQ(collect(**a).reason, FinishReason::kLength);
   EXPECT_EQ(collect(**b).reason, FinishReason::kLength);
