@@ -74,8 +74,9 @@ draft::VerifyCost verify_cost(model::Model& m, model::KvCache& kv, const draft::
   draft::VerifyCostOptions vo;
   vo.max_k = o.max_k;
   if (!m.claim(&kv)) {  // Model::claim: another engine is stepping the model
-    TF_LOG_WARN("drafting without a measured verify cost: the model is being stepped by another "
-                "engine");
+    TF_LOG_WARN(
+        "drafting without a measured verify cost: the model is being stepped by another "
+        "engine");
     return {};
   }
   auto c = draft::measure_verify_cost(m, kv, vo);
