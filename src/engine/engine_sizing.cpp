@@ -18,7 +18,7 @@ Status apply_engine_sizes(const EngineSizes& given, model::Model& model, int64_t
   o.max_parallel = given.parallel > 0 ? given.parallel : host ? kHostParallel : kDeviceParallel;
   // Every step's buffers for these sizes, now, so that the pool may take the rest: a step's rows
   // (its prompt tokens and drafts, and each stream's decode row on top), its logits (each stream's
-  // token and drafts, and a prompt's scored rows) and its split rows.
+  // token and drafts, and the step's scored rows) and its split rows.
   const int64_t per_stream = 1 + (o.draft.enabled ? o.draft.max_k : 0);
   model::StepLimits limits;
   limits.rows = o.max_batch_tokens + o.max_parallel;

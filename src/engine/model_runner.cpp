@@ -1,7 +1,6 @@
 // ModelRunner: the step's batch for the model, fault isolation, and the overlapped launches.
 #include "engine/model_runner.h"
 
-#include <algorithm>
 #include <exception>
 
 namespace tf::engine {
@@ -132,14 +131,16 @@ Status ModelRunner::launch(const std::vector<Sequence*>& rows, bool follow, bool
 }
 
 Status ModelRunner::collect(int32_t* values) {
+  if (queued_ == 0) return make_error(ErrorCode::kInternal, "no step of this engine is queued");
   Status st = model_.collect(values);
-  queued_ = std::max(queued_ - 1, 0);
+  --queued_;
   release_if_idle();
   return st;
 }
 
 void ModelRunner::discard() {
-  model_.discard_queued();
+  // Only this runner's steps: where another engine holds the model, none of them is queued.
+  if (model_.claim(this)) model_.discard_queued();
   queued_ = 0;
   release_if_idle();
 }
