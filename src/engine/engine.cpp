@@ -3,12 +3,13 @@
 // processor append and send it.
 #include "engine/engine.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "base/log.h"
 #include "engine/draft/verify_cost.h"
+#include "engine/warm_up.h"
 
 namespace tf::engine {
 
@@ -125,6 +126,12 @@ Engine::Engine(std::shared_ptr<model::Model> model, EngineOptions options)
       runner_(*model_, kv_, sampler_, opt_.fault_hook),
       output_(opt_.eog_ids, context_),
       drafter_(opt_.draft, verify_cost(*model_, kv_, opt_.draft)) {
+  if (opt_.warm_up_tokens > 0 && model_->claim(&kv_)) {  // before the engine holds any block
+    if (Status st = warm_up(*model_, kv_, opt_.warm_up_tokens); !st.ok()) {
+      TF_LOG_WARN("the warm-up step failed: {}", st.error().message);
+    }
+    model_->release(&kv_);
+  }
   overlap_ = opt_.overlap.value_or(model_->overlaps_steps());
   if (opt_.prefix_cache && opt_.tiers.any()) {
     auto tiers = KvTiers::create(kv_, model_->kv_transfer(kv_), model_key_, opt_.tiers, [this] {

@@ -55,6 +55,9 @@ struct EngineOptions {
   // Speculative decoding: proposals verified in one step, kept only where serial decoding
   // picks the same tokens (draft/drafter.h).
   draft::DraftOptions draft;
+  // A prompt of this many made-up tokens and a decode step run once before any request
+  // (warm_up.h), so that the first request does not pay its kernels' one-time costs; 0: none.
+  int64_t warm_up_tokens = 0;
 };
 
 struct EngineStats {

@@ -16,6 +16,7 @@ Status apply_engine_sizes(const EngineSizes& given, model::Model& model, int64_t
                        : host                     ? kHostBatchTokens
                                                   : kDeviceBatchTokens;
   o.max_parallel = given.parallel > 0 ? given.parallel : host ? kHostParallel : kDeviceParallel;
+  o.warm_up_tokens = std::min(host ? kHostWarmUpTokens : kDeviceWarmUpTokens, o.max_batch_tokens);
   // Every step's buffers for these sizes, now, so that the pool may take the rest: a step's rows
   // (its prompt tokens and drafts, and each stream's decode row on top), its logits (each stream's
   // token and drafts, and the step's scored rows) and its split rows.

@@ -25,9 +25,13 @@ struct EngineSizes {
 inline constexpr int64_t kHostBatchTokens = 256, kDeviceBatchTokens = 8192;
 inline constexpr int kHostParallel = 16, kDeviceParallel = 128;
 inline constexpr int64_t kHostKvBytes = int64_t{1} << 30;
+// The warm-up prompt (EngineOptions::warm_up_tokens): on the CPU a few tokens touch every weight
+// once; a GPU's prefill kernels and plans are warmed at the size of a typical prompt chunk.
+inline constexpr int64_t kHostWarmUpTokens = 16, kDeviceWarmUpTokens = 512;
 
 // Sets o.max_batch_tokens, o.max_parallel and o.kv_budget_bytes: the given sizes, the backend's
-// where they are 0. Fails where a GPU has too little memory left for a pool (naming --kv-gib).
+// where they are 0; and o.warm_up_tokens, the backend's. Fails where a GPU has too little memory
+// left for a pool (naming --kv-gib).
 Status apply_engine_sizes(const EngineSizes& given, model::Model& model, int64_t device_reserved,
                           EngineOptions& o);
 

@@ -51,6 +51,7 @@ TEST_F(EngineSizingTest, HostModelsGetTheCpuSizes) {
   EXPECT_EQ(o.max_batch_tokens, kHostBatchTokens);
   EXPECT_EQ(o.max_parallel, kHostParallel);
   EXPECT_EQ(o.kv_budget_bytes, kHostKvBytes);
+  EXPECT_EQ(o.warm_up_tokens, kHostWarmUpTokens);
   // What a command line gives stays.
   ASSERT_TRUE(apply_engine_sizes({512, 3, int64_t{5} << 20}, m, 0, o).ok());
   EXPECT_EQ(o.max_batch_tokens, 512);
@@ -68,6 +69,7 @@ TEST_F(EngineSizingTest, DeviceModelsGetWhatTheGpuHasLeft) {
   EXPECT_EQ(o.max_batch_tokens, kDeviceBatchTokens);
   EXPECT_EQ(o.max_parallel, kDeviceParallel);
   EXPECT_EQ(o.kv_budget_bytes, room - draft_pool);
+  EXPECT_EQ(o.warm_up_tokens, kDeviceWarmUpTokens);
   // The step buffers reserved first: every row (the prompt tokens, and each stream's decode row on
   // top), each stream's token and drafts as split rows, and their logits with a prompt's scored
   // rows, to the model's context.
@@ -82,6 +84,7 @@ TEST_F(EngineSizingTest, DeviceModelsGetWhatTheGpuHasLeft) {
   EXPECT_EQ(m.asked.rows, 66);
   EXPECT_EQ(m.asked.split_rows, 18);
   EXPECT_EQ(m.asked.logit_rows, 66);  // no more than the step's rows
+  EXPECT_EQ(o.warm_up_tokens, 64);    // one prompt chunk within the step's budget
 }
 
 TEST_F(EngineSizingTest, TooLittleGpuMemoryIsRefusedByName) {
