@@ -67,21 +67,14 @@ ModelFingerprint fingerprint(const model::Model& m, const model::KvCache& kv,
   return f;
 }
 
-// The drafter's cost table: the one given, or measured on the model now (before the engine holds
-// any block); none without drafting or with a fixed depth, which never reads it.
+// The drafter's cost table: the one given, or measured on the model now; none without drafting
+// or with a fixed depth, which never reads it.
 draft::VerifyCost verify_cost(model::Model& m, model::KvCache& kv, const draft::DraftOptions& o) {
   if (!o.enabled || o.fixed_depth) return {};
   if (o.cost) return *o.cost;
   draft::VerifyCostOptions vo;
   vo.max_k = o.max_k;
-  if (!m.claim(&kv)) {  // Model::claim: another engine is stepping the model
-    TF_LOG_WARN(
-        "drafting without a measured verify cost: the model is being stepped by another "
-        "engine");
-    return {};
-  }
   auto c = draft::measure_verify_cost(m, kv, vo);
-  m.release(&kv);
   if (!c) {
     TF_LOG_WARN("drafting without a measured verify cost: {}", c.error().message);
     return {};
@@ -90,6 +83,24 @@ draft::VerifyCost verify_cost(model::Model& m, model::KvCache& kv, const draft::
               c->rows().front(), c->relative(c->rows().front(), 1),
               c->relative(c->rows().front(), 4), o.max_k, c->relative(c->rows().front(), o.max_k));
   return *c;
+}
+
+// The engine's use of the model before any request, while it holds no block: the warm-up step,
+// then the drafter's cost table. Where another engine is stepping the model (Model::claim),
+// neither runs: no warm-up, and no measured cost.
+draft::VerifyCost start_model(model::Model& m, model::KvCache& kv, const EngineOptions& o) {
+  if (!m.claim(&kv)) {
+    TF_LOG_WARN("no warm-up step or measured verify cost: another engine is stepping the model");
+    return o.draft.cost.value_or(draft::VerifyCost{});
+  }
+  if (o.warm_up_tokens > 0) {
+    if (Status st = warm_up(m, kv, o.warm_up_tokens); !st.ok()) {
+      TF_LOG_WARN("the warm-up step failed: {}", st.error().message);
+    }
+  }
+  draft::VerifyCost cost = verify_cost(m, kv, o.draft);
+  m.release(&kv);
+  return cost;
 }
 
 Error dead_end_error() {
@@ -125,13 +136,7 @@ Engine::Engine(std::shared_ptr<model::Model> model, EngineOptions options)
       sampler_(*model_),
       runner_(*model_, kv_, sampler_, opt_.fault_hook),
       output_(opt_.eog_ids, context_),
-      drafter_(opt_.draft, verify_cost(*model_, kv_, opt_.draft)) {
-  if (opt_.warm_up_tokens > 0 && model_->claim(&kv_)) {  // before the engine holds any block
-    if (Status st = warm_up(*model_, kv_, opt_.warm_up_tokens); !st.ok()) {
-      TF_LOG_WARN("the warm-up step failed: {}", st.error().message);
-    }
-    model_->release(&kv_);
-  }
+      drafter_(opt_.draft, start_model(*model_, kv_, opt_)) {
   overlap_ = opt_.overlap.value_or(model_->overlaps_steps());
   if (opt_.prefix_cache && opt_.tiers.any()) {
     auto tiers = KvTiers::create(kv_, model_->kv_transfer(kv_), model_key_, opt_.tiers, [this] {
@@ -399,11 +404,7 @@ void Engine::step() {
       prompt_tokens += std::max<int64_t>(0, std::min(c.seq->prompt_len - c.seq->computed, c.n));
     }
   }
-  float* logits = model_->logits_buffer(rows * vocab);
-  if (logits == nullptr) {
-    logits_.resize(rows * vocab);
-    logits = logits_.data();
-  }
+  float* logits = model::logits_out(*model_, static_cast<size_t>(rows * vocab), logits_);
   if (overlap_ && launch_overlapped(plan.chunks)) return;  // counted when collected
   values_.resize(rows);
   std::vector<Status> status = runner_.run(plan.chunks, logits, values_.data(), logits_needed);

@@ -15,12 +15,8 @@ Status warm_up(model::Model& model, model::KvCache& kv, int64_t tokens) {
   const int vocab = model.config().vocab_size;
   std::vector<int32_t> ids(static_cast<size_t>(tokens) + 1);
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((17 + 31 * i) % vocab);
-  float* logits = model.logits_buffer(static_cast<size_t>(vocab));
   std::vector<float> own;
-  if (logits == nullptr) {
-    own.resize(static_cast<size_t>(vocab));
-    logits = own.data();
-  }
+  float* logits = model::logits_out(model, static_cast<size_t>(vocab), own);
   int32_t argmax = 0;
   const std::span<const int32_t> all(ids);
   const model::SeqChunk prompt{all.first(static_cast<size_t>(tokens)), 0, table, 1};

@@ -194,6 +194,14 @@ class Model {
   std::optional<Deferred> deferred_;
 };
 
+// Where a step should write `floats` logits: the model's own buffer (Model::logits_buffer), else
+// `fallback`, sized to them.
+inline float* logits_out(Model& m, size_t floats, std::vector<float>& fallback) {
+  if (float* own = m.logits_buffer(floats)) return own;
+  fallback.resize(floats);
+  return fallback.data();
+}
+
 // One pool block's bytes where the model keeps its pool, at its KV element size: what a pool's
 // memory budget is divided by.
 inline int64_t kv_block_bytes(const Model& m) {

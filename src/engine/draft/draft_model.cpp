@@ -72,11 +72,7 @@ void DraftModelProposer::release(State& st) {
 
 bool DraftModelProposer::run(const std::vector<model::SeqChunk>& batch) {
   const size_t vocab = static_cast<size_t>(model_->config().vocab_size);
-  float* logits = model_->logits_buffer(batch.size() * vocab);
-  if (logits == nullptr) {
-    logits_.resize(batch.size() * vocab);
-    logits = logits_.data();
-  }
+  float* logits = model::logits_out(*model_, batch.size() * vocab, logits_);
   values_.resize(batch.size());
   const Status st = model_->forward_argmax(batch, kv_, logits, values_.data(), false);
   if (!st.ok()) TF_LOG_WARN("draft model step failed: {}", st.error().message);

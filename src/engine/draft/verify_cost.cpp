@@ -58,12 +58,8 @@ Result<double> time_verify_step(model::Model& model, model::KvCache& kv, int row
   std::vector<model::SeqChunk> batch;
   for (int r = 0; r < rows; ++r) batch.push_back({tokens, position, tables[r], k + 1});
   const size_t outs = static_cast<size_t>(rows) * (k + 1);
-  float* logits = model.logits_buffer(outs * vocab);
   std::vector<float> own;
-  if (logits == nullptr) {
-    own.resize(outs * vocab);
-    logits = own.data();
-  }
+  float* logits = model::logits_out(model, outs * vocab, own);
   std::vector<int32_t> argmax(outs);
   std::vector<double> times;
   for (int rep = warm_up ? 0 : 1; rep <= reps; ++rep) {
