@@ -89,7 +89,7 @@ draft::VerifyCost verify_cost(model::Model& m, model::KvCache& kv, const draft::
 // then the drafter's cost table. Where another engine is stepping the model (Model::claim),
 // neither runs: no warm-up, and no measured cost.
 draft::VerifyCost start_model(model::Model& m, model::KvCache& kv, const EngineOptions& o) {
-  if (!m.claim(&kv)) {
+  if (!m.claim_within(&kv, ModelRunner::kModelWait)) {
     TF_LOG_WARN("no warm-up step or measured verify cost: another engine is stepping the model");
     return o.draft.cost.value_or(draft::VerifyCost{});
   }

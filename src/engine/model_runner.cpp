@@ -10,7 +10,7 @@ Status ModelRunner::check_fault(std::span<const RequestId> ids) const {
 }
 
 Status ModelRunner::claim() {
-  if (model_.claim(this)) return {};
+  if (model_.claim_within(this, kModelWait)) return {};
   return make_error(ErrorCode::kInternal,
                     "the model is being stepped by another engine (a model serves one at a time)");
 }

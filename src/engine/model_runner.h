@@ -3,6 +3,7 @@
 // rows that cause it, and queues and reads the overlapped (pipelined) decode steps.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <span>
 #include <vector>
@@ -20,6 +21,9 @@ class ModelRunner {
  public:
   // Test hook, called before each model step with the ids it holds; an error fails that step.
   using FaultHook = std::function<Status(std::span<const RequestId>)>;
+  // How long a step waits for another engine's step (or its queued ones) to let the model go.
+  static constexpr std::chrono::milliseconds kModelWait{2000};
+
   ModelRunner(model::Model& model, model::KvCache& kv, const RowSampler& sampler, FaultHook hook)
       : model_(model), kv_(kv), sampler_(sampler), fault_hook_(std::move(hook)) {}
 
@@ -43,8 +47,8 @@ class ModelRunner {
   Status forward(std::span<const ScheduledChunk> chunks, float* logits, int32_t* values,
                  bool logits_needed);
   Status check_fault(std::span<const RequestId> ids) const;
-  // Holds the model for this runner's steps (Model::claim); an error where another engine's are
-  // under way. Released once no step of this runner is left queued.
+  // Holds the model for this runner's steps (Model::claim_within, kModelWait); an error where
+  // another engine's are under way longer. Released once no step of this runner is left queued.
   Status claim();
   void release_if_idle();
 

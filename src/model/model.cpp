@@ -131,4 +131,13 @@ Result<std::unique_ptr<Model>> load_model(std::shared_ptr<checkpoint::Checkpoint
 #endif
 }
 
+bool Model::claim_within(const void* user, std::chrono::milliseconds wait) {
+  const auto until = std::chrono::steady_clock::now() + wait;
+  while (!claim(user)) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return true;
+}
+
 }  // namespace tf::model

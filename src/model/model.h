@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -181,6 +182,9 @@ class Model {
     return user_.compare_exchange_strong(holder, user) || holder == user;
   }
   void release(const void* user) { user_.compare_exchange_strong(user, nullptr); }
+  // claim(), waiting up to `wait` for the holder to let go: engines that take turns on one model
+  // get whole steps each, and one held longer than that (a chain of overlapped steps) is refused.
+  bool claim_within(const void* user, std::chrono::milliseconds wait);
 
  private:
   std::atomic<const void*> user_{nullptr};

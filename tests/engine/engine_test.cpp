@@ -157,19 +157,19 @@ TEST_F(EngineTest, FaultFailsOnlyTheStreamsItHits) {
 }
 
 // A model serves one engine at a time (Model::claim): a second engine's steps while the first's
-// is under way end its requests with an error naming the cause, not in a shared pool and buffers;
-// once the first is idle, the second steps the model.
+// is under way (longer than ModelRunner::kModelWait) end its requests with an error naming the
+// cause, not in a shared pool and buffers; once the first is idle, the second steps the model.
 TEST_F(EngineTest, ASecondEngineIsRefusedWhileTheFirstSteps) {
   test::StepGate gate;
   EngineOptions o = options();
   o.fault_hook = gate.hook();
+  Engine second(model_, options());
   Engine first(model_, o);
   test::StepGate::OpenOnExit open_on_exit{gate};
   const Request r = make_request(1, 10, 0.0f, 0, 8);
   auto held = first.submit(r);
   ASSERT_TRUE(held.ok());
   gate.wait_held();
-  Engine second(model_, options());
   Reply refused = collect(**second.submit(make_request(2, 10, 0.0f, 0, 8)));
   EXPECT_EQ(refused.reason, FinishReason::kError);
   EXPECT_NE(refused.error.find("another engine"), std::string::npos) << refused.error;
@@ -179,6 +179,31 @@ TEST_F(EngineTest, ASecondEngineIsRefusedWhileTheFirstSteps) {
   Reply after = collect(**second.submit(r));
   EXPECT_EQ(after.reason, FinishReason::kLength);
   EXPECT_EQ(got.ids, after.ids);
+}
+
+// Engines that take turns on one model: the second's step waits for the first's to end (up to
+// ModelRunner::kModelWait), and both replies are their solo ones.
+TEST_F(EngineTest, ASecondEngineWaitsForTheFirstsStep) {
+  const Request a = make_request(1, 10, 0.0f, 0, 8), b = make_request(2, 12, 0.7f, 5, 8);
+  const Reply solo_a = solo(a), solo_b = solo(b);
+  test::StepGate gate;
+  EngineOptions o = options();
+  o.fault_hook = gate.hook();
+  Engine second(model_, options());
+  Engine first(model_, o);
+  test::StepGate::OpenOnExit open_on_exit{gate};
+  auto held = first.submit(a);
+  ASSERT_TRUE(held.ok());
+  gate.wait_held();
+  auto waiting = second.submit(b);
+  ASSERT_TRUE(waiting.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  gate.open();
+  const Reply got_a = collect(**held), got_b = collect(**waiting);
+  EXPECT_EQ(got_a.reason, FinishReason::kLength) << got_a.error;
+  EXPECT_EQ(got_b.reason, FinishReason::kLength) << got_b.error;
+  EXPECT_EQ(got_a.ids, solo_a.ids);
+  EXPECT_EQ(got_b.ids, solo_b.ids);
 }
 
 TEST_F(EngineTest, CancelAndDeadlineEndStreams) {
