@@ -36,6 +36,18 @@ class EngineTest : public testing::StoriesSuite {
  protected:
   static EngineOptions options() { return stories_options(); }
 
+  // Two engines on the suite's model, the first's first step held at the gate until it opens.
+  struct TwoEngines {
+    test::StepGate gate;
+    Engine second, first;
+    test::StepGate::OpenOnExit open_on_exit{gate};
+    TwoEngines() : second(model_, options()), first(model_, gated(options(), gate)) {}
+    static EngineOptions gated(EngineOptions o, test::StepGate& g) {
+      o.fault_hook = g.hook();
+      return o;
+    }
+  };
+
   // A request with a deterministic prompt of `len` tokens (BOS first).
   static Request make_request(RequestId id, int len, float temperature, uint64_t seed,
                               int max_tokens = 24) {
@@ -160,23 +172,18 @@ TEST_F(EngineTest, FaultFailsOnlyTheStreamsItHits) {
 // is under way (longer than ModelRunner::kModelWait) end its requests with an error naming the
 // cause, not in a shared pool and buffers; once the first is idle, the second steps the model.
 TEST_F(EngineTest, ASecondEngineIsRefusedWhileTheFirstSteps) {
-  test::StepGate gate;
-  EngineOptions o = options();
-  o.fault_hook = gate.hook();
-  Engine second(model_, options());
-  Engine first(model_, o);
-  test::StepGate::OpenOnExit open_on_exit{gate};
+  TwoEngines e;
   const Request r = make_request(1, 10, 0.0f, 0, 8);
-  auto held = first.submit(r);
+  auto held = e.first.submit(r);
   ASSERT_TRUE(held.ok());
-  gate.wait_held();
-  Reply refused = collect(**second.submit(make_request(2, 10, 0.0f, 0, 8)));
+  e.gate.wait_held();
+  Reply refused = collect(**e.second.submit(make_request(2, 10, 0.0f, 0, 8)));
   EXPECT_EQ(refused.reason, FinishReason::kError);
   EXPECT_NE(refused.error.find("another engine"), std::string::npos) << refused.error;
   EXPECT_TRUE(refused.ids.empty());
-  gate.open();
+  e.gate.open();
   Reply got = collect(**held);
-  Reply after = collect(**second.submit(r));
+  Reply after = collect(**e.second.submit(r));
   EXPECT_EQ(after.reason, FinishReason::kLength);
   EXPECT_EQ(got.ids, after.ids);
 }
@@ -186,19 +193,14 @@ TEST_F(EngineTest, ASecondEngineIsRefusedWhileTheFirstSteps) {
 TEST_F(EngineTest, ASecondEngineWaitsForTheFirstsStep) {
   const Request a = make_request(1, 10, 0.0f, 0, 8), b = make_request(2, 12, 0.7f, 5, 8);
   const Reply solo_a = solo(a), solo_b = solo(b);
-  test::StepGate gate;
-  EngineOptions o = options();
-  o.fault_hook = gate.hook();
-  Engine second(model_, options());
-  Engine first(model_, o);
-  test::StepGate::OpenOnExit open_on_exit{gate};
-  auto held = first.submit(a);
+  TwoEngines e;
+  auto held = e.first.submit(a);
   ASSERT_TRUE(held.ok());
-  gate.wait_held();
-  auto waiting = second.submit(b);
+  e.gate.wait_held();
+  auto waiting = e.second.submit(b);
   ASSERT_TRUE(waiting.ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  gate.open();
+  e.gate.open();
   const Reply got_a = collect(**held), got_b = collect(**waiting);
   EXPECT_EQ(got_a.reason, FinishReason::kLength) << got_a.error;
   EXPECT_EQ(got_b.reason, FinishReason::kLength) << got_b.error;
