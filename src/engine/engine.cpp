@@ -86,8 +86,8 @@ draft::VerifyCost verify_cost(model::Model& m, model::KvCache& kv, const draft::
 }
 
 // The engine's use of the model before any request, while it holds no block: the warm-up step,
-// then the drafter's cost table. Where another engine is stepping the model (Model::claim),
-// neither runs: no warm-up, and no measured cost.
+// then the drafter's cost table. Where another engine still steps the model after
+// ModelRunner::kModelWait (Model::claim_within), neither runs: no warm-up, and no measured cost.
 draft::VerifyCost start_model(model::Model& m, model::KvCache& kv, const EngineOptions& o) {
   if (!m.claim_within(&kv, ModelRunner::kModelWait)) {
     TF_LOG_WARN("no warm-up step or measured verify cost: another engine is stepping the model");
