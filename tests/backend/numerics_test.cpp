@@ -25,7 +25,9 @@ TEST(CpuNumerics, EachAttentionSetHasItsOwnName) {
   }
   EXPECT_EQ(static_cast<int>(names.size()), sets);
   attention_use_isa(attention_best_isa());
-  EXPECT_EQ(numerics_name().rfind("cpu attention=", 0), 0u) << numerics_name();
+  EXPECT_EQ(numerics_name().rfind("cpu order=" + std::to_string(kOrderRevision) + " attention=", 0),
+            0u)
+      << numerics_name();
 }
 
 }  // namespace

@@ -41,7 +41,7 @@ TEST(KvKey, StableAndSensitiveToEveryField) {
       case 4: g.layers = 3; break;
       case 5: g.kv_heads = 1; break;
       case 6: g.head_dim = 16; break;
-      default: g.numerics = "cpu attention=avx2 activations=int8"; break;
+      default: g.numerics = "cpu order=1 attention=avx2 activations=int8"; break;
     }
     EXPECT_NE(g.key(), a) << "field " << field;
   }

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <string>
 
+#include "backend/cuda/numerics.h"
 #include "checkpoint/checkpoint.h"
 #include "engine/engine.h"
 #include "engine/engine_sizing.h"
@@ -107,6 +108,8 @@ TEST_F(CudaKvTiers, ResumesFromPinnedHostRamExactly) {
 }
 
 TEST_F(CudaKvTiers, ResumesFromDiskAfterRestartExactly) {
+  // The kernels' order revision is in the blocks' keys: another build's files are not resumed.
+  EXPECT_EQ(model_->numerics(), backend::cuda::numerics_name());
   fresh_replies();
   EngineOptions o = options(64);
   o.tiers.disk_dir = dir_.string();

@@ -1,5 +1,6 @@
-// numerics_name(): the attention kernels' instruction set and whether q4/q8 products take int8
-// activations (every int8 instruction set gives the same bits, so they share one name).
+// numerics_name(): the kernels' order revision, the attention kernels' instruction set and whether
+// q4/q8 products take int8 activations (every int8 instruction set gives the same bits, so they
+// share one name).
 #include "backend/cpu/numerics.h"
 
 #include "backend/cpu/ops.h"
@@ -8,7 +9,7 @@
 namespace tf::backend::cpu {
 
 std::string numerics_name() {
-  std::string name = "cpu attention=";
+  std::string name = "cpu order=" + std::to_string(kOrderRevision) + " attention=";
   switch (attention_isa()) {
     case AttentionIsa::kAvx512:
       name += "avx512";

@@ -1,7 +1,8 @@
 // The tile math of paged attention shared by its kernels (attention.cu: decode splits and the
 // narrow prefill kernel; attention_prefill.cu: the wide prefill kernel). Every kernel that computes
 // a line's output runs these same steps in the same order (attention.cu's design note), so the
-// pieces live here once: a second copy could drift by one rounding.
+// pieces live here once: a second copy could drift by one rounding. A change to their order (the
+// tile, the splits, a rounding) bumps kOrderRevision (numerics.h).
 #pragma once
 
 #include <cuda_bf16.h>

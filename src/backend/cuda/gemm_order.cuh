@@ -16,7 +16,7 @@ namespace tf::backend::cuda::gemm {
 // for a wide matrix (N >= 16384: N / 8 warps already keep a decode launch busy, and one part is
 // what prefill GEMMs run fastest), otherwise at least 2048 and at most 8 parts, so a decode launch
 // on a narrow matrix gets N / 8 x parts warps. Each part is reduced from zero, and
-// y = ((p0 + p1) + p2) + ... in part order.
+// y = ((p0 + p1) + p2) + ... in part order. A change to this cut bumps kOrderRevision (numerics.h).
 constexpr int kPartMin = 2048, kMaxParts = 8, kWideN = 16384;
 
 __host__ __device__ inline int part_len(int k, int n) {

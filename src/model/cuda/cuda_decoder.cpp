@@ -26,6 +26,7 @@
 #include "backend/cuda/device.h"
 #include "backend/cuda/gemm_lt.h"
 #include "backend/cuda/gemm_wgmma.h"
+#include "backend/cuda/numerics.h"
 #include "backend/cuda/ops.h"
 #include "backend/cuda/token_mask.h"
 #include "base/half.h"
@@ -307,6 +308,7 @@ class CudaDecoder final : public Model {
   size_t weight_bytes() const override { return weight_bytes_; }
   double copy_bandwidth() override;
   ThreadPool* host_pool() override { return cpu_->host_pool(); }
+  std::string numerics() const override { return backend::cuda::numerics_name(); }
   bool draws_on_device() const override { return true; }
   bool masks_on_device() const override { return device_masks_; }
   bool kv_in_host_memory() const override { return false; }
