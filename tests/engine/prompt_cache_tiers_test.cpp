@@ -1,6 +1,7 @@
 // The prompt cache's tiers on a real model: a prompt resumed from host RAM, from disk and after a
-// restart replies bit-identically to a fresh run; disk faults (truncated, corrupt, deleted and
-// unreadable files, failing writes, slow reads) cost nothing but the blocks they hit.
+// restart replies bit-identically to a fresh run, and disk blocks serve only the model and
+// arithmetic that wrote them; disk faults (truncated, corrupt, deleted and unreadable files,
+// failing writes, slow reads) cost nothing but the blocks they hit.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <thread>
 
+#include "backend/cpu/ops.h"
 #include "checkpoint/checkpoint.h"
 #include "engine/engine.h"
 #include "engine/kv_disk_tier.h"
@@ -274,6 +276,17 @@ TEST_F(PromptCacheTiers, ResumesFromDiskAfterRestartExactly) {
   Engine e2(model_, other);
   EXPECT_EQ(run(e2, second).usage.cached_tokens, 0);
   EXPECT_EQ(e2.stats().cache.disk_loads, 0);
+
+  // Nor does the same model whose kernels compute in another way (Model::numerics(): here
+  // attention on another instruction set; a build of another order revision differs alike).
+  if (backend::cpu::attention_best_isa() == backend::cpu::AttentionIsa::kGeneric) return;
+  struct Restore {
+    ~Restore() { backend::cpu::attention_use_isa(backend::cpu::attention_best_isa()); }
+  } restore;
+  backend::cpu::attention_use_isa(backend::cpu::AttentionIsa::kGeneric);
+  Engine e3(model_, with_disk());
+  EXPECT_EQ(run(e3, second).usage.cached_tokens, 0);
+  EXPECT_EQ(e3.stats().cache.disk_loads, 0);
 }
 
 // Damage to block 3's file: the request resumes from the three blocks before it.
