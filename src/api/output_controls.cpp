@@ -13,17 +13,14 @@ namespace {
 using Kind = OutputConstraint::Kind;
 using json = nlohmann::ordered_json;
 
-// Special tokens that forced calls write (Mistral's [TOOL_CALLS] is special in its tokenizers).
+// Special tokens that forced calls write (Mistral's [TOOL_CALLS], DeepSeek's and GLM's markers).
 std::vector<std::string> forced_call_specials() {
   std::vector<std::string> out;
   for (const std::string& name : chat::tool_formats()) {
     if (auto form = chat::forced_call_form(name)) {
-      for (const std::string* s : {&form->open, &form->name_prefix, &form->tail, &form->close}) {
-        if (!s->empty()) out.push_back(*s);
-      }
+      out.insert(out.end(), form->specials.begin(), form->specials.end());
     }
   }
-  out.push_back("[TOOL_CALLS]");
   return out;
 }
 

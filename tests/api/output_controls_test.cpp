@@ -4,8 +4,10 @@
 #include "api/output_controls.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "support/paths.h"
 
@@ -137,10 +139,67 @@ TEST_F(OutputControlsTest, ToolCallRefusals) {
   ctx.tools = nullptr;
   EXPECT_FALSE(apply(make(Kind::kToolCall, "tool_choice"), ctx).ok());
   ctx.tools = &offered;
-  ctx.tool_format = "deepseek_v3";  // no forced form
+  ctx.tool_format = "none";  // a model with no call syntax: nothing to force
   auto none = apply(make(Kind::kToolCall, "tool_choice"), ctx);
   ASSERT_FALSE(none.ok());
-  EXPECT_NE(none.error().message.find("deepseek_v3"), std::string::npos);
+  EXPECT_EQ(none.error().param, "tool_choice");
+  EXPECT_NE(none.error().message.find("'none'"), std::string::npos);
+}
+
+TEST_F(OutputControlsTest, RequiredToolCallsInDeepSeekSyntax) {  // V3 / R1: fenced JSON arguments
+  auto offered = tools();
+  OutputContext ctx{&offered, "deepseek_v3", "think", false};
+  auto r = apply(make(Kind::kToolCall, "tool_choice"), ctx);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const std::string call =
+      "<｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"
+      "{\"city\": \"Oslo\"}\n```<｜tool▁call▁end｜>";
+  const std::string now =
+      "<｜tool▁call▁begin｜>function<｜tool▁sep｜>now\n```json\n{}\n```<｜tool▁call▁end｜>";
+  EXPECT_TRUE(takes(*r, "<｜tool▁calls▁begin｜>" + call + "<｜tool▁calls▁end｜>"));
+  EXPECT_TRUE(takes(*r, "<｜tool▁calls▁begin｜>" + call + "\n" + now + "<｜tool▁calls▁end｜>"));
+  EXPECT_FALSE(takes(*r, "<｜tool▁calls▁begin｜>" + call));  // the list must close
+  EXPECT_FALSE(takes(*r, "Sure. <｜tool▁calls▁begin｜>" + call + "<｜tool▁calls▁end｜>"));
+}
+
+// Where the family's tokenizer holds a call marker as a special token (GLM-4.5's <tool_call>,
+// Mistral's [TOOL_CALLS]), the forced grammar takes that token: here Qwen3's tokenizer with its
+// <tool_call> and </tool_call> made special, and the Hermes form.
+TEST_F(OutputControlsTest, ForcedCallsWriteTheirMarkersAsSpecialTokens) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("tf_special_markers_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string src = testing::shared_path("tokenizers/qwen3");
+  std::filesystem::copy_file(src + "/tokenizer_config.json", dir / "tokenizer_config.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  std::ifstream in(src + "/tokenizer.json");
+  nlohmann::json j = nlohmann::json::parse(in);  // not ordered: its vocabulary is 151,643 keys
+  for (auto& a : j["added_tokens"]) {
+    if (a["content"] == "<tool_call>" || a["content"] == "</tool_call>") a["special"] = true;
+  }
+  std::ofstream(dir / "tokenizer.json") << j.dump();
+  auto tok = tokenizer::Tokenizer::from_hf_dir(dir.string());
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(tok.ok()) << tok.error().message;
+  const std::vector<int32_t> open = (*tok)->encode("<tool_call>", false, true);
+  ASSERT_EQ(open.size(), 1u);
+  ASSERT_TRUE((*tok)->is_special(open[0]));
+
+  OutputControls controls(*tok);
+  auto offered = tools();
+  engine::Request r;
+  ASSERT_TRUE(controls
+                  .apply(make(Kind::kToolCall, "tool_choice"), {},
+                         OutputContext{&offered, "hermes", "none", false}, r)
+                  .ok());
+  grammar::GrammarMatcher m(r.output.grammar);
+  bool took = true;
+  for (int32_t id : (*tok)->encode("<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n"
+                                   "</tool_call>",
+                                   false, true)) {
+    took = took && m.accept(id);
+  }
+  EXPECT_TRUE(took && m.can_end());
 }
 
 TEST_F(OutputControlsTest, RequiredToolCallsInXmlSyntax) {  // Qwen3-Coder: raw string values

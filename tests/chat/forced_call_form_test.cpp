@@ -1,5 +1,6 @@
 // Each format's forced-call form (what tool_choice "required" makes the model write) is read back
-// by the same format's parser as the calls it spells, whole and with several calls.
+// by the same format's parser as the calls it spells, whole and with several calls, and names as
+// special only markers it writes.
 #include <gtest/gtest.h>
 
 #include "chat/output/output_parser.h"
@@ -63,7 +64,21 @@ TEST(ForcedCallForm, ParsersReadWhatTheFormWrites) {
       EXPECT_EQ(nlohmann::json::parse(args[i]), nlohmann::json::parse(calls[i].second)) << format;
     }
   }
-  EXPECT_GE(forms, 5);  // hermes, qwen3_coder, llama3_json, mistral, glm45
+  EXPECT_GE(forms, 6);  // hermes, qwen3_coder, llama3_json, mistral, deepseek_v3, glm45
+}
+
+// A form's special tokens are markers its calls spell (a grammar lets exactly those through).
+TEST(ForcedCallForm, SpecialsAreMarkersOfTheForm) {
+  for (const std::string& format : tool_formats()) {
+    auto form = forced_call_form(format);
+    if (!form) continue;
+    const std::string text = spell(*form, {{"now", "{}"}, {"get_weather", R"({"city": "Oslo"})"}});
+    for (const std::string& s : form->specials) {
+      EXPECT_NE(text.find(s), std::string::npos) << format << ": " << s;
+    }
+  }
+  EXPECT_EQ(forced_call_form("mistral")->specials, std::vector<std::string>{"[TOOL_CALLS]"});
+  EXPECT_EQ(forced_call_form("deepseek_v3")->specials.size(), 5u);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 namespace tf::chat::output {
 namespace {
 
+constexpr std::string_view kCallsBegin = "<｜tool▁calls▁begin｜>";
 constexpr std::string_view kCallBegin = "<｜tool▁call▁begin｜>";
 constexpr std::string_view kSep = "<｜tool▁sep｜>";
 constexpr std::string_view kCallEnd = "<｜tool▁call▁end｜>";
@@ -66,6 +67,16 @@ class DeepSeekV3Syntax final : public CallSyntax {
  public:
   const std::vector<Marker>& markers() const override { return markers_; }
 
+  // The V3 / R1 templates' layout: a call a line, its arguments in a ```json fence.
+  std::optional<ForcedCallForm> forced_form() const override {
+    const std::string calls(kCallsBegin), begin(kCallBegin), sep(kSep), end(kCallEnd),
+        calls_end(kCallsEnd);
+    ForcedCallForm f{calls,         "\n",          calls_end, begin + "function" + sep,
+                     "\n```json\n", "\n```" + end, true,      false};
+    f.specials = {calls, begin, sep, end, calls_end};
+    return f;
+  }
+
   CallMatch match(std::string_view s, size_t marker, bool final, const ToolTable& tools,
                   ScanMemo& memo) const override {
     size_t i = markers_[marker].text.size();
@@ -114,7 +125,7 @@ class DeepSeekV3Syntax final : public CallSyntax {
     return Scan::kDone;
   }
 
-  std::vector<Marker> markers_{{"<｜tool▁calls▁begin｜>"},
+  std::vector<Marker> markers_{{std::string(kCallsBegin)},
                                {"<｜tool_calls_begin｜>"},
                                {"<｜tool calls begin｜>"},
                                {"<｜tool\\_calls\\_begin｜>"},

@@ -62,17 +62,20 @@ class Glm45Syntax final : public CallSyntax {
 
   // The template's layout: the name on the tag's line, then a key and a value line per argument.
   std::optional<ForcedCallForm> forced_form() const override {
-    return ForcedCallForm{"",
-                          "\n",
-                          "",
-                          "<tool_call>",
-                          "\n",
-                          "</tool_call>",
-                          true,
-                          false,
-                          "<arg_key>",
-                          "</arg_key>\n<arg_value>",
-                          "</arg_value>\n"};
+    ForcedCallForm f{"",
+                     "\n",
+                     "",
+                     "<tool_call>",
+                     "\n",
+                     "</tool_call>",
+                     true,
+                     false,
+                     "<arg_key>",
+                     "</arg_key>\n<arg_value>",
+                     "</arg_value>\n"};
+    f.specials = {"<tool_call>", "</tool_call>", "<arg_key>",
+                  "</arg_key>",  "<arg_value>",  "</arg_value>"};
+    return f;
   }
 
   CallMatch match(std::string_view s, size_t, bool, const ToolTable& tools,

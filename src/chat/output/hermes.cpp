@@ -31,8 +31,10 @@ class HermesSyntax final : public CallSyntax {
   }
 
   std::optional<ForcedCallForm> forced_form() const override {
-    return ForcedCallForm{
+    ForcedCallForm f{
         "", "\n", "", "<tool_call>\n{\"name\": ", ", \"arguments\": ", "}\n</tool_call>", true};
+    f.specials = {"<tool_call>", "</tool_call>"};
+    return f;
   }
 
  private:

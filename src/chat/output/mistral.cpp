@@ -47,8 +47,9 @@ class MistralSyntax final : public CallSyntax {
 
   // The array form (v3 and later templates): one [TOOL_CALLS] with every call in a list.
   std::optional<ForcedCallForm> forced_form() const override {
-    return ForcedCallForm{
-        "[TOOL_CALLS][", ", ", "]", "{\"name\": ", ", \"arguments\": ", "}", true};
+    ForcedCallForm f{"[TOOL_CALLS][", ", ", "]", "{\"name\": ", ", \"arguments\": ", "}", true};
+    f.specials = {"[TOOL_CALLS]"};
+    return f;
   }
 
  private:

@@ -53,12 +53,15 @@ class OutputParser {
 // tool's name (as a JSON string where quote_name), name_suffix, its arguments, then `tail`. The
 // arguments are one JSON object, or, where param_prefix is set, each required parameter as
 // param_prefix KEY param_middle VALUE param_suffix with strings raw (XML-style formats).
+// `specials`: the markers in that text that the family's tokenizers hold as special tokens, which
+// a grammar must let the model write as those tokens.
 struct ForcedCallForm {
   std::string open, separator, close;
   std::string name_prefix, name_suffix, tail;
   bool several = true;  // the format carries more than one call in a reply
   bool quote_name = true;
   std::string param_prefix = {}, param_middle = {}, param_suffix = {};
+  std::vector<std::string> specials = {};
 };
 
 // The form for tool_format; nullopt where the format has none (its arguments are not JSON, or it

@@ -41,17 +41,19 @@ class Qwen3CoderSyntax final : public CallSyntax {
 
   // The template's layout: each tag on its own line, values between newlines.
   std::optional<ForcedCallForm> forced_form() const override {
-    return ForcedCallForm{"",
-                          "\n",
-                          "",
-                          "<tool_call>\n<function=",
-                          ">\n",
-                          "</function>\n</tool_call>",
-                          true,
-                          false,
-                          "<parameter=",
-                          ">\n",
-                          "\n</parameter>\n"};
+    ForcedCallForm f{"",
+                     "\n",
+                     "",
+                     "<tool_call>\n<function=",
+                     ">\n",
+                     "</function>\n</tool_call>",
+                     true,
+                     false,
+                     "<parameter=",
+                     ">\n",
+                     "\n</parameter>\n"};
+    f.specials = {"<tool_call>", "</tool_call>"};
+    return f;
   }
 
   CallMatch match(std::string_view s, size_t, bool, const ToolTable& tools,
