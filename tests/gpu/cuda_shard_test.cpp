@@ -148,9 +148,11 @@ TEST_P(ShardedFixture, MatchesUnshardedAndItself) {
                 GetParam(), world, diff, agree, kSteps);
     if (world == 1) {
       EXPECT_TRUE(same_bits(got.logits, want.logits)) << GetParam() << ": " << diff;
+      EXPECT_EQ(sharded->numerics(), whole->numerics());  // the same arithmetic, the same name
     } else {
       EXPECT_LE(diff, kShardTolerance) << GetParam() << " at world " << world;
       EXPECT_GE(agree * 10, kSteps * 9) << GetParam() << " at world " << world;
+      EXPECT_NE(sharded->numerics(), whole->numerics());
     }
     // Run to run, and in another instance of the same world: the same bits.
     EXPECT_TRUE(same_bits(teacher_forced(*sharded, prompt, forced).logits, got.logits))

@@ -35,6 +35,12 @@ class ShardedDecoder final : public Model {
     return bytes;
   }
   ThreadPool* host_pool() override { return cpu_->host_pool(); }
+  // More ranks sum o and down in another order (each rank's parts, then the ranks); one rank is
+  // the unsharded model bit for bit.
+  std::string numerics() const override {
+    const std::string rank = ranks_[0]->numerics();
+    return ranks_.size() == 1 ? rank : rank + " ranks=" + std::to_string(ranks_.size());
+  }
   bool draws_on_device() const override { return true; }
   bool masks_on_device() const override { return ranks_[0]->masks_on_device(); }
   bool kv_in_host_memory() const override { return false; }
