@@ -35,7 +35,7 @@ UNSUPPORTED = [
     ({"type": "object", "properties": {"x": {"type": "string", "contentEncoding": "base64"}}},
      "contentEncoding"),
     ({"type": "string", "format": "hostname"}, "hostname"),
-    ({"type": "number", "minimum": 0.5}, "minimum"),
+    ({"type": "number", "minimum": 1e300}, "minimum"),
     ({"oneOf": [{"type": "integer"}, {"type": "number"}]}, "oneOf"),
     ({"$ref": "https://example.com/s.json"}, "local"),
     ({"type": "string", "pattern": "(a)\\1"}, "backreferences"),
@@ -232,13 +232,22 @@ def tool_schema():
         "required": ["location", "unit"], "additionalProperties": False}
 
 
+# Bounded numbers as tools declare them (probabilities, coordinates, sizes), appended after the
+# random schemas so that those keep their walks.
+NUMBER_BOUNDS = [{"minimum": 0, "maximum": 1}, {"minimum": 0, "maximum": 2},
+                 {"exclusiveMinimum": 0}, {"minimum": -90, "maximum": 90},
+                 {"minimum": -180, "exclusiveMaximum": 180}, {"minimum": 0.5, "maximum": 0.75},
+                 {"exclusiveMinimum": -0.05, "exclusiveMaximum": 0.05}, {"maximum": -2.5},
+                 {"minimum": 2.75, "exclusiveMaximum": 100}, {"minimum": 1e-3, "maximum": 1e6}]
+
+
 def generate(seed=1, count=220):
     g = Gen(seed)
     out = [tool_schema(), {"type": "object"}, {"$schema":
                                                "https://json-schema.org/draft/2020-12/schema"}]
     while len(out) < count:
         out.append(g.with_defs() if g.r.random() < 0.15 else g.any(0))
-    return out
+    return out + [dict({"type": "number"}, **b) for b in NUMBER_BOUNDS]
 
 
 def main():

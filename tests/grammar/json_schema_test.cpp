@@ -165,6 +165,69 @@ TEST(JsonSchema, IntegerRanges) {
   }
 }
 
+// A number's text as thousandths (every case below has at most 3 fraction digits).
+int64_t thousandths(const std::string& text) {
+  const bool neg = text[0] == '-';
+  const std::string t = neg ? text.substr(1) : text;
+  const size_t dot = t.find('.');
+  std::string frac = dot == std::string::npos ? "" : t.substr(dot + 1);
+  frac.resize(3, '0');
+  const int64_t v = std::stoll(t.substr(0, dot)) * 1000 + std::stoll(frac);
+  return neg ? -v : v;
+}
+
+TEST(JsonSchema, NumberRanges) {
+  check(R"({"type":"number","minimum":0,"maximum":1})", {{"0", true},
+                                                         {"0.5", true},
+                                                         {"1", true},
+                                                         {"1.0", true},
+                                                         {"1.01", false},
+                                                         {"-0.1", false},
+                                                         {"-0", false},
+                                                         {"00.5", false},
+                                                         {"1e-1", false},
+                                                         {".5", false}});
+  check(R"({"type":"number","exclusiveMinimum":-90.5,"maximum":1e2})",
+        {{"-90.49", true}, {"-90.5", false}, {"-90.50", false}, {"100", true}, {"100.001", false}});
+  // Of two lower bounds the tighter holds, the exclusive one at equal values.
+  check(R"({"type":"number","minimum":-5,"exclusiveMinimum":-3})",
+        {{"-4", false}, {"-3", false}, {"-2.9", true}});
+  check(R"({"type":"number","exclusiveMaximum":-5,"maximum":-3})",
+        {{"-4", false}, {"-5", false}, {"-5.1", true}});
+  check(R"({"type":"number","minimum":2.5})",
+        {{"2.5", true}, {"2.49999", false}, {"123456789012345678901.5", true}});
+  // Every bound pair and exclusivity against exact arithmetic, over numbers of up to three
+  // fraction digits (written with and without trailing zeros).
+  const std::vector<std::string> bounds = {"-2.5", "-1",   "-0.05", "0",    "0.2",
+                                           "0.5",  "1.25", "3",     "10.75"};
+  std::vector<std::string> numbers;
+  for (const char* ip : {"0", "1", "2", "3", "9", "10", "11", "12"}) {
+    for (const char* fp : {"", ".0", ".05", ".050", ".1", ".25", ".5", ".75", ".749", ".999"}) {
+      numbers.push_back(std::string(ip) + fp);
+      numbers.push_back("-" + numbers.back());
+    }
+  }
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    for (size_t j = i; j < bounds.size(); ++j) {
+      for (int strict = 0; strict < 4; ++strict) {
+        const bool lo_x = strict & 1, hi_x = strict & 2;
+        const std::string text = fmt::format(R"({{"type":"number","{}":{},"{}":{}}})",
+                                             lo_x ? "exclusiveMinimum" : "minimum", bounds[i],
+                                             hi_x ? "exclusiveMaximum" : "maximum", bounds[j]);
+        const int64_t lo = thousandths(bounds[i]), hi = thousandths(bounds[j]);
+        if (lo == hi && (lo_x || hi_x)) continue;  // empty: refused (above)
+        auto g = compile_ok(schema(text));
+        for (const std::string& n : numbers) {
+          const int64_t v = thousandths(n);
+          const bool want = (lo_x ? v > lo : v >= lo) && (hi_x ? v < hi : v <= hi) &&
+                            !(n[0] == '-' && v == 0);  // no "-0"
+          EXPECT_EQ(full_match(g, n), want) << text << " on " << n;
+        }
+      }
+    }
+  }
+}
+
 TEST(JsonSchema, RefusesUnsupportedKeywordsByName) {
   EXPECT_EQ(compile_error(schema(R"({"type":"object","properties":{"x":{"type":"number",
                 "multipleOf":2}}})")),
@@ -173,7 +236,10 @@ TEST(JsonSchema, RefusesUnsupportedKeywordsByName) {
             "unsupported JSON Schema keyword 'patternProperties' at /");
   EXPECT_NE(compile_error(schema(R"({"type":"string","format":"hostname"})")).find("'hostname'"),
             std::string::npos);
-  EXPECT_NE(compile_error(schema(R"({"type":"number","minimum":1})")).find("'minimum'"),
+  EXPECT_NE(compile_error(schema(R"({"type":"number","minimum":1e300})")).find("'minimum'"),
+            std::string::npos);
+  EXPECT_NE(compile_error(schema(R"({"type":"number","minimum":2,"exclusiveMaximum":2})"))
+                .find("no number between"),
             std::string::npos);
   EXPECT_NE(
       compile_error(schema(R"({"oneOf":[{"type":"integer"},{"type":"number"}]})")).find("oneOf"),

@@ -266,14 +266,7 @@ Result<ExprPtr> SchemaCompiler::compile_type(const json& s, const std::string& t
                                              const std::string& path, int depth) {
   if (type == "string") return compile_string(s, path);
   if (type == "integer") return compile_integer(s, path);
-  if (type == "number") {
-    if (has_any(s, kIntegerKeys)) {
-      return make_error(ErrorCode::kUnsupported,
-                        "'minimum'/'maximum' at {} are supported for type 'integer' only",
-                        pointer_path(path));
-    }
-    return ref(rules_.number());
-  }
+  if (type == "number") return compile_number(s, path);
   if (type == "boolean") return alt({lit("true"), lit("false")});
   if (type == "null") return lit("null");
   if (type == "object") return compile_object(s, path, depth);

@@ -31,6 +31,7 @@ class SchemaCompiler {
                                int depth);
   Result<ExprPtr> compile_string(const json& s, const std::string& path);
   Result<ExprPtr> compile_integer(const json& s, const std::string& path);
+  Result<ExprPtr> compile_number(const json& s, const std::string& path);
   Result<ExprPtr> compile_object(const json& s, const std::string& path, int depth);
   Result<ExprPtr> compile_array(const json& s, const std::string& path, int depth);
   Status check_keywords(const json& s, const std::string& path) const;

@@ -1,6 +1,6 @@
-// Per-type grammars for JSON Schema: strings (lengths, pattern, formats), integers (ranges as
-// digit automata), objects (listed properties in schema order, then any allowed extras) and
-// arrays (prefixItems, items, minItems/maxItems).
+// Per-type grammars for JSON Schema: strings (lengths, pattern, formats), integers and numbers
+// (bounds as digit automata, number_range.h), objects (listed properties in schema order, then any
+// allowed extras) and arrays (prefixItems, items, minItems/maxItems).
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -9,6 +9,7 @@
 #include <set>
 
 #include "engine/grammar/json_schema.h"
+#include "engine/grammar/number_range.h"
 
 namespace tf::grammar {
 
@@ -37,64 +38,6 @@ const std::map<std::string, std::string> kFormats = {
      "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])(?:\\.(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|"
      "[1-9]?[0-9])){3}"},
 };
-
-ExprPtr digit_range(char lo, char hi) { return byte_range(lo, hi); }
-
-// Decimal strings of equal length, lo <= hi: every string between them (leading zeros allowed,
-// the caller fixes the first digit's range).
-ExprPtr same_length(const std::string& lo, const std::string& hi) {
-  size_t n = lo.size();
-  if (n == 1) return digit_range(lo[0], hi[0]);
-  std::string lt = lo.substr(1), ht = hi.substr(1);
-  if (lo[0] == hi[0]) return seq({lit(std::string(1, lo[0])), same_length(lt, ht)});
-  std::string zeros(n - 1, '0'), nines(n - 1, '9');
-  if (lt == zeros && ht == nines) {
-    return seq({digit_range(lo[0], hi[0]), repeat(digit_range('0', '9'), n - 1, n - 1)});
-  }
-  std::vector<ExprPtr> alts{seq({lit(std::string(1, lo[0])), same_length(lt, nines)})};
-  if (lo[0] + 1 <= hi[0] - 1) {
-    alts.push_back(
-        seq({digit_range(lo[0] + 1, hi[0] - 1), repeat(digit_range('0', '9'), n - 1, n - 1)}));
-  }
-  alts.push_back(seq({lit(std::string(1, hi[0])), same_length(zeros, ht)}));
-  return alt(std::move(alts));
-}
-
-int64_t pow10(int n) {
-  int64_t v = 1;
-  while (n-- > 0) v *= 10;
-  return v;
-}
-
-// Non-negative integers in [lo, hi] without leading zeros; hi < 0 is unbounded. lo <= 1e18.
-ExprPtr non_negative(int64_t lo, int64_t hi) {
-  std::vector<ExprPtr> alts;
-  int lo_len = static_cast<int>(std::to_string(lo).size());
-  int hi_len = hi < 0 ? 18 : static_cast<int>(std::to_string(hi).size());
-  for (int len = lo_len; len <= hi_len; ++len) {
-    int64_t a = std::max(lo, len == 1 ? 0 : pow10(len - 1));
-    int64_t b = len >= 19 ? hi : (hi < 0 ? pow10(len) - 1 : std::min(hi, pow10(len) - 1));
-    if (a <= b) alts.push_back(same_length(std::to_string(a), std::to_string(b)));
-  }
-  if (hi < 0) {  // 19 digits or more: all at least 1e18 >= lo
-    alts.push_back(seq({digit_range('1', '9'), repeat(digit_range('0', '9'), 18, -1)}));
-  }
-  return alt(std::move(alts));
-}
-
-// Integers in [lo, hi]; a missing bound is open. Negative n = -m with m >= 1.
-ExprPtr int_range(std::optional<int64_t> lo, std::optional<int64_t> hi) {
-  std::vector<ExprPtr> alts;
-  if (!lo || *lo < 0) {
-    int64_t m_lo = hi && *hi < 0 ? -*hi : 1;
-    int64_t m_hi = lo ? -*lo : -1;
-    if (m_hi < 0 || m_lo <= m_hi) alts.push_back(seq({lit("-"), non_negative(m_lo, m_hi)}));
-  }
-  if (!hi || *hi >= 0) {
-    alts.push_back(non_negative(lo ? std::max<int64_t>(0, *lo) : 0, hi ? *hi : -1));
-  }
-  return alt(std::move(alts));
-}
 
 // Additional-property keys: printable ASCII without escapes, never one of the listed names.
 ExprPtr key_not_in(const std::set<std::string>& names) {
@@ -223,6 +166,36 @@ Result<ExprPtr> SchemaCompiler::compile_integer(const json& s, const std::string
                       pointer_path(path));
   }
   return int_range(lo, hi);
+}
+
+// A bounded number is written without an exponent; of two lower (upper) bounds the tighter holds.
+Result<ExprPtr> SchemaCompiler::compile_number(const json& s, const std::string& path) {
+  std::optional<DecimalBound> lo, hi;
+  for (const char* k : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
+    if (!s.contains(k)) continue;
+    const json& v = s[k];
+    if (!v.is_number()) {
+      return make_error(ErrorCode::kInvalidArgument, "'{}' at {} must be a number", k,
+                        pointer_path(path));
+    }
+    auto d = Decimal::parse(v.dump());
+    if (!d) {
+      return make_error(ErrorCode::kUnsupported,
+                        "'{}' at {} is beyond +-1e18 or has over 40 fraction digits", k,
+                        pointer_path(path));
+    }
+    const std::string key = k;
+    const DecimalBound b{*d, key.starts_with("exclusive")};
+    auto& bound = key.ends_with("inimum") ? lo : hi;
+    if (!bound || tighter(b, *bound, &bound == &lo)) bound = b;
+  }
+  if (!lo && !hi) return ref(rules_.number());
+  ExprPtr e = decimal_range(lo, hi);
+  if (!e) {
+    return make_error(ErrorCode::kInvalidArgument, "no number between the bounds at {}",
+                      pointer_path(path));
+  }
+  return e;
 }
 
 Result<ExprPtr> SchemaCompiler::compile_object(const json& s, const std::string& path, int depth) {
