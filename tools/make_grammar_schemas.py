@@ -14,6 +14,7 @@ PATTERNS = [r"^[a-z]{2,6}$", r"^\d{3}-\d{4}$", r"^[A-Z][a-z]+( [A-Z][a-z]+)?$",
             r"^v\d+\.\d+(\.\d+)?$", r"^(\+|-)?[0-9]{1,4}$", r"^[\u00e0-\u00ff]{1,3}$",
             r"^\\[nt]+$", r"^a\"b.c$", r"^.{2,4}$"]
 FORMATS = ["date", "time", "date-time", "uuid", "email", "ipv4"]
+LATER_FORMATS = ["uri", "ipv6"]  # appended after the random schemas, which keep their walks
 WORDS = ["id", "name", "count", "tags", "kind", "value", "meta", "items", "flag", "note", "when",
          "score", "level", "city", "é", "a b", "x/y", "path~1"]
 ANNOTATIONS = [{"title": "T"}, {"description": "A field."}, {"default": None},
@@ -233,7 +234,7 @@ def tool_schema():
 
 
 # Bounded numbers as tools declare them (probabilities, coordinates, sizes), appended after the
-# random schemas so that those keep their walks.
+# random schemas (with LATER_FORMATS) so that those keep their walks.
 NUMBER_BOUNDS = [{"minimum": 0, "maximum": 1}, {"minimum": 0, "maximum": 2},
                  {"exclusiveMinimum": 0}, {"minimum": -90, "maximum": 90},
                  {"minimum": -180, "exclusiveMaximum": 180}, {"minimum": 0.5, "maximum": 0.75},
@@ -247,7 +248,8 @@ def generate(seed=1, count=220):
                                                "https://json-schema.org/draft/2020-12/schema"}]
     while len(out) < count:
         out.append(g.with_defs() if g.r.random() < 0.15 else g.any(0))
-    return out + [dict({"type": "number"}, **b) for b in NUMBER_BOUNDS]
+    return out + [dict({"type": "number"}, **b) for b in NUMBER_BOUNDS] + \
+        [{"type": "string", "format": f} for f in LATER_FORMATS]
 
 
 def main():

@@ -140,6 +140,25 @@ TEST(JsonSchema, Formats) {
   check(R"({"type":"string","format":"email"})", {{R"("a.b@c.org")", true}, {R"("ab")", false}});
   check(R"({"type":"string","format":"ipv4"})",
         {{R"("192.168.0.1")", true}, {R"("256.1.1.1")", false}, {R"("01.1.1.1")", false}});
+  check(R"({"type":"string","format":"uri"})",
+        {{R"("https://user:pw@example.com:8080/a/b%20c?q=1&r=a/b#frag")", true},
+         {R"("mailto:a@b.org")", true},
+         {R"("urn:isbn:0451450523")", true},
+         {R"("file:///etc/hosts")", true},
+         {R"("x:")", true},
+         {R"("/relative/path")", false},
+         {R"("http://a b")", false},
+         {R"("1http://a")", false},
+         {R"("http://a/%zz")", false}});
+  check(R"({"type":"string","format":"ipv6"})", {{R"("::")", true},
+                                                 {R"("::1")", true},
+                                                 {R"("2001:db8::8a2e:370:7334")", true},
+                                                 {R"("fe80:0:0:0:0:0:0:1")", true},
+                                                 {R"("1:2:3:4:5:6:7::")", true},
+                                                 {R"("1::2::3")", false},
+                                                 {R"("1:2:3:4:5:6:7:8:9")", false},
+                                                 {R"("12345::")", false},
+                                                 {R"("g::1")", false}});
 }
 
 TEST(JsonSchema, IntegerRanges) {
