@@ -148,21 +148,33 @@ Result<ExprPtr> SchemaCompiler::compile_string(const json& s, const std::string&
   return seq({lit("\""), repeat(JsonRules::string_char(), min, max), lit("\"")});
 }
 
-Result<ExprPtr> SchemaCompiler::compile_integer(const json& s, const std::string& path) {
-  std::optional<int64_t> lo, hi;
+namespace {
+
+// Calls fn(key, value) for each bound keyword of s (minimum, exclusiveMinimum, maximum,
+// exclusiveMaximum, in that order); a bound that is not a number is an error naming it.
+template <class Fn>
+Status each_bound(const nlohmann::ordered_json& s, const std::string& path, Fn fn) {
   for (const char* k : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
     if (!s.contains(k)) continue;
-    const json& v = s[k];
-    if (!v.is_number()) {
+    if (!s[k].is_number()) {
       return make_error(ErrorCode::kInvalidArgument, "'{}' at {} must be a number", k,
                         pointer_path(path));
     }
+    TF_RETURN_IF_ERROR(fn(std::string_view(k), s[k]));
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<ExprPtr> SchemaCompiler::compile_integer(const json& s, const std::string& path) {
+  std::optional<int64_t> lo, hi;
+  TF_RETURN_IF_ERROR(each_bound(s, path, [&](std::string_view key, const json& v) -> Status {
     double d = v.get<double>();
     if (!(std::fabs(d) <= static_cast<double>(kMaxIntBound))) {
-      return make_error(ErrorCode::kUnsupported, "'{}' at {} is beyond +-1e18", k,
+      return make_error(ErrorCode::kUnsupported, "'{}' at {} is beyond +-1e18", key,
                         pointer_path(path));
     }
-    std::string key = k;
     bool exact = v.is_number_integer();
     int64_t i = exact ? v.get<int64_t>() : 0;
     if (key == "minimum") {
@@ -178,7 +190,8 @@ Result<ExprPtr> SchemaCompiler::compile_integer(const json& s, const std::string
       int64_t b = exact ? i - 1 : static_cast<int64_t>(std::ceil(d)) - 1;
       hi = hi ? std::min(*hi, b) : b;
     }
-  }
+    return {};
+  }));
   if (!lo && !hi) return ref(rules_.integer());
   if (lo && hi && *lo > *hi) {
     return make_error(ErrorCode::kInvalidArgument, "no integer between the bounds at {}",
@@ -190,24 +203,18 @@ Result<ExprPtr> SchemaCompiler::compile_integer(const json& s, const std::string
 // A bounded number is written without an exponent; of two lower (upper) bounds the tighter holds.
 Result<ExprPtr> SchemaCompiler::compile_number(const json& s, const std::string& path) {
   std::optional<DecimalBound> lo, hi;
-  for (const char* k : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
-    if (!s.contains(k)) continue;
-    const json& v = s[k];
-    if (!v.is_number()) {
-      return make_error(ErrorCode::kInvalidArgument, "'{}' at {} must be a number", k,
-                        pointer_path(path));
-    }
+  TF_RETURN_IF_ERROR(each_bound(s, path, [&](std::string_view key, const json& v) -> Status {
     auto d = Decimal::parse(v.dump());
     if (!d) {
       return make_error(ErrorCode::kUnsupported,
-                        "'{}' at {} is beyond +-1e18 or has over 40 fraction digits", k,
+                        "'{}' at {} is beyond +-1e18 or has over 40 fraction digits", key,
                         pointer_path(path));
     }
-    const std::string key = k;
     const DecimalBound b{*d, key.starts_with("exclusive")};
     auto& bound = key.ends_with("inimum") ? lo : hi;
     if (!bound || tighter(b, *bound, &bound == &lo)) bound = b;
-  }
+    return {};
+  }));
   if (!lo && !hi) return ref(rules_.number());
   ExprPtr e = decimal_range(lo, hi);
   if (!e) {
