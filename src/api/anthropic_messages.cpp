@@ -164,6 +164,7 @@ ApiResult<Prepared> prepare(Service& s, std::string_view body, Responder& r) {
   auto tools = p.req.tool_choice_none ? std::vector<chat::ToolSpec>{} : offered_tools(p.req.tools);
   TF_ASSIGN_OR_RETURN(p.gen.parser, s.shape_output(p.req.constraint, p.req.reasoning,
                                                    std::move(tools), rendered, p.engine_request));
+  p.gen.kept_specials = s.call_markers();
   p.gen.stop = p.req.common.stop;
   return p;
 }

@@ -120,7 +120,7 @@ Outcome run_generation(engine::EngineClient& engine, const tokenizer::Tokenizer&
     out.error = from_engine_error(ch.error());
     return out;  // refused before it ran: not a generation (its HTTP status still is counted)
   }
-  tokenizer::IncrementalDetokenizer detok(tok);
+  tokenizer::IncrementalDetokenizer detok(tok, true, options.kept_specials);
   for (int32_t t : prompt) detok.push(t);  // the reply's text continues the prompt's
   StopMatcher stops(options.stop);
   bool cancelled = false;

@@ -68,6 +68,9 @@ struct GenerationOptions {
   std::vector<std::string> stop;
   // Splits reasoning and tool calls out of the text (chat); null: all text is content.
   std::unique_ptr<chat::OutputParser> parser;
+  // Special tokens whose text the reply keeps for the parser: the tool-call markers of formats
+  // whose vocabularies hold them as special tokens (Mistral's [TOOL_CALLS], GLM-4.5's tags).
+  std::vector<int32_t> kept_specials;
   bool logprobs = false;
   // Called about every 100 ms while no event arrives (a long prompt filling); false cancels.
   std::function<bool()> on_wait;

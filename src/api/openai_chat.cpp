@@ -104,6 +104,7 @@ void Service::chat_completions(std::string_view body, Responder& r) {
   gen.stop = req->common.stop;
   gen.logprobs = req->logprobs;
   gen.parser = std::move(*parser);
+  gen.kept_specials = call_markers();
 
   const std::string id = new_id("chatcmpl");
   const int64_t created = unix_now();

@@ -47,6 +47,14 @@ Service::Service(std::shared_ptr<engine::EngineClient> engine,
   }
   if (!model_.tool_parser.empty()) tool_format_ = model_.tool_parser;
   if (!model_.reasoning_parser.empty()) reasoning_format_ = model_.reasoning_parser;
+  // The format's markers that this vocabulary holds as special tokens: the detokenizer would
+  // drop them, and the parser would never see a call.
+  if (auto form = chat::forced_call_form(tool_format_)) {
+    for (const std::string& marker : form->specials) {
+      const auto ids = tok_->encode(marker, false, true);
+      if (ids.size() == 1 && tok_->is_special(ids[0])) call_markers_.push_back(ids[0]);
+    }
+  }
 }
 
 Service::~Service() { next_turn_.reset(); }

@@ -98,6 +98,8 @@ class Service {
                                                               std::vector<chat::ToolSpec> tools,
                                                               std::string_view rendered_prompt,
                                                               engine::Request& request) const;
+  // The special tokens a reply's tool-call markers are (GenerationOptions::kept_specials).
+  const std::vector<int32_t>& call_markers() const { return call_markers_; }
   std::string new_id(std::string_view prefix);
   // After a reply to `asked` ends: its follow-up is prefilled at idle priority, when that is on
   // (off by default; `serve --prefill-next-turn`). `reply` is the assistant message as Chat
@@ -120,6 +122,7 @@ class Service {
   uint64_t seed_salt_;
   std::string fingerprint_;
   std::string tool_format_ = "none", reasoning_format_ = "none";
+  std::vector<int32_t> call_markers_;
   OutputControls controls_;
   std::unique_ptr<ResponseStore> responses_;
   std::unique_ptr<NextTurnPrefill> next_turn_;  // last: its worker uses the members above

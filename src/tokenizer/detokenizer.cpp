@@ -1,4 +1,6 @@
 // IncrementalDetokenizer: streams token bytes as text without ever splitting a UTF-8 character.
+#include <algorithm>
+
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8_util.h"
 
@@ -6,7 +8,10 @@ namespace tf::tokenizer {
 
 std::string IncrementalDetokenizer::push(TokenId id) {
   ids_.push_back(id);
-  if (skip_special_ && tok_.is_special(id)) return {};
+  if (skip_special_ && tok_.is_special(id) &&
+      std::find(keep_.begin(), keep_.end(), id) == keep_.end()) {
+    return {};
+  }
   std::string bytes = tok_.token_bytes(id);
   if (emitted_ == 0 && pending_.empty()) {
     // The first text of a sequence: drop the space the tokenizer prefixed at encode time

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -81,9 +82,11 @@ class Tokenizer {
 // Bytes that can never complete a character become U+FFFD as soon as that is certain.
 class IncrementalDetokenizer {
  public:
-  // skip_special: special tokens (BOS, <|im_end|>, ...) contribute no text.
-  explicit IncrementalDetokenizer(const Tokenizer& tok, bool skip_special = true)
-      : tok_(tok), skip_special_(skip_special) {}
+  // skip_special: special tokens (BOS, <|im_end|>, ...) contribute no text, except those in
+  // `keep` (a reply's tool-call markers where the vocabulary holds them as special tokens).
+  explicit IncrementalDetokenizer(const Tokenizer& tok, bool skip_special = true,
+                                  std::vector<TokenId> keep = {})
+      : tok_(tok), skip_special_(skip_special), keep_(std::move(keep)) {}
   std::string push(TokenId id);
   std::string flush();  // the held bytes, an unfinished character as U+FFFD
   const std::vector<TokenId>& ids() const { return ids_; }
@@ -91,6 +94,7 @@ class IncrementalDetokenizer {
  private:
   const Tokenizer& tok_;
   bool skip_special_ = true;
+  std::vector<TokenId> keep_;
   std::vector<TokenId> ids_;
   size_t emitted_ = 0;   // total bytes returned so far
   std::string pending_;  // bytes not yet returned: the start of an unfinished character

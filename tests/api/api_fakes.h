@@ -32,7 +32,10 @@ class FakeTokenizer : public tokenizer::Tokenizer {
                           "\xE4\xBD", "\xA0", " think", "user", "assistant", ": ", "\n"}) {
       pieces_.push_back(p);
     }
+    pieces_.push_back("[TOOL_CALLS]");  // special, as in Mistral's vocabularies (kToolCalls)
   }
+  // Mistral's call marker: a special token, last in the vocabulary.
+  int tool_calls_id() const { return static_cast<int>(pieces_.size()) - 1; }
   // The id of a piece (bytes included); aborts the test binary on a typo.
   int id(const std::string& piece) const {
     for (int i = static_cast<int>(pieces_.size()) - 1; i >= 0; --i) {
@@ -55,7 +58,7 @@ class FakeTokenizer : public tokenizer::Tokenizer {
       int best = -1;
       size_t best_len = 0;
       for (size_t p = 0; p < pieces_.size(); ++p) {
-        if (p < kByte0 && !parse_special) continue;
+        if ((p < kByte0 || static_cast<int>(p) == tool_calls_id()) && !parse_special) continue;
         const auto& s = pieces_[p];
         if (s.size() > best_len && text.substr(i, s.size()) == s) {
           best = static_cast<int>(p);
@@ -82,7 +85,9 @@ class FakeTokenizer : public tokenizer::Tokenizer {
   tokenizer::TokenId eos_id() const override { return kEos; }
   bool is_eog(tokenizer::TokenId id) const override { return id == kEos; }
   // <think> tags are added tokens but not special (as in Qwen3), so they reach the text.
-  bool is_special(tokenizer::TokenId id) const override { return id == kBos || id == kEos; }
+  bool is_special(tokenizer::TokenId id) const override {
+    return id == kBos || id == kEos || id == tool_calls_id();
+  }
   std::string kind() const override { return "fake"; }
 
  private:

@@ -797,6 +797,33 @@ TEST_F(ToolCallTest, WholeAndStreamedCallsAgree) {
   EXPECT_TRUE(id.starts_with("call_"));
 }
 
+// Where the vocabulary holds a format's call marker as a special token (Mistral's [TOOL_CALLS]),
+// the reply keeps its text for the parser, though special tokens otherwise make no text.
+TEST_F(ServiceTest, SpecialTokenCallMarkersReachTheParser) {
+  auto t = chat::ChatTemplate::from_string(kTemplate);
+  ASSERT_TRUE(t.ok());
+  service = std::make_unique<Service>(
+      engine, tok, *t, ModelInfo{"test-model", {}, 1700000000, "", "mistral", ""}, Defaults{}, 42);
+  std::vector<int32_t> ids = {tok->tool_calls_id()};
+  for (unsigned char c : std::string(R"([{"name": "get_weather", "arguments": {"city": "Oslo"}}])")) {
+    ids.push_back(FakeTokenizer::kByte0 + c);
+  }
+  engine->add(Script::tokens(ids));
+  json body = json::parse(chat_body());
+  body["tools"] = json::array(
+      {{{"type", "function"},
+        {"function", {{"name", "get_weather"}, {"parameters", {{"type", "object"}}}}}}});
+  auto r = chat(body.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json choice = r.json()["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls");
+  ASSERT_TRUE(choice["message"].contains("tool_calls")) << r.body;
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u) << r.body;
+  EXPECT_EQ(json::parse(choice["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>()),
+            json({{"city", "Oslo"}}));
+  EXPECT_EQ(service->call_markers(), std::vector<int32_t>{tok->tool_calls_id()});
+}
+
 TEST_F(ToolCallTest, MalformedUnknownAndRefusedCallsStayText) {
   const std::vector<std::string> texts = {
       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": }\n</tool_call>",
