@@ -162,9 +162,8 @@ ApiResult<Prepared> prepare(Service& s, std::string_view body, Responder& r) {
   TF_ASSIGN_OR_RETURN(auto ids, s.chat_prompt_ids(messages_prompt(p.req), r, &rendered));
   TF_ASSIGN_OR_RETURN(p.engine_request, s.make_request(p.req.common, std::move(ids), -1, "messages"));
   auto tools = p.req.tool_choice_none ? std::vector<chat::ToolSpec>{} : offered_tools(p.req.tools);
-  TF_ASSIGN_OR_RETURN(p.gen.parser, s.shape_output(p.req.constraint, p.req.reasoning,
-                                                   std::move(tools), rendered, p.engine_request));
-  p.gen.kept_specials = s.call_markers();
+  TF_RETURN_IF_ERROR(s.shape_output(p.req.constraint, p.req.reasoning, std::move(tools), rendered,
+                                    p.engine_request, p.gen));
   p.gen.stop = p.req.common.stop;
   return p;
 }

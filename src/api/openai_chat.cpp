@@ -97,14 +97,12 @@ void Service::chat_completions(std::string_view body, Responder& r) {
   if (!ereq) return send_error(r, ereq.error());
   ereq->prompt_logprobs = req->prompt_logprobs.value_or(-1);
   auto tools = req->tool_choice_none ? std::vector<chat::ToolSpec>{} : offered_tools(req->tools);
-  auto parser = shape_output(req->constraint, req->reasoning, std::move(tools), prompt_text, *ereq);
-  if (!parser) return send_error(r, parser.error());
-
   GenerationOptions gen;
+  auto shaped =
+      shape_output(req->constraint, req->reasoning, std::move(tools), prompt_text, *ereq, gen);
+  if (!shaped) return send_error(r, shaped.error());
   gen.stop = req->common.stop;
   gen.logprobs = req->logprobs;
-  gen.parser = std::move(*parser);
-  gen.kept_specials = call_markers();
 
   const std::string id = new_id("chatcmpl");
   const int64_t created = unix_now();

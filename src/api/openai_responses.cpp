@@ -158,9 +158,8 @@ ApiResult<Prepared> prepare(Service& s, const json& body, bool websocket, Respon
   TF_ASSIGN_OR_RETURN(p.engine_request,
                       s.make_request(p.req.common, p.prompt, -1, "input", "max_output_tokens"));
   auto tools = p.req.tool_choice_none ? std::vector<chat::ToolSpec>{} : offered_tools(p.req.tools);
-  TF_ASSIGN_OR_RETURN(p.gen.parser, s.shape_output(p.req.constraint, p.req.reasoning,
-                                                   std::move(tools), rendered, p.engine_request));
-  p.gen.kept_specials = s.call_markers();
+  TF_RETURN_IF_ERROR(s.shape_output(p.req.constraint, p.req.reasoning, std::move(tools), rendered,
+                                    p.engine_request, p.gen));
   if (!p.req.generate) p.engine_request.max_tokens = 1;  // prefill only; the token is dropped
   return p;
 }

@@ -212,10 +212,11 @@ ApiResult<std::vector<int32_t>> Service::chat_prompt_ids(const ChatPrompt& promp
   return ids;
 }
 
-ApiResult<std::unique_ptr<chat::OutputParser>> Service::shape_output(
-    const OutputConstraint& constraint, const ReasoningControls& reasoning,
-    std::vector<chat::ToolSpec> tools, std::string_view rendered_prompt,
-    engine::Request& request) const {
+ApiResult<void> Service::shape_output(const OutputConstraint& constraint,
+                                     const ReasoningControls& reasoning,
+                                     std::vector<chat::ToolSpec> tools,
+                                     std::string_view rendered_prompt, engine::Request& request,
+                                     GenerationOptions& gen) const {
   const bool reasons = reasoning_format_ != "none";
   const bool opens = reasons && chat::prompt_opens_reasoning(rendered_prompt);
   OutputContext ctx;
@@ -230,7 +231,9 @@ ApiResult<std::unique_ptr<chat::OutputParser>> Service::shape_output(
   po.start_in_reasoning = opens;
   auto parser = chat::make_output_parser(tool_format_, reasoning_format_, std::move(po));
   if (!parser) return from_engine_error(parser.error());
-  return std::move(*parser);
+  gen.parser = std::move(*parser);
+  gen.kept_specials = call_markers_;
+  return {};
 }
 
 std::vector<chat::ToolSpec> offered_tools(const json& tools) {

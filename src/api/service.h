@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "api/api_error.h"
+#include "api/core.h"
 #include "api/openai_request.h"
 #include "api/output_controls.h"
 #include "api/responder.h"
@@ -92,12 +93,12 @@ class Service {
   ApiResult<std::vector<int32_t>> chat_prompt_ids(const ChatPrompt& prompt, Responder& r,
                                                   std::string* rendered = nullptr) const;
   // Shapes a reply to `rendered_prompt` that may call `tools` (empty: none): the request's
-  // format and reasoning controls onto its engine request, and the parser that splits its text.
-  ApiResult<std::unique_ptr<chat::OutputParser>> shape_output(const OutputConstraint& constraint,
-                                                              const ReasoningControls& reasoning,
-                                                              std::vector<chat::ToolSpec> tools,
-                                                              std::string_view rendered_prompt,
-                                                              engine::Request& request) const;
+  // format and reasoning controls onto its engine request, and into `gen` the parser that splits
+  // its text and the call markers its text keeps.
+  ApiResult<void> shape_output(const OutputConstraint& constraint,
+                               const ReasoningControls& reasoning, std::vector<chat::ToolSpec> tools,
+                               std::string_view rendered_prompt, engine::Request& request,
+                               GenerationOptions& gen) const;
   // The special tokens a reply's tool-call markers are (GenerationOptions::kept_specials).
   const std::vector<int32_t>& call_markers() const { return call_markers_; }
   std::string new_id(std::string_view prefix);
