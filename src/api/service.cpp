@@ -213,10 +213,10 @@ ApiResult<std::vector<int32_t>> Service::chat_prompt_ids(const ChatPrompt& promp
 }
 
 ApiResult<void> Service::shape_output(const OutputConstraint& constraint,
-                                     const ReasoningControls& reasoning,
-                                     std::vector<chat::ToolSpec> tools,
-                                     std::string_view rendered_prompt, engine::Request& request,
-                                     GenerationOptions& gen) const {
+                                      const ReasoningControls& reasoning,
+                                      std::vector<chat::ToolSpec> tools,
+                                      std::string_view rendered_prompt, engine::Request& request,
+                                      GenerationOptions& gen) const {
   const bool reasons = reasoning_format_ != "none";
   const bool opens = reasons && chat::prompt_opens_reasoning(rendered_prompt);
   OutputContext ctx;

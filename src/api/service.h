@@ -96,9 +96,9 @@ class Service {
   // format and reasoning controls onto its engine request, and into `gen` the parser that splits
   // its text and the call markers its text keeps.
   ApiResult<void> shape_output(const OutputConstraint& constraint,
-                               const ReasoningControls& reasoning, std::vector<chat::ToolSpec> tools,
-                               std::string_view rendered_prompt, engine::Request& request,
-                               GenerationOptions& gen) const;
+                               const ReasoningControls& reasoning,
+                               std::vector<chat::ToolSpec> tools, std::string_view rendered_prompt,
+                               engine::Request& request, GenerationOptions& gen) const;
   // The special tokens a reply's tool-call markers are (GenerationOptions::kept_specials).
   const std::vector<int32_t>& call_markers() const { return call_markers_; }
   std::string new_id(std::string_view prefix);
