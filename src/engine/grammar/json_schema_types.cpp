@@ -21,6 +21,32 @@ constexpr int kMaxPrefixItems = 256;
 constexpr size_t kMaxExcludedKeyBytes = 256;
 constexpr int64_t kMaxIntBound = 1000000000000000000;  // 1e18
 
+// RFC 3986's URI from its grammar's character sets: scheme, then an authority (user, registered
+// name, port) and path, a path from "/" or a rootless one, or none; then query and fragment. IP
+// literals are left out.
+std::string uri_pattern() {
+  const std::string pct = "%[0-9A-Fa-f]{2}", unreserved = "A-Za-z0-9._~", sub = "!$&'()*+,;=";
+  auto chars = [&](const std::string& extra) {  // one of the sets, or a percent-encoded byte
+    return "(?:[" + unreserved + sub + extra + "-]|" + pct + ")";
+  };
+  const std::string pchar = chars(":@"), segments = "(?:/" + pchar + "*)*",
+                    tail = chars(":@/?") + "*";
+  return "[A-Za-z][A-Za-z0-9+.-]*:(?://(?:" + chars(":") + "*@)?" + chars("") + "*(?::[0-9]*)?" +
+         segments + "|/?(?:" + pchar + "+" + segments + ")?)(?:\\?" + tail + ")?(?:#" + tail +
+         ")?";
+}
+
+// RFC 4291's text forms without an embedded IPv4 address or a zone: eight groups, or groups
+// before and after one "::" (at most seven in all).
+std::string ipv6_pattern() {
+  const std::string h = "[0-9a-fA-F]{1,4}", lead = "(?:" + h + ":)", trail = "(?::" + h + ")";
+  std::string p = "(?:" + lead + "{7}" + h + "|" + lead + "{1,7}:|" + lead + "{1,6}:" + h;
+  for (int k = 5; k >= 2; --k) {
+    p += "|" + lead + "{1," + std::to_string(k) + "}" + trail + "{1," + std::to_string(7 - k) + "}";
+  }
+  return p + "|" + h + ":" + trail + "{1,6}|:(?:" + trail + "{1,7}|:))";
+}
+
 const std::map<std::string, std::string> kFormats = {
     {"date",
      "[1-9][0-9]{3}-(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])|(?:0[13-9]|1[0-2])-(?:29|30)|"
@@ -33,25 +59,8 @@ const std::map<std::string, std::string> kFormats = {
      "(?:0[13578]|1[02])-31)T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,9})?"
      "(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"},
     {"uuid", "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"},
-    // RFC 3986's URI: scheme, then an authority (user, registered name, port) and path, a path
-    // from "/" or a rootless one, or none; then query and fragment. IP literals are left out.
-    {"uri",
-     "[A-Za-z][A-Za-z0-9+.-]*:(?://(?:(?:[A-Za-z0-9._~!$&'()*+,;=:-]|%[0-9A-Fa-f]{2})*@)?"
-     "(?:[A-Za-z0-9._~!$&'()*+,;=-]|%[0-9A-Fa-f]{2})*(?::[0-9]*)?"
-     "(?:/(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})*)*"
-     "|/?(?:(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})+"
-     "(?:/(?:[A-Za-z0-9._~!$&'()*+,;=:@-]|%[0-9A-Fa-f]{2})*)*)?)"
-     "(?:\\?(?:[A-Za-z0-9._~!$&'()*+,;=:@/?-]|%[0-9A-Fa-f]{2})*)?"
-     "(?:#(?:[A-Za-z0-9._~!$&'()*+,;=:@/?-]|%[0-9A-Fa-f]{2})*)?"},
-    // RFC 4291's text forms without an embedded IPv4 address or a zone.
-    {"ipv6",
-     "(?:(?:[0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}|(?:[0-9a-fA-F]{1,4}:){1,7}:|"
-     "(?:[0-9a-fA-F]{1,4}:){1,6}:[0-9a-fA-F]{1,4}|"
-     "(?:[0-9a-fA-F]{1,4}:){1,5}(?::[0-9a-fA-F]{1,4}){1,2}|"
-     "(?:[0-9a-fA-F]{1,4}:){1,4}(?::[0-9a-fA-F]{1,4}){1,3}|"
-     "(?:[0-9a-fA-F]{1,4}:){1,3}(?::[0-9a-fA-F]{1,4}){1,4}|"
-     "(?:[0-9a-fA-F]{1,4}:){1,2}(?::[0-9a-fA-F]{1,4}){1,5}|"
-     "[0-9a-fA-F]{1,4}:(?::[0-9a-fA-F]{1,4}){1,6}|:(?:(?::[0-9a-fA-F]{1,4}){1,7}|:))"},
+    {"uri", uri_pattern()},
+    {"ipv6", ipv6_pattern()},
     {"email", "[A-Za-z0-9_.+-]+@[A-Za-z0-9-]+(?:\\.[A-Za-z0-9-]+)+"},
     {"ipv4",
      "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])(?:\\.(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|"
